@@ -1,0 +1,60 @@
+//! `flota config claude`: the `claude_desktop_config.json` entry for this installation.
+//!
+//! Owns the snippet and the advice around it; it reads nothing but the paths it is given and
+//! writes nothing — `main` prints what it returns. Claude Desktop may start servers with `/`
+//! as working directory and a minimal environment, so every path in the entry is absolute.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// The JSON to merge into `claude_desktop_config.json`.
+pub fn entry(exe: &Path, db: &Path) -> Value {
+    json!({
+        "mcpServers": {
+            "flota": {
+                "command": exe.display().to_string(),
+                "args": ["servir", "--db", db.display().to_string()],
+            }
+        }
+    })
+}
+
+/// Where Claude Desktop keeps its configuration on each system, for the note on stderr.
+pub fn locations() -> String {
+    [
+        "Pegue esta entrada dentro de claude_desktop_config.json y reinicie Claude Desktop:",
+        "  macOS:   ~/Library/Application Support/Claude/claude_desktop_config.json",
+        "  Windows: %APPDATA%\\Claude\\claude_desktop_config.json",
+        "  Linux:   ~/.config/Claude/claude_desktop_config.json",
+        "Los registros del servidor quedan en mcp-server-flota.log, en la carpeta de logs de Claude.",
+    ]
+    .join("\n")
+}
+
+/// Makes `path` absolute against the working directory without requiring it to exist.
+pub fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_uses_the_given_absolute_paths() {
+        let value = entry(
+            Path::new("/opt/flota/bin/flota"),
+            Path::new("/datos/flota.db"),
+        );
+        let server = &value["mcpServers"]["flota"];
+        assert_eq!(server["command"], "/opt/flota/bin/flota");
+        assert_eq!(server["args"], json!(["servir", "--db", "/datos/flota.db"]));
+        assert!(absolute(Path::new("x.db")).is_absolute());
+    }
+}

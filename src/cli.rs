@@ -1,0 +1,306 @@
+//! The command line: verbs, flags and their Spanish help, and Spanish parse errors.
+//!
+//! Owns argument *parsing* only (ripgrep's "low args"): nothing here touches files, the
+//! network or the database. clap's own strings are English, so the built command is rewritten
+//! once ([`localise`]) and its errors are translated ([`spanish_error`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Arg, ArgAction, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// Default database path, relative to the working directory.
+pub const DEFAULT_DB: &str = "datos/flota.db";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "flota",
+    version,
+    about = "Telemetría GPS de flotas: simulador, motor de detección y servidor MCP",
+    long_about = None,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Verb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Serve the fleet tools over MCP (stdio).
+    #[command(about = "Sirve las herramientas de la flota por MCP sobre stdio (JSON-RPC 2.0)")]
+    Servir(ServeArgs),
+    /// Talk to an MCP server by hand, run the demo tour or replay a file.
+    #[command(
+        about = "Cliente MCP: interactivo, recorrido de demostración (--demo) o reproducción (--replay)"
+    )]
+    Cliente(ClientArgs),
+    /// Print configuration snippets for MCP clients.
+    #[command(subcommand, about = "Muestra la configuración para clientes MCP")]
+    Config(ConfigVerb),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos SQLite (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db)"
+    )]
+    pub db: Option<PathBuf>,
+    #[arg(short, long, help = "Registra en stderr cada mensaje que entra y sale")]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    #[arg(
+        long,
+        conflicts_with = "replay",
+        help = "Recorrido guiado que termina con tres casos de error"
+    )]
+    pub demo: bool,
+    #[arg(
+        long,
+        value_name = "ARCHIVO.jsonl",
+        help = "Envía cada línea del archivo e imprime las respuestas"
+    )]
+    pub replay: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos para el 'flota servir' que se lanza por defecto"
+    )]
+    pub db: Option<PathBuf>,
+    #[arg(
+        last = true,
+        value_name = "COMANDO",
+        help = "Servidor a lanzar (por defecto: este mismo binario con 'servir')"
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigVerb {
+    /// The `claude_desktop_config.json` entry for this binary.
+    #[command(about = "Imprime la entrada de claude_desktop_config.json con rutas absolutas")]
+    Claude(ClaudeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClaudeArgs {
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos que servirá (por defecto datos/flota.db)"
+    )]
+    pub db: Option<PathBuf>,
+}
+
+/// What parsing produced: a command to run, or text to print and an exit code.
+pub enum Parsed {
+    Run(Cli),
+    /// Help or version text for stdout, exit 0.
+    Print(String),
+    /// A Spanish error for stderr, exit 2.
+    Fail(String),
+}
+
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Parsed {
+    let command = localise(Cli::command());
+    let matches = match command.try_get_matches_from(args) {
+        Ok(matches) => matches,
+        Err(err) => {
+            return match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    Parsed::Print(err.render().to_string())
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    Parsed::Fail(err.render().to_string())
+                }
+                _ => Parsed::Fail(spanish_error(&err)),
+            };
+        }
+    };
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => Parsed::Run(cli),
+        Err(err) => Parsed::Fail(spanish_error(&err)),
+    }
+}
+
+const TEMPLATE: &str = "\
+{before-help}{about-with-newline}
+Uso: {usage}
+
+{all-args}{after-help}";
+
+/// Rewrites clap's English scaffolding (headings, help/version flags, usage) in Spanish, for
+/// the command and every subcommand.
+pub fn localise(command: Command) -> Command {
+    localise_under(command, "")
+}
+
+fn localise_under(command: Command, parent: &str) -> Command {
+    let mut command = command
+        .help_template(TEMPLATE)
+        .disable_help_flag(true)
+        .disable_help_subcommand(true)
+        .subcommand_help_heading("Comandos")
+        .subcommand_value_name("COMANDO")
+        .arg(
+            Arg::new("ayuda")
+                .short('h')
+                .long("help")
+                .action(ArgAction::Help)
+                .help("Muestra esta ayuda"),
+        );
+    if command.get_version().is_some() {
+        command = command.disable_version_flag(true).arg(
+            Arg::new("version")
+                .short('V')
+                .long("version")
+                .action(ArgAction::Version)
+                .help("Muestra la versión"),
+        );
+    }
+    command = command.mut_args(|arg| {
+        let heading = if arg.is_positional() {
+            "Argumentos"
+        } else {
+            "Opciones"
+        };
+        arg.help_heading(heading)
+    });
+    let usage = command
+        .render_usage()
+        .to_string()
+        .trim_start_matches("Usage: ")
+        .replace("[OPTIONS]", "[OPCIONES]")
+        .replace("<COMMAND>", "<COMANDO>");
+    // A subcommand renders its usage without its parents' names; put them back.
+    let path = if parent.is_empty() {
+        String::new()
+    } else {
+        format!("{parent} ")
+    };
+    command = command.override_usage(format!("{path}{usage}"));
+    let here = format!("{path}{}", command.get_name());
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(name, |sub| localise_under(sub, &here));
+    }
+    command
+}
+
+/// A Spanish rendering of a clap error, naming the culprit.
+pub fn spanish_error(err: &clap::Error) -> String {
+    let get = |kind: ContextKind| match err.get(kind) {
+        Some(ContextValue::String(s)) => s.clone(),
+        Some(ContextValue::Strings(list)) => list.join(", "),
+        Some(ContextValue::StyledStr(s)) => s.to_string(),
+        Some(ContextValue::StyledStrs(list)) => list
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(ContextValue::Number(n)) => n.to_string(),
+        Some(ContextValue::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    };
+    let arg = get(ContextKind::InvalidArg);
+    let message = match err.kind() {
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let valid = get(ContextKind::ValidValue);
+            let mut text = format!(
+                "valor inválido '{}' para {arg}",
+                get(ContextKind::InvalidValue)
+            );
+            if !valid.is_empty() {
+                text.push_str(&format!(" (valores posibles: {valid})"));
+            }
+            if let Some(source) = std::error::Error::source(err) {
+                text.push_str(&format!(": {source}"));
+            }
+            text
+        }
+        ErrorKind::UnknownArgument => format!("argumento inesperado '{arg}'"),
+        ErrorKind::InvalidSubcommand => {
+            let mut text = format!(
+                "comando desconocido '{}'",
+                get(ContextKind::InvalidSubcommand)
+            );
+            let suggested = get(ContextKind::SuggestedSubcommand);
+            if !suggested.is_empty() {
+                text.push_str(&format!("; ¿quiso decir '{suggested}'?"));
+            }
+            text
+        }
+        ErrorKind::MissingRequiredArgument => format!("falta el argumento obligatorio {arg}"),
+        ErrorKind::MissingSubcommand => "falta el comando".to_owned(),
+        ErrorKind::ArgumentConflict => format!(
+            "{arg} no se puede usar junto con {}",
+            get(ContextKind::PriorArg)
+        ),
+        ErrorKind::TooManyValues | ErrorKind::WrongNumberOfValues | ErrorKind::TooFewValues => {
+            format!("número de valores incorrecto para {arg}")
+        }
+        ErrorKind::NoEquals => format!("{arg} requiere un valor con '='"),
+        _ => format!("argumentos inválidos: {}", err.kind()),
+    };
+    format!("error: {message}\nUse 'flota --help' para ver la ayuda.\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_strs(args: &[&str]) -> Parsed {
+        parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn help_is_spanish() {
+        let Parsed::Print(help) = parse_strs(&["flota", "--help"]) else {
+            panic!("help was not printed");
+        };
+        for word in ["Uso:", "Comandos", "servir", "Muestra esta ayuda"] {
+            assert!(help.contains(word), "missing {word:?} in:\n{help}");
+        }
+        for english in ["Usage:", "Options:", "Commands:", "Print help"] {
+            assert!(!help.contains(english), "English {english:?} in:\n{help}");
+        }
+        let Parsed::Print(help) = parse_strs(&["flota", "servir", "--help"]) else {
+            panic!("help was not printed");
+        };
+        assert!(help.contains("Opciones") && help.contains("--db"), "{help}");
+        assert!(!help.contains("Options:"), "{help}");
+    }
+
+    #[test]
+    fn errors_are_spanish_and_name_the_culprit() {
+        let Parsed::Fail(text) = parse_strs(&["flota", "servir", "--nada"]) else {
+            panic!("expected an error");
+        };
+        assert!(text.contains("argumento inesperado '--nada'"), "{text}");
+        let Parsed::Fail(text) = parse_strs(&["flota", "servri"]) else {
+            panic!("expected an error");
+        };
+        assert!(text.contains("comando desconocido 'servri'"), "{text}");
+        assert!(text.contains("servir"), "{text}");
+    }
+
+    #[test]
+    fn client_takes_a_command_after_double_dash() {
+        let Parsed::Run(cli) = parse_strs(&["flota", "cliente", "--", "python3", "-u", "x.py"])
+        else {
+            panic!("did not parse");
+        };
+        let Verb::Cliente(args) = cli.command else {
+            panic!("wrong verb");
+        };
+        assert_eq!(args.command, vec!["python3", "-u", "x.py"]);
+    }
+}

@@ -1,0 +1,292 @@
+//! A client-side connection to any stdio MCP server: spawn, send, wait, check.
+//!
+//! Owns the child process and the discipline of a careful client: every line the server
+//! writes must be one JSON-RPC message, every answer must carry the id that was asked. Each
+//! breach is printed and counted in [`Connection::problems`], so `flota cliente` can exit
+//! non-zero. What gets printed (and how) is the [`Printer`]'s business.
+
+use std::ffi::OsString;
+use std::io::{self, BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::printer::Printer;
+
+/// How long to wait for one answer. Claude Desktop gives up at about 60 s too.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The version the client asks for: what Claude Desktop and Inspector send today.
+pub const CLIENT_PROTOCOL_VERSION: &str = "2025-11-25";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no se pudo lanzar el servidor {command:?}: {source}")]
+    Spawn { command: String, source: io::Error },
+    #[error("el servidor cerró la conexión sin responder a '{method}'")]
+    Closed { method: String },
+    #[error("sin respuesta a '{method}' en {seconds} s")]
+    Timeout { method: String, seconds: u64 },
+    #[error("no se pudo escribir al servidor: {0}")]
+    Write(io::Error),
+}
+
+/// A server's answer to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Result(Value),
+    Error { code: i64, data: Value },
+}
+
+impl Answer {
+    pub fn result(&self) -> Option<&Value> {
+        match self {
+            Answer::Result(value) => Some(value),
+            Answer::Error { .. } => None,
+        }
+    }
+}
+
+pub struct Connection {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Vec<u8>>,
+    next_id: i64,
+    /// Malformed lines, id mismatches and unexpected answers seen so far.
+    pub problems: usize,
+    pub printer: Printer,
+}
+
+impl Connection {
+    /// Spawns `command` (program then arguments) with piped stdin/stdout; its stderr is
+    /// inherited so the server's logs stay visible.
+    pub fn spawn(command: &[OsString], printer: Printer) -> Result<Self, ClientError> {
+        let shown = command
+            .iter()
+            .map(|part| part.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let Some((program, args)) = command.split_first() else {
+            return Err(ClientError::Spawn {
+                command: shown,
+                source: io::Error::new(io::ErrorKind::InvalidInput, "comando vacío"),
+            });
+        };
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| ClientError::Spawn {
+                command: shown.clone(),
+                source,
+            })?;
+        let stdout = child.stdout.take().ok_or_else(|| ClientError::Spawn {
+            command: shown.clone(),
+            source: io::Error::other("sin stdout"),
+        })?;
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if line.last() == Some(&b'\n') {
+                            line.pop();
+                        }
+                        if sender.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Connection {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 0,
+            problems: 0,
+            printer,
+        })
+    }
+
+    /// Writes one raw line (a newline is added) and echoes it.
+    pub fn send_line(&mut self, out: &mut dyn Write, line: &str) -> Result<(), ClientError> {
+        self.printer.sent(out, line);
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| ClientError::Write(io::Error::other("entrada cerrada")))?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(ClientError::Write)
+    }
+
+    /// Sends a request with a fresh integer id and waits for its answer.
+    pub fn request(
+        &mut self,
+        out: &mut dyn Write,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Answer, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send_line(out, &message.to_string())?;
+        self.wait_for(out, &json!(id), method)
+    }
+
+    pub fn notify(
+        &mut self,
+        out: &mut dyn Write,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), ClientError> {
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send_line(out, &message.to_string())
+    }
+
+    /// `initialize` + `notifications/initialized`; returns the initialize result.
+    pub fn handshake(&mut self, out: &mut dyn Write) -> Result<Answer, ClientError> {
+        let params = json!({
+            "protocolVersion": CLIENT_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "flota-cliente", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let answer = self.request(out, "initialize", Some(params))?;
+        if answer.result().is_some() {
+            self.notify(out, "notifications/initialized", None)?;
+        }
+        Ok(answer)
+    }
+
+    /// Waits for the answer whose id equals `id`, printing notifications on the way.
+    pub fn wait_for(
+        &mut self,
+        out: &mut dyn Write,
+        id: &Value,
+        method: &str,
+    ) -> Result<Answer, ClientError> {
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let raw = match self.lines.recv_timeout(left) {
+                Ok(raw) => raw,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(ClientError::Timeout {
+                        method: method.to_owned(),
+                        seconds: ANSWER_TIMEOUT.as_secs(),
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(ClientError::Closed {
+                        method: method.to_owned(),
+                    });
+                }
+            };
+            let Some(message) = self.check_line(out, &raw) else {
+                continue;
+            };
+            if message.get("method").is_some() {
+                continue; // a notification, already printed
+            }
+            if message.get("id") != Some(id) {
+                self.problem(
+                    out,
+                    &format!(
+                        "respuesta con id {} cuando se esperaba {id}",
+                        message.get("id").unwrap_or(&Value::Null)
+                    ),
+                );
+                continue;
+            }
+            return Ok(match (message.get("result"), message.get("error")) {
+                (Some(result), None) => Answer::Result(result.clone()),
+                (None, Some(error)) => Answer::Error {
+                    code: error["code"].as_i64().unwrap_or_default(),
+                    data: error.get("data").cloned().unwrap_or(Value::Null),
+                },
+                _ => {
+                    self.problem(out, "la respuesta no tiene exactamente uno de result/error");
+                    Answer::Error {
+                        code: 0,
+                        data: Value::Null,
+                    }
+                }
+            });
+        }
+    }
+
+    /// Collects whatever arrives within `window` (for notifications that get no answer).
+    pub fn drain(&mut self, out: &mut dyn Write, window: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + window;
+        let mut messages = Vec::new();
+        while let Ok(raw) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            if let Some(message) = self.check_line(out, &raw) {
+                messages.push(message);
+            }
+        }
+        messages
+    }
+
+    /// Prints a received line and checks it is one well-formed JSON-RPC message.
+    fn check_line(&mut self, out: &mut dyn Write, raw: &[u8]) -> Option<Value> {
+        let Ok(text) = std::str::from_utf8(raw) else {
+            self.problem(out, "línea que no es UTF-8 válido");
+            return None;
+        };
+        self.printer.received(out, text);
+        let message: Value = match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => Value::Object(map),
+            _ => {
+                self.problem(out, "línea que no es un objeto JSON");
+                return None;
+            }
+        };
+        if message["jsonrpc"] != "2.0" {
+            self.problem(out, "mensaje sin \"jsonrpc\": \"2.0\"");
+            return None;
+        }
+        Some(message)
+    }
+
+    fn problem(&mut self, out: &mut dyn Write, what: &str) {
+        self.problems += 1;
+        self.printer.problem(out, what);
+    }
+
+    /// Closes the server's stdin and waits (briefly) for it to exit; returns its exit code.
+    pub fn close(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status.code(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return None;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! How `flota cliente` shows the conversation: exact lines, coloured only on a terminal.
+//!
+//! Owns presentation only. Lines are printed verbatim except that very long ones (a map's
+//! base64 image) are cut with their size, and a tool result's text blocks are shown readable
+//! underneath. Write errors on the output are ignored: a closed pipe ends nothing important.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+/// Lines longer than this are cut when echoed.
+const MAX_ECHO: usize = 1200;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    pub color: bool,
+}
+
+const CYAN: &str = "\x1b[36m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const RED: &str = "\x1b[31m";
+const DIM: &str = "\x1b[2m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+impl Printer {
+    fn paint(&self, out: &mut dyn Write, color: &str, text: &str) {
+        let _ = if self.color {
+            writeln!(out, "{color}{text}{RESET}")
+        } else {
+            writeln!(out, "{text}")
+        };
+    }
+
+    pub fn sent(&self, out: &mut dyn Write, line: &str) {
+        self.paint(out, CYAN, &format!("→ {}", cut(line)));
+    }
+
+    pub fn received(&self, out: &mut dyn Write, line: &str) {
+        let color = if line.contains("\"error\":{") {
+            RED
+        } else if line.contains("\"method\":") {
+            YELLOW
+        } else {
+            GREEN
+        };
+        self.paint(out, color, &format!("← {}", cut(line)));
+    }
+
+    pub fn problem(&self, out: &mut dyn Write, what: &str) {
+        self.paint(out, RED, &format!("✗ problema: {what}"));
+    }
+
+    pub fn heading(&self, out: &mut dyn Write, text: &str) {
+        let _ = writeln!(out);
+        self.paint(out, BOLD, &format!("== {text}"));
+    }
+
+    pub fn note(&self, out: &mut dyn Write, text: &str) {
+        self.paint(out, DIM, text);
+    }
+
+    /// Shows the content blocks of a `tools/call` result in readable form.
+    pub fn tool_result(&self, out: &mut dyn Write, result: &Value) {
+        let blocks = result["content"].as_array().cloned().unwrap_or_default();
+        let flag = if result["isError"] == true {
+            " (isError)"
+        } else {
+            ""
+        };
+        for block in blocks {
+            match block["type"].as_str() {
+                Some("text") => {
+                    let text = block["text"].as_str().unwrap_or_default();
+                    self.paint(out, DIM, &format!("  texto{flag}:"));
+                    for line in text.lines() {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+                Some("image") => {
+                    let bytes = block["data"].as_str().map_or(0, |d| d.len() * 3 / 4);
+                    let mime = block["mimeType"].as_str().unwrap_or("?");
+                    self.paint(
+                        out,
+                        DIM,
+                        &format!("  [imagen {mime}, {:.1} KB]", bytes as f64 / 1024.0),
+                    );
+                }
+                other => self.paint(out, DIM, &format!("  [bloque {}]", other.unwrap_or("?"))),
+            }
+        }
+    }
+}
+
+fn cut(line: &str) -> String {
+    if line.len() <= MAX_ECHO {
+        return line.to_owned();
+    }
+    let mut end = MAX_ECHO;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [{:.1} KB en total]",
+        &line[..end],
+        line.len() as f64 / 1024.0
+    )
+}

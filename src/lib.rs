@@ -1,0 +1,12 @@
+//! flota: fleet GPS telemetry on the operator's own machine.
+//!
+//! A scenario-driven simulator writes what trackers would report; a detection engine turns
+//! positions into stops, trips, alerts and kilometres; an MCP server lets a chat model ask
+//! about them. See ARCHITECTURE.md for the map of modules and the invariants between them.
+
+pub mod app;
+pub mod claude_config;
+pub mod cli;
+pub mod client;
+pub mod log;
+pub mod mcp;

@@ -1,0 +1,67 @@
+//! The `flota` binary: parse the command line, run one verb, map the outcome to an exit code.
+//!
+//! Thin on purpose. Each verb lives in its own module; this file only hands them the process's
+//! stdin/stdout/stderr, which nothing else may grab. Exit codes: 0 ok, 1 failure, 2 bad usage.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use flota::cli::{self, ConfigVerb, Parsed, Verb};
+use flota::{app, claude_config, client};
+
+fn main() -> ExitCode {
+    flota::log::init_from_env();
+    match cli::parse(std::env::args_os()) {
+        Parsed::Print(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Parsed::Fail(text) => {
+            eprint!("{text}");
+            ExitCode::from(2)
+        }
+        Parsed::Run(cli) => match run(cli.command) {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn run(verb: Verb) -> anyhow::Result<ExitCode> {
+    match verb {
+        Verb::Servir(args) => {
+            app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
+        }
+        Verb::Cliente(args) => {
+            let color = std::io::stdout().is_terminal();
+            let mut out = std::io::stdout().lock();
+            let problems = client::run(&args, &mut out, &mut std::io::stdin().lock(), color)?;
+            out.flush()?;
+            if problems > 0 {
+                eprintln!(
+                    "error: {problems} problemas de protocolo en las respuestas del servidor"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Verb::Config(ConfigVerb::Claude(args)) => {
+            let exe = std::env::current_exe()?.canonicalize()?;
+            let db = claude_config::absolute(&app::db_path(args.db.as_deref()));
+            let entry = claude_config::entry(&exe, &db);
+            println!("{}", serde_json::to_string_pretty(&entry)?);
+            eprintln!("{}", claude_config::locations());
+            if !db.exists() {
+                eprintln!(
+                    "Aviso: {} todavía no existe; el servidor arrancará igual y cada herramienta \
+                     dirá cómo generarla.",
+                    db.display()
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
