@@ -16,7 +16,7 @@ pub type RawId = Box<RawValue>;
 
 /// Error codes used on the wire.
 ///
-/// The five standard JSON-RPC codes plus the one MCP 2026-07-28 code flota needs. New
+/// The five standard JSON-RPC codes plus the one MCP 2026-07-28 code this server needs. New
 /// implementations must not use -32000…-32019, and -32020…-32099 belong to the MCP spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {

@@ -115,7 +115,7 @@ fn collect_unsupported(schema: &Value, found: &mut Vec<String>) {
 /// Why a value does not satisfy a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// Path of the offending value: `placa`, `numeros[2]`; empty for the object itself.
+    /// Path of the offending value: `nombre`, `numeros[2]`; empty for the object itself.
     pub path: String,
     /// Spanish sentence without the path.
     pub problem: String,

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-/// A protocol revision flota speaks. Ordered oldest to newest.
+/// A protocol revision this core speaks. Ordered oldest to newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ProtocolVersion {
     V2024_11_05,
@@ -29,7 +29,7 @@ impl ProtocolVersion {
     /// Stateless-era versions.
     pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
 
-    /// What `initialize` answers when the client asks for a version flota lacks.
+    /// What `initialize` answers when the client asks for a version it lacks.
     pub const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
     pub fn parse(text: &str) -> Option<Self> {

@@ -1,0 +1,22 @@
+//! Integration tests: the real binaries, driven from outside.
+//!
+//! - `protocol`: raw JSON lines against `flota servir`;
+//! - `example_server`: the example tools, validation per era, progress, cancellation;
+//! - `in_process`: the core through in-memory pipes, panics and property tests;
+//! - `rmcp_client`: the official Rust SDK as a client;
+//! - `cli`: help, errors, `config claude`, `cliente`;
+//! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+mod cli;
+mod example_server;
+mod in_process;
+mod protocol;
+mod rmcp_client;
+mod support;
+mod tidy;
