@@ -216,7 +216,7 @@ where
         let _ = writer.join();
         let _ = done_tx.send(());
     });
-    let _ = done_rx.recv_timeout(Duration::from_millis(500));
+    let _ = done_rx.recv_timeout(Duration::from_millis(150));
     Ok(())
 }
 
