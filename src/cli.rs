@@ -27,6 +27,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Verb {
+    /// Run a scenario: positions database plus ground-truth log.
+    #[command(
+        about = "Simula un escenario y escribe las posiciones (SQLite) y el registro de verdad"
+    )]
+    Simular(SimulateArgs),
     /// Serve the fleet tools over MCP (stdio).
     #[command(about = "Sirve las herramientas de la flota por MCP sobre stdio (JSON-RPC 2.0)")]
     Servir(ServeArgs),
@@ -38,6 +43,36 @@ pub enum Verb {
     /// Print configuration snippets for MCP clients.
     #[command(subcommand, about = "Muestra la configuración para clientes MCP")]
     Config(ConfigVerb),
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    #[arg(
+        value_name = "ESCENARIO",
+        help = "Archivo TOML del escenario (por defecto la semana de referencia integrada)"
+    )]
+    pub escenario: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "AAAA-MM-DDTHH:MM",
+        value_parser = crate::simulate::parse_ahora,
+        help = "Fin de los datos, hora local de la zona del escenario (por defecto: ahora, al minuto)"
+    )]
+    pub ahora: Option<chrono::NaiveDateTime>,
+    #[arg(long, value_name = "RUTA", default_value = DEFAULT_DB, help = "Base de datos de salida")]
+    pub salida: PathBuf,
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Registro de verdad (por defecto junto a la base: <nombre>.verdad.jsonl)"
+    )]
+    pub verdad: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "N",
+        help = "Semilla aleatoria (reemplaza la del escenario)"
+    )]
+    pub semilla: Option<u64>,
 }
 
 #[derive(Debug, Args)]

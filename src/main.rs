@@ -7,7 +7,8 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use flota::cli::{self, ConfigVerb, Parsed, Verb};
+use flota::cli::{self, ConfigVerb, Parsed, SimulateArgs, Verb};
+use flota::scenario::{Ahora, Source};
 use flota::{app, claude_config, client};
 
 fn main() -> ExitCode {
@@ -33,6 +34,10 @@ fn main() -> ExitCode {
 
 fn run(verb: Verb) -> anyhow::Result<ExitCode> {
     match verb {
+        Verb::Simular(args) => {
+            let summary = flota::simulate::run(&simulate_options(&args))?;
+            eprintln!("{}", summary.line());
+        }
         Verb::Servir(args) => {
             app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
         }
@@ -64,4 +69,31 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves the command-line edge of `flota simular`: the wall clock is read here, never in
+/// the simulator.
+fn simulate_options(args: &SimulateArgs) -> flota::simulate::Options {
+    let ahora = match args.ahora {
+        Some(local) => Ahora::Local(local),
+        None => Ahora::NowUtc(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        ),
+    };
+    flota::simulate::Options {
+        scenario: args
+            .escenario
+            .clone()
+            .map_or(Source::Embedded, Source::File),
+        ahora,
+        truth: args
+            .verdad
+            .clone()
+            .unwrap_or_else(|| flota::simulate::default_truth_path(&args.salida)),
+        db: args.salida.clone(),
+        seed: args.semilla,
+        progress: std::io::stderr().is_terminal(),
+    }
 }

@@ -5,6 +5,8 @@
 //! - `in_process`: the core through in-memory pipes, panics and property tests;
 //! - `rmcp_client`: the official Rust SDK as a client;
 //! - `cli`: help, errors, `config claude`, `cliente`;
+//! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
+//! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
     clippy::unwrap_used,
@@ -18,5 +20,7 @@ mod example_server;
 mod in_process;
 mod protocol;
 mod rmcp_client;
+mod scenario_errors;
+mod simulation;
 mod support;
 mod tidy;

@@ -1,0 +1,219 @@
+//! Geofences: named areas (square, circle, polygon) and whether a point lies inside.
+//!
+//! Owns the shapes and their containment and distance rules, shared by the simulator (truth
+//! visits), the store (persisted shapes) and the detection engine. A square is kept as the
+//! reference defined it (centre + half side in metres, axis-aligned in degrees) so its stored
+//! corners match; circles use great-circle distance; polygons use planar ray casting in
+//! degrees, exact for areas of a few kilometres.
+
+use geo::{Contains, Coord, LineString, Polygon};
+
+use crate::geo::{LatLon, M_PER_DEG_LAT, distance_m};
+
+/// The shape of a geofence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    Square { centre: LatLon, half_side_m: f64 },
+    Circle { centre: LatLon, radius_m: f64 },
+    Polygon { vertices: Vec<LatLon> },
+}
+
+/// A named geofence.
+#[derive(Debug, Clone)]
+pub struct Geofence {
+    pub name: String,
+    /// `bodega`, `centro_distribucion`, `zona_cliente`… (free text, Spanish).
+    pub kind: String,
+    pub shape: Shape,
+    /// Speed limit inside, if any.
+    pub speed_limit_kmh: Option<f64>,
+    polygon: Option<Polygon<f64>>,
+}
+
+impl Geofence {
+    pub fn new(name: String, kind: String, shape: Shape, speed_limit_kmh: Option<f64>) -> Self {
+        let polygon = match &shape {
+            Shape::Square { .. } | Shape::Polygon { .. } => Some(to_polygon(&ring(&shape))),
+            Shape::Circle { .. } => None,
+        };
+        Geofence {
+            name,
+            kind,
+            shape,
+            speed_limit_kmh,
+            polygon,
+        }
+    }
+
+    pub fn contains(&self, p: LatLon) -> bool {
+        match (&self.shape, &self.polygon) {
+            (Shape::Circle { centre, radius_m }, _) => distance_m(*centre, p) <= *radius_m,
+            (_, Some(polygon)) => polygon.contains(&p.point()),
+            (_, None) => false,
+        }
+    }
+
+    /// Bounding box of the outline: (south-west, north-east).
+    pub fn bbox(&self) -> (LatLon, LatLon) {
+        let outline = self.outline();
+        let lats = outline.iter().map(|p| p.lat);
+        let lons = outline.iter().map(|p| p.lon);
+        (
+            LatLon::new(
+                lats.clone().fold(f64::INFINITY, f64::min),
+                lons.clone().fold(f64::INFINITY, f64::min),
+            ),
+            LatLon::new(
+                lats.fold(f64::NEG_INFINITY, f64::max),
+                lons.fold(f64::NEG_INFINITY, f64::max),
+            ),
+        )
+    }
+
+    /// The centre (centroid of the vertices for polygons).
+    pub fn centre(&self) -> LatLon {
+        match &self.shape {
+            Shape::Square { centre, .. } | Shape::Circle { centre, .. } => *centre,
+            Shape::Polygon { vertices } => {
+                let n = vertices.len().max(1) as f64;
+                LatLon::new(
+                    vertices.iter().map(|v| v.lat).sum::<f64>() / n,
+                    vertices.iter().map(|v| v.lon).sum::<f64>() / n,
+                )
+            }
+        }
+    }
+
+    /// The outline as a closed ring of vertices (a 64-gon for circles), for maps and WKT.
+    pub fn outline(&self) -> Vec<LatLon> {
+        ring(&self.shape)
+    }
+
+    /// Standard WKT in lon-lat order (the outline for every shape).
+    pub fn wkt(&self) -> String {
+        let points: Vec<String> = self
+            .outline()
+            .iter()
+            .map(|p| format!("{:.6} {:.6}", p.lon, p.lat))
+            .collect();
+        format!("POLYGON (({}))", points.join(", "))
+    }
+
+    pub fn shape_name(&self) -> &'static str {
+        match self.shape {
+            Shape::Square { .. } => "cuadrado",
+            Shape::Circle { .. } => "circulo",
+            Shape::Polygon { .. } => "poligono",
+        }
+    }
+}
+
+fn ring(shape: &Shape) -> Vec<LatLon> {
+    let mut ring = match shape {
+        Shape::Square {
+            centre,
+            half_side_m,
+        } => {
+            let dlat = half_side_m / M_PER_DEG_LAT;
+            let dlon = half_side_m / (M_PER_DEG_LAT * centre.lat.to_radians().cos());
+            vec![
+                LatLon::new(centre.lat - dlat, centre.lon - dlon),
+                LatLon::new(centre.lat - dlat, centre.lon + dlon),
+                LatLon::new(centre.lat + dlat, centre.lon + dlon),
+                LatLon::new(centre.lat + dlat, centre.lon - dlon),
+            ]
+        }
+        Shape::Circle { centre, radius_m } => (0..64)
+            .map(|i| crate::geo::destination(*centre, i as f64 * 360.0 / 64.0, *radius_m))
+            .collect(),
+        Shape::Polygon { vertices } => vertices.clone(),
+    };
+    if ring.first() != ring.last()
+        && let Some(first) = ring.first().copied()
+    {
+        ring.push(first);
+    }
+    ring
+}
+
+fn to_polygon(ring: &[LatLon]) -> Polygon<f64> {
+    let coords: Vec<Coord<f64>> = ring.iter().map(|p| Coord { x: p.lon, y: p.lat }).collect();
+    Polygon::new(LineString::from(coords), Vec::new())
+}
+
+/// Twice the signed area of a ring in squared degrees; zero means degenerate.
+pub fn ring_area_deg2(vertices: &[LatLon]) -> f64 {
+    let n = vertices.len();
+    (0..n)
+        .map(|i| {
+            let (a, b) = (vertices[i], vertices[(i + 1) % n]);
+            a.lon * b.lat - b.lon * a.lat
+        })
+        .sum::<f64>()
+        .abs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cedis() -> Geofence {
+        Geofence::new(
+            "CEDIS Zona 12".into(),
+            "bodega".into(),
+            Shape::Square {
+                centre: LatLon::new(14.585, -90.545),
+                half_side_m: 260.0,
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn square_matches_the_reference_corners() {
+        let ring = cedis().outline();
+        // Reference: lon -90.547413…-90.542587, lat 14.582664…14.587336 (111,320 m/°);
+        // the mean-sphere figure differs by under a metre.
+        assert!((ring[0].lat - 14.582664).abs() < 1e-5, "{:?}", ring[0]);
+        assert!((ring[0].lon - -90.547413).abs() < 1e-5, "{:?}", ring[0]);
+        assert_eq!(ring.first(), ring.last());
+    }
+
+    #[test]
+    fn containment_for_each_shape() {
+        let fence = cedis();
+        assert!(fence.contains(LatLon::new(14.585, -90.545)));
+        assert!(fence.contains(LatLon::new(14.5871, -90.5426)));
+        assert!(!fence.contains(LatLon::new(14.5880, -90.545)));
+        let circle = Geofence::new(
+            "c".into(),
+            "x".into(),
+            Shape::Circle {
+                centre: LatLon::new(14.6, -90.5),
+                radius_m: 100.0,
+            },
+            None,
+        );
+        assert!(circle.contains(crate::geo::offset_m(LatLon::new(14.6, -90.5), 0.0, 99.0)));
+        assert!(!circle.contains(crate::geo::offset_m(LatLon::new(14.6, -90.5), 0.0, 101.0)));
+        let triangle = Geofence::new(
+            "t".into(),
+            "x".into(),
+            Shape::Polygon {
+                vertices: vec![
+                    LatLon::new(0.0, 0.0),
+                    LatLon::new(0.0, 1.0),
+                    LatLon::new(1.0, 0.0),
+                ],
+            },
+            None,
+        );
+        assert!(triangle.contains(LatLon::new(0.2, 0.2)));
+        assert!(!triangle.contains(LatLon::new(0.8, 0.8)));
+        assert!(
+            triangle
+                .wkt()
+                .starts_with("POLYGON ((0.000000 0.000000, 1.000000 0.000000")
+        );
+    }
+}

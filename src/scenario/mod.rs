@@ -1,0 +1,313 @@
+//! Scenarios: what a simulation run is about, from TOML text to a checked [`World`].
+//!
+//! Owns reading a scenario (a file, or the embedded reference week), its routes, and every
+//! check that can be made before simulating. The result, [`World`], is plain data the
+//! simulator consumes; nothing here simulates, writes, or reads the clock (the caller passes
+//! "now" in). Format reference: docs/escenarios.md.
+
+mod error;
+mod file;
+mod resolve;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{NaiveDate, NaiveDateTime, Weekday};
+use chrono_tz::Tz;
+use sha2::{Digest, Sha256};
+
+pub use error::{ScenarioError, line_column};
+pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
+
+use crate::geofence::Geofence;
+use crate::route::Route;
+
+/// Embedded copies, so `flota simular` works from any folder on a fresh machine.
+pub mod embedded {
+    pub const SEMANA: &str = include_str!("../../escenarios/semana.toml");
+    pub const ROUTES: &[(&str, &str)] = &[
+        (
+            "r01_cedis_z1_z4",
+            include_str!("../../rutas/r01_cedis_z1_z4.json"),
+        ),
+        (
+            "r02_cedis_z10_cayala",
+            include_str!("../../rutas/r02_cedis_z10_cayala.json"),
+        ),
+        (
+            "r03_vn_amatitlan",
+            include_str!("../../rutas/r03_vn_amatitlan.json"),
+        ),
+        (
+            "r04_vn_boca_cedis",
+            include_str!("../../rutas/r04_vn_boca_cedis.json"),
+        ),
+        (
+            "r05_mixco_sancristobal_z7",
+            include_str!("../../rutas/r05_mixco_sancristobal_z7.json"),
+        ),
+        (
+            "r06_mixco_miraflores_z1",
+            include_str!("../../rutas/r06_mixco_miraflores_z1.json"),
+        ),
+        (
+            "r07_z18_centro_z4",
+            include_str!("../../rutas/r07_z18_centro_z4.json"),
+        ),
+        (
+            "r08_z18_cayala_z10",
+            include_str!("../../rutas/r08_z18_cayala_z10.json"),
+        ),
+        (
+            "r09_caes_pinula_fraijanes",
+            include_str!("../../rutas/r09_caes_pinula_fraijanes.json"),
+        ),
+        (
+            "r10_caes_aeropuerto_cedis",
+            include_str!("../../rutas/r10_caes_aeropuerto_cedis.json"),
+        ),
+    ];
+}
+
+/// When "now" is: given in local time (`--ahora`), or the wall clock read by the caller.
+#[derive(Debug, Clone, Copy)]
+pub enum Ahora {
+    Local(NaiveDateTime),
+    /// Wall-clock UTC seconds; truncated to the minute in the scenario's zone.
+    NowUtc(i64),
+}
+
+/// A checked scenario, ready to simulate.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub name: String,
+    pub description: String,
+    pub zone: Tz,
+    pub seed: u64,
+    pub interval_s: i64,
+    /// The end of the data, UTC seconds.
+    pub ahora_utc: i64,
+    pub ahora_local: NaiveDateTime,
+    /// Local dates of the period, oldest first; the last is the day of `ahora`.
+    pub days: Vec<NaiveDate>,
+    pub holidays: Vec<NaiveDate>,
+    pub routes: Vec<Route>,
+    pub fences: Vec<Geofence>,
+    pub fleet_limit_kmh: f64,
+    pub units: Vec<Unit>,
+    pub behaviour: BehaviourFile,
+    pub noise: NoiseFile,
+    /// Explicit injections, resolved to units and dates.
+    pub injections: Vec<Injection>,
+    /// Counts and parameter ranges for injections drawn at random.
+    pub random: RandomInjectionsFile,
+    /// `[deteccion]` as given, for the detection engine.
+    pub detection: Option<toml::Table>,
+    /// SHA-256 of the scenario text and every route file it could use.
+    pub hash: String,
+}
+
+impl World {
+    /// Whether `unit` works on `date` (active, a working weekday, not a holiday).
+    pub fn works(&self, unit: &Unit, date: NaiveDate) -> bool {
+        unit.active
+            && unit.workdays[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
+            && !self.holidays.contains(&date)
+    }
+
+    /// UTC seconds of local midnight starting `date` (the earliest, across a DST change).
+    pub fn local_midnight_utc(&self, date: NaiveDate) -> i64 {
+        use chrono::TimeZone;
+        let midnight = date.and_hms_opt(0, 0, 0).unwrap_or_default();
+        self.zone
+            .from_local_datetime(&midnight)
+            .earliest()
+            .map_or_else(|| midnight.and_utc().timestamp(), |t| t.timestamp())
+    }
+}
+
+/// A vehicle.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub plate: String,
+    pub kind: String,
+    pub driver: String,
+    /// Indexes into `World::routes`, driven in turn, one loop each.
+    pub routes: Vec<usize>,
+    pub active: bool,
+    /// Monday first.
+    pub workdays: [bool; 7],
+    /// Shift rule per weekday, Monday first.
+    pub shifts: [ShiftRule; 7],
+    pub dynamics: Dynamics,
+    /// The limit that applies outside geofences with their own.
+    pub limit_kmh: f64,
+    pub odometer_start_km: Option<f64>,
+}
+
+impl Unit {
+    pub fn shift_for(&self, date: NaiveDate) -> &ShiftRule {
+        &self.shifts[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShiftRule {
+    /// Earliest and latest start, minutes after local midnight.
+    pub start_min: [u32; 2],
+    pub length_h: [f64; 2],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dynamics {
+    pub accel_ms2: f64,
+    pub brake_ms2: f64,
+    pub top_speed_kmh: f64,
+}
+
+/// An injected event on one unit and day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Injection {
+    pub unit: usize,
+    pub date: NaiveDate,
+    pub kind: InjectionKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InjectionKind {
+    Speeding {
+        at: Trigger,
+        speed_kmh: f64,
+        duration_s: f64,
+    },
+    LongStop {
+        at: LongStopAt,
+        minutes: f64,
+    },
+    SignalLoss {
+        /// Seconds after local midnight.
+        start_s: u32,
+        minutes: f64,
+    },
+    StoppedNow {
+        minutes: f64,
+    },
+}
+
+impl InjectionKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            InjectionKind::Speeding { .. } => "exceso_velocidad",
+            InjectionKind::LongStop { .. } => "parada_prolongada",
+            InjectionKind::SignalLoss { .. } => "perdida_senal",
+            InjectionKind::StoppedNow { .. } => "detenida_ahora",
+        }
+    }
+}
+
+/// Where in a day an event starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trigger {
+    /// At the first suitable moment from this local time (seconds after midnight).
+    Time(u32),
+    /// When the day's first loop passes this fraction of its route.
+    Fraction(f64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LongStopAt {
+    /// A delivery stop of the first loop, by name.
+    Stop(String),
+    /// A halt on the road at this fraction of the first loop.
+    Fraction(f64),
+}
+
+pub const WEEKDAYS_ES: [(&str, Weekday); 9] = [
+    ("lunes", Weekday::Mon),
+    ("martes", Weekday::Tue),
+    ("miercoles", Weekday::Wed),
+    ("miércoles", Weekday::Wed),
+    ("jueves", Weekday::Thu),
+    ("viernes", Weekday::Fri),
+    ("sabado", Weekday::Sat),
+    ("sábado", Weekday::Sat),
+    ("domingo", Weekday::Sun),
+];
+
+/// Where a scenario's text came from, for messages and for finding its routes.
+#[derive(Debug, Clone)]
+pub enum Source {
+    File(PathBuf),
+    /// The reference week compiled into the binary (routes too).
+    Embedded,
+}
+
+impl Source {
+    pub fn display_path(&self) -> PathBuf {
+        match self {
+            Source::File(path) => path.clone(),
+            Source::Embedded => PathBuf::from("escenarios/semana.toml (integrado)"),
+        }
+    }
+}
+
+/// Reads, parses and checks a scenario. `ahora` decides the period's end.
+pub fn load(source: &Source, ahora: Ahora) -> Result<World, ScenarioError> {
+    let path = source.display_path();
+    let text = match source {
+        Source::File(file) => std::fs::read_to_string(file).map_err(|err| ScenarioError::Read {
+            path: file.clone(),
+            source: err,
+        })?,
+        Source::Embedded => embedded::SEMANA.to_owned(),
+    };
+    let file: ScenarioFile =
+        toml::from_str(&text).map_err(|err| error::syntax_error(path.clone(), &text, &err))?;
+    let (routes, route_texts) = load_routes(source, &file.escenario.rutas)?;
+    let mut hasher = Sha256::new();
+    hasher.update(text.as_bytes());
+    for route_text in route_texts.values() {
+        hasher.update(route_text.as_bytes());
+    }
+    let hash = format!("{:x}", hasher.finalize());
+    resolve::resolve(file, routes, ahora, &path, hash)
+}
+
+/// The routes a scenario can use: its `rutas` folder, or the embedded set.
+/// Routes by name, and the text of each route file (for the scenario hash).
+type LoadedRoutes = (BTreeMap<String, Route>, BTreeMap<String, String>);
+
+fn load_routes(source: &Source, folder: &str) -> Result<LoadedRoutes, ScenarioError> {
+    let mut routes = BTreeMap::new();
+    let mut texts = BTreeMap::new();
+    match source {
+        Source::Embedded => {
+            for (name, text) in embedded::ROUTES {
+                let path = PathBuf::from(format!("rutas/{name}.json"));
+                routes.insert((*name).to_owned(), Route::parse(text, &path)?);
+                texts.insert((*name).to_owned(), (*text).to_owned());
+            }
+        }
+        Source::File(file) => {
+            let base = file.parent().unwrap_or(Path::new("."));
+            let dir = base.join(folder);
+            routes = crate::route::load_dir(&dir)?;
+            for name in routes.keys() {
+                let path = dir.join(format!("{name}.json"));
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|err| ScenarioError::Read { path, source: err })?;
+                texts.insert(name.clone(), text);
+            }
+        }
+    }
+    Ok((routes, texts))
+}
+
+/// Uppercase, spaces and separators removed: `p 123-bcd` and `P-123BCD` compare equal.
+pub fn plate_key(plate: &str) -> String {
+    plate
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_uppercase)
+        .collect()
+}

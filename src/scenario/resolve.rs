@@ -1,0 +1,1107 @@
+//! From a parsed scenario file to a checked [`World`]: every semantic rule, one message each.
+//!
+//! Owns the meaning checks that the TOML syntax cannot express: names that must exist, ranges
+//! that must be ordered, geometry that must not be degenerate, injections that must fall on a
+//! working day, fit in a shift, and not collide. The first problem found is returned; nothing
+//! is simulated or written when any exists.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
+use chrono_tz::Tz;
+
+use super::file::{
+    BehaviourFile, GeofenceFile, InjectionsFile, NoiseFile, ScenarioFile, ShiftFile, ShiftOverride,
+    UnitFile, VehicleTypeFile,
+};
+use super::{
+    Ahora, Dynamics, Injection, InjectionKind, LongStopAt, ScenarioError, ShiftRule, Trigger, Unit,
+    WEEKDAYS_ES, World, plate_key,
+};
+use crate::geo::{LatLon, distance_m};
+use crate::geofence::{Geofence, Shape, ring_area_deg2};
+use crate::route::Route;
+
+/// Routes of one unit must start within this distance of each other.
+const SAME_DEPOT_M: f64 = 300.0;
+
+struct Checker<'a> {
+    path: &'a Path,
+}
+
+impl Checker<'_> {
+    fn fail<T>(&self, message: impl Into<String>) -> Result<T, ScenarioError> {
+        Err(ScenarioError::Invalid {
+            path: self.path.to_path_buf(),
+            message: message.into(),
+        })
+    }
+
+    fn range(&self, what: &str, range: [f64; 2], min: f64, max: f64) -> Result<(), ScenarioError> {
+        let [a, b] = range;
+        if !(a.is_finite() && b.is_finite()) || a > b {
+            return self.fail(format!(
+                "{what}: el rango [{a}, {b}] debe ir de menor a mayor"
+            ));
+        }
+        if a < min || b > max {
+            return self.fail(format!(
+                "{what}: [{a}, {b}] fuera de los límites [{min}, {max}]"
+            ));
+        }
+        Ok(())
+    }
+
+    fn value(&self, what: &str, value: f64, min: f64, max: f64) -> Result<(), ScenarioError> {
+        if !value.is_finite() || value < min || value > max {
+            return self.fail(format!(
+                "{what} = {value} fuera de los límites [{min}, {max}]"
+            ));
+        }
+        Ok(())
+    }
+
+    fn latlon(&self, what: &str, pair: [f64; 2]) -> Result<LatLon, ScenarioError> {
+        let [lat, lon] = pair;
+        if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
+            return self.fail(format!(
+                "{what}: [{lat}, {lon}] no es una coordenada [lat, lon] válida"
+            ));
+        }
+        Ok(LatLon::new(lat, lon))
+    }
+
+    fn clock(&self, what: &str, text: &str) -> Result<u32, ScenarioError> {
+        let parsed = NaiveTime::parse_from_str(text, "%H:%M:%S")
+            .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M"));
+        match parsed {
+            Ok(time) => Ok(time.num_seconds_from_midnight()),
+            Err(_) => self.fail(format!("{what}: '{text}' no es una hora HH:MM")),
+        }
+    }
+}
+
+pub fn resolve(
+    file: ScenarioFile,
+    routes: BTreeMap<String, Route>,
+    ahora: Ahora,
+    path: &Path,
+    hash: String,
+) -> Result<World, ScenarioError> {
+    let check = Checker { path };
+    let general = &file.escenario;
+    if general.nombre.trim().is_empty() {
+        return check.fail("[escenario] nombre no puede estar vacío");
+    }
+    let zone: Tz = match general.zona_horaria.parse() {
+        Ok(zone) => zone,
+        Err(_) => {
+            return check.fail(format!(
+                "[escenario] zona_horaria '{}' no es una zona IANA (p. ej. America/Guatemala)",
+                general.zona_horaria
+            ));
+        }
+    };
+    check.value(
+        "[escenario] intervalo_reporte_s",
+        general.intervalo_reporte_s.into(),
+        1.0,
+        3600.0,
+    )?;
+    let ahora_local = match ahora {
+        Ahora::Local(local) => local,
+        Ahora::NowUtc(secs) => {
+            let now = zone
+                .timestamp_opt(secs - secs.rem_euclid(60), 0)
+                .single()
+                .map(|t| t.naive_local());
+            match now {
+                Some(now) => now,
+                None => return check.fail("el reloj del sistema da una hora inválida"),
+            }
+        }
+    };
+    let ahora_utc = match zone.from_local_datetime(&ahora_local).earliest() {
+        Some(t) => t.timestamp(),
+        None => {
+            return check.fail(format!(
+                "--ahora {ahora_local} no existe en {zone} (cambio de horario)"
+            ));
+        }
+    };
+    let last_day = ahora_local.date();
+    let first_day = match (general.dias, general.desde) {
+        (Some(_), Some(_)) => return check.fail("[escenario] use 'dias' o 'desde', no ambos"),
+        (None, None) => return check.fail("[escenario] falta 'dias' (o 'desde')"),
+        (Some(days), None) => {
+            check.value("[escenario] dias", days.into(), 1.0, 3660.0)?;
+            last_day - Duration::days(i64::from(days) - 1)
+        }
+        (None, Some(from)) => {
+            if from > last_day {
+                return check.fail(format!(
+                    "[escenario] desde = {from} es posterior al día de --ahora ({last_day})"
+                ));
+            }
+            from
+        }
+    };
+    let days: Vec<NaiveDate> = first_day
+        .iter_days()
+        .take_while(|d| *d <= last_day)
+        .collect();
+
+    let default_workdays = weekdays(
+        &check,
+        "[calendario] dias_laborables",
+        &file.calendario.dias_laborables,
+    )?;
+    let shift_rules = shift_rules(&check, &file.turno)?;
+    let types = vehicle_types(&check, &file.tipos)?;
+    check.value(
+        "[limites] velocidad_kmh",
+        file.limites.velocidad_kmh,
+        1.0,
+        300.0,
+    )?;
+    behaviour(&check, &file.comportamiento)?;
+    let noise = noise(&check, file.ruido.clone())?;
+    let fences = geofences(&check, &file.geocercas)?;
+
+    let route_list: Vec<Route> = routes.into_values().collect();
+    let route_index: HashMap<&str, usize> = route_list
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
+    let units = units(
+        &check,
+        &file.unidades,
+        &route_list,
+        &route_index,
+        &types,
+        file.limites.velocidad_kmh,
+        default_workdays,
+        shift_rules,
+    )?;
+
+    let world_so_far = Frame {
+        days: &days,
+        holidays: &file.calendario.feriados,
+        ahora_local,
+        units: &units,
+        routes: &route_list,
+    };
+    let injections = injections(&check, &file.inyecciones, &world_so_far)?;
+    random_injections(&check, &file.inyecciones, &world_so_far, &injections)?;
+
+    Ok(World {
+        name: general.nombre.clone(),
+        description: general.descripcion.clone(),
+        zone,
+        seed: general.semilla,
+        interval_s: general.intervalo_reporte_s.into(),
+        ahora_utc,
+        ahora_local,
+        days,
+        holidays: file.calendario.feriados.clone(),
+        routes: route_list,
+        fences,
+        fleet_limit_kmh: file.limites.velocidad_kmh,
+        units,
+        behaviour: file.comportamiento.clone(),
+        noise,
+        injections,
+        random: file.inyecciones.aleatorias.clone(),
+        detection: file.deteccion.clone(),
+        hash,
+    })
+}
+
+fn weekdays(check: &Checker, what: &str, names: &[String]) -> Result<[bool; 7], ScenarioError> {
+    let mut days = [false; 7];
+    for name in names {
+        let lower = name.trim().to_lowercase();
+        match WEEKDAYS_ES.iter().find(|(n, _)| *n == lower) {
+            Some((_, weekday)) => days[weekday.num_days_from_monday() as usize] = true,
+            None => {
+                return check.fail(format!(
+                    "{what}: '{name}' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)"
+                ));
+            }
+        }
+    }
+    Ok(days)
+}
+
+fn shift_rule(
+    check: &Checker,
+    what: &str,
+    base: ShiftRule,
+    over: Option<&ShiftOverride>,
+) -> Result<ShiftRule, ScenarioError> {
+    let Some(over) = over else {
+        return Ok(base);
+    };
+    let mut rule = base;
+    if let Some([a, b]) = &over.inicio {
+        rule.start_min = [check.clock(what, a)? / 60, check.clock(what, b)? / 60];
+    }
+    if let Some(length) = over.duracion_h {
+        rule.length_h = length;
+    }
+    validate_shift(check, what, rule)?;
+    Ok(rule)
+}
+
+fn validate_shift(check: &Checker, what: &str, rule: ShiftRule) -> Result<(), ScenarioError> {
+    if rule.start_min[0] > rule.start_min[1] {
+        return check.fail(format!(
+            "{what} inicio: la primera hora debe ser la más temprana"
+        ));
+    }
+    check.range(&format!("{what} duracion_h"), rule.length_h, 0.5, 20.0)?;
+    let latest_end = rule.start_min[1] as f64 / 60.0 + rule.length_h[1];
+    if latest_end > 24.0 {
+        return check.fail(format!("{what}: un turno no puede pasar de la medianoche"));
+    }
+    Ok(())
+}
+
+fn shift_rules(check: &Checker, shift: &ShiftFile) -> Result<[ShiftRule; 7], ScenarioError> {
+    let base = ShiftRule {
+        start_min: [
+            check.clock("[turno] inicio", &shift.inicio[0])? / 60,
+            check.clock("[turno] inicio", &shift.inicio[1])? / 60,
+        ],
+        length_h: shift.duracion_h,
+    };
+    validate_shift(check, "[turno]", base)?;
+    let overrides = [
+        &shift.lunes,
+        &shift.martes,
+        &shift.miercoles,
+        &shift.jueves,
+        &shift.viernes,
+        &shift.sabado,
+        &shift.domingo,
+    ];
+    let names = [
+        "lunes",
+        "martes",
+        "miercoles",
+        "jueves",
+        "viernes",
+        "sabado",
+        "domingo",
+    ];
+    let mut rules = [base; 7];
+    for (i, over) in overrides.iter().enumerate() {
+        rules[i] = shift_rule(check, &format!("[turno.{}]", names[i]), base, over.as_ref())?;
+    }
+    Ok(rules)
+}
+
+/// Built-in dynamics (SUMO's defaults, rounded) for types a scenario does not define.
+fn builtin_type(name: &str) -> Option<VehicleTypeFile> {
+    let (accel, brake, top) = match name {
+        "camion" => (1.3, 4.0, 90.0),
+        "panel" => (2.0, 4.5, 110.0),
+        "pickup" => (2.3, 4.5, 120.0),
+        "microbus" => (1.8, 4.0, 100.0),
+        "automovil" => (2.6, 4.5, 140.0),
+        "motocicleta" => (3.0, 5.0, 120.0),
+        _ => return None,
+    };
+    Some(VehicleTypeFile {
+        aceleracion_ms2: accel,
+        frenado_ms2: brake,
+        velocidad_max_kmh: top,
+        limite_kmh: None,
+    })
+}
+
+fn vehicle_types(
+    check: &Checker,
+    types: &BTreeMap<String, VehicleTypeFile>,
+) -> Result<BTreeMap<String, VehicleTypeFile>, ScenarioError> {
+    for (name, t) in types {
+        let what = format!("[tipos.{name}]");
+        check.value(
+            &format!("{what} aceleracion_ms2"),
+            t.aceleracion_ms2,
+            0.1,
+            10.0,
+        )?;
+        check.value(&format!("{what} frenado_ms2"), t.frenado_ms2, 0.1, 10.0)?;
+        check.value(
+            &format!("{what} velocidad_max_kmh"),
+            t.velocidad_max_kmh,
+            10.0,
+            300.0,
+        )?;
+        if let Some(limit) = t.limite_kmh {
+            check.value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
+        }
+    }
+    Ok(types.clone())
+}
+
+fn behaviour(check: &Checker, b: &BehaviourFile) -> Result<(), ScenarioError> {
+    let w = "[comportamiento]";
+    check.range(
+        &format!("{w} espera_inicial_min"),
+        b.espera_inicial_min,
+        0.0,
+        600.0,
+    )?;
+    check.range(
+        &format!("{w} espera_parada_min"),
+        b.espera_parada_min,
+        0.0,
+        600.0,
+    )?;
+    check.range(
+        &format!("{w} espera_deposito_min"),
+        b.espera_deposito_min,
+        0.0,
+        600.0,
+    )?;
+    check.range(
+        &format!("{w} espera_final_min"),
+        b.espera_final_min,
+        0.0,
+        600.0,
+    )?;
+    check.range(
+        &format!("{w} variacion_velocidad"),
+        b.variacion_velocidad,
+        0.1,
+        3.0,
+    )?;
+    check.value(
+        &format!("{w} cumplimiento_limite"),
+        b.cumplimiento_limite,
+        0.3,
+        1.0,
+    )?;
+    check.range(
+        &format!("{w} cambio_velocidad_s"),
+        b.cambio_velocidad_s,
+        1.0,
+        3600.0,
+    )?;
+    check.value(
+        &format!("{w} semaforos_por_km"),
+        b.semaforos_por_km,
+        0.0,
+        20.0,
+    )?;
+    check.range(&format!("{w} semaforo_s"), b.semaforo_s, 1.0, 600.0)?;
+    check.value(
+        &format!("{w} reportes_apagado_min"),
+        b.reportes_apagado_min,
+        0.0,
+        120.0,
+    )?;
+    check.value(&format!("{w} margen_vuelta"), b.margen_vuelta, 1.0, 5.0)?;
+    Ok(())
+}
+
+fn noise(check: &Checker, mut n: NoiseFile) -> Result<NoiseFile, ScenarioError> {
+    let w = "[ruido]";
+    check.value(&format!("{w} sigma_m"), n.sigma_m, 0.0, 500.0)?;
+    check.value(&format!("{w} deriva_sigma_m"), n.deriva_sigma_m, 0.0, 500.0)?;
+    check.value(&format!("{w} deriva_tau_s"), n.deriva_tau_s, 1.0, 86_400.0)?;
+    check.value(
+        &format!("{w} saltos_probabilidad"),
+        n.saltos_probabilidad,
+        0.0,
+        1.0,
+    )?;
+    check.value(&format!("{w} saltos_m"), n.saltos_m, 0.0, 10_000.0)?;
+    check.value(
+        &format!("{w} velocidad_sigma_kmh"),
+        n.velocidad_sigma_kmh,
+        0.0,
+        50.0,
+    )?;
+    check.value(
+        &format!("{w} umbral_estatico_kmh"),
+        n.umbral_estatico_kmh,
+        0.0,
+        30.0,
+    )?;
+    check.value(
+        &format!("{w} rumbo_sigma_grados"),
+        n.rumbo_sigma_grados,
+        0.0,
+        180.0,
+    )?;
+    check.value(
+        &format!("{w} duplicados_probabilidad"),
+        n.duplicados_probabilidad,
+        0.0,
+        1.0,
+    )?;
+    check.value(
+        &format!("{w} retrasados_probabilidad"),
+        n.retrasados_probabilidad,
+        0.0,
+        1.0,
+    )?;
+    check.range(&format!("{w} retraso_s"), n.retraso_s, 0.0, 86_400.0)?;
+    let jitter = n.jitter_estacionado_m.unwrap_or(n.sigma_m);
+    check.value(&format!("{w} jitter_estacionado_m"), jitter, 0.0, 500.0)?;
+    n.jitter_estacionado_m = Some(jitter);
+    Ok(n)
+}
+
+fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, ScenarioError> {
+    let mut seen = HashSet::new();
+    let mut fences = Vec::new();
+    for f in files {
+        let what = format!("geocerca '{}'", f.nombre);
+        if f.nombre.trim().is_empty() {
+            return check.fail("[[geocercas]] nombre no puede estar vacío");
+        }
+        if !seen.insert(f.nombre.trim().to_lowercase()) {
+            return check.fail(format!("{what} está repetida"));
+        }
+        let shapes = [
+            f.cuadrado.is_some(),
+            f.circulo.is_some(),
+            f.poligono.is_some(),
+        ];
+        if shapes.iter().filter(|s| **s).count() != 1 {
+            return check.fail(format!(
+                "{what}: defina exactamente una forma: cuadrado, circulo o poligono"
+            ));
+        }
+        let shape = if let Some(square) = &f.cuadrado {
+            check.value(
+                &format!("{what} medio_lado_m"),
+                square.medio_lado_m,
+                1.0,
+                100_000.0,
+            )?;
+            Shape::Square {
+                centre: check.latlon(&format!("{what} centro"), square.centro)?,
+                half_side_m: square.medio_lado_m,
+            }
+        } else if let Some(circle) = &f.circulo {
+            check.value(&format!("{what} radio_m"), circle.radio_m, 1.0, 100_000.0)?;
+            Shape::Circle {
+                centre: check.latlon(&format!("{what} centro"), circle.centro)?,
+                radius_m: circle.radio_m,
+            }
+        } else {
+            let pairs = f.poligono.as_deref().unwrap_or_default();
+            let vertices = pairs
+                .iter()
+                .map(|p| check.latlon(&format!("{what} poligono"), *p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let distinct: HashSet<String> = vertices
+                .iter()
+                .map(|v| format!("{:.7},{:.7}", v.lat, v.lon))
+                .collect();
+            if distinct.len() < 3 || ring_area_deg2(&vertices) < 1e-12 {
+                return check.fail(format!(
+                    "{what}: el polígono es degenerado (necesita al menos 3 vértices distintos que encierren un área)"
+                ));
+            }
+            Shape::Polygon { vertices }
+        };
+        if let Some(limit) = f.limite_kmh {
+            check.value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
+        }
+        fences.push(Geofence::new(
+            f.nombre.trim().to_owned(),
+            f.tipo.clone(),
+            shape,
+            f.limite_kmh,
+        ));
+    }
+    Ok(fences)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn units(
+    check: &Checker,
+    files: &[UnitFile],
+    routes: &[Route],
+    route_index: &HashMap<&str, usize>,
+    types: &BTreeMap<String, VehicleTypeFile>,
+    fleet_limit_kmh: f64,
+    default_workdays: [bool; 7],
+    shift_rules: [ShiftRule; 7],
+) -> Result<Vec<Unit>, ScenarioError> {
+    if files.is_empty() {
+        return check.fail("el escenario no tiene [[unidades]]");
+    }
+    let mut seen = HashSet::new();
+    let mut units = Vec::new();
+    for u in files {
+        let what = format!("unidad '{}'", u.placa);
+        let key = plate_key(&u.placa);
+        if key.is_empty() {
+            return check.fail("[[unidades]] placa no puede estar vacía");
+        }
+        if !seen.insert(key) {
+            return check.fail(format!("{what}: placa repetida"));
+        }
+        let Some(kind) = types
+            .get(&u.tipo)
+            .cloned()
+            .or_else(|| builtin_type(&u.tipo))
+        else {
+            let mut known: Vec<&str> = types.keys().map(String::as_str).collect();
+            known.extend([
+                "camion",
+                "panel",
+                "pickup",
+                "microbus",
+                "automovil",
+                "motocicleta",
+            ]);
+            known.sort_unstable();
+            known.dedup();
+            return check.fail(format!(
+                "{what}: tipo desconocido '{}'; defina [tipos.{}] o use uno de: {}",
+                u.tipo,
+                u.tipo,
+                known.join(", ")
+            ));
+        };
+        let mut unit_routes = Vec::new();
+        for name in &u.rutas {
+            match route_index.get(name.as_str()) {
+                Some(index) => unit_routes.push(*index),
+                None => {
+                    let known: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
+                    return check.fail(format!(
+                        "{what}: ruta desconocida '{name}'; las disponibles son: {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        if u.activo && unit_routes.is_empty() {
+            return check.fail(format!(
+                "{what}: una unidad activa necesita al menos una ruta"
+            ));
+        }
+        if let Some(first) = unit_routes.first() {
+            let depot = routes[*first].depot();
+            for other in &unit_routes[1..] {
+                let gap = distance_m(depot, routes[*other].depot());
+                if gap > SAME_DEPOT_M {
+                    return check.fail(format!(
+                        "{what}: las rutas '{}' y '{}' no salen del mismo depósito ({gap:.0} m de distancia)",
+                        routes[*first].name, routes[*other].name
+                    ));
+                }
+            }
+        }
+        let workdays = match &u.dias_laborables {
+            Some(names) => weekdays(check, &format!("{what} dias_laborables"), names)?,
+            None => default_workdays,
+        };
+        let mut shifts = shift_rules;
+        if let Some(over) = &u.turno {
+            for rule in &mut shifts {
+                *rule = shift_rule(check, &format!("{what} turno"), *rule, Some(over))?;
+            }
+        }
+        if let Some(km) = u.odometro_inicial_km {
+            check.value(
+                &format!("{what} odometro_inicial_km"),
+                km,
+                0.0,
+                10_000_000.0,
+            )?;
+        }
+        units.push(Unit {
+            plate: u.placa.trim().to_owned(),
+            kind: u.tipo.clone(),
+            driver: u.conductor.clone(),
+            routes: unit_routes,
+            active: u.activo,
+            workdays,
+            shifts,
+            dynamics: Dynamics {
+                accel_ms2: kind.aceleracion_ms2,
+                brake_ms2: kind.frenado_ms2,
+                top_speed_kmh: kind.velocidad_max_kmh,
+            },
+            limit_kmh: kind.limite_kmh.unwrap_or(fleet_limit_kmh),
+            odometer_start_km: u.odometro_inicial_km,
+        });
+    }
+    Ok(units)
+}
+
+/// What injection checks need to know about the world.
+struct Frame<'a> {
+    days: &'a [NaiveDate],
+    holidays: &'a [NaiveDate],
+    ahora_local: NaiveDateTime,
+    units: &'a [Unit],
+    routes: &'a [Route],
+}
+
+impl Frame<'_> {
+    fn works(&self, unit: &Unit, date: NaiveDate) -> bool {
+        unit.active
+            && unit.workdays[date.weekday().num_days_from_monday() as usize]
+            && !self.holidays.contains(&date)
+    }
+
+    fn unit(&self, check: &Checker, what: &str, plate: &str) -> Result<usize, ScenarioError> {
+        let key = plate_key(plate);
+        match self.units.iter().position(|u| plate_key(&u.plate) == key) {
+            Some(i) if self.units[i].active => Ok(i),
+            Some(_) => check.fail(format!("{what}: la unidad '{plate}' está inactiva")),
+            None => check.fail(format!("{what}: placa desconocida '{plate}'")),
+        }
+    }
+
+    fn date(
+        &self,
+        check: &Checker,
+        what: &str,
+        fecha: Option<NaiveDate>,
+        dia: Option<i64>,
+    ) -> Result<NaiveDate, ScenarioError> {
+        let today = self.ahora_local.date();
+        let date = match (fecha, dia) {
+            (Some(date), None) => date,
+            (None, Some(offset)) => today + Duration::days(offset),
+            (Some(_), Some(_)) => {
+                return check.fail(format!("{what}: use 'fecha' o 'dia', no ambos"));
+            }
+            (None, None) => return check.fail(format!("{what}: falta 'fecha' (o 'dia')")),
+        };
+        if !self.days.contains(&date) {
+            return check.fail(format!(
+                "{what}: {date} está fuera del periodo simulado ({} a {})",
+                self.days.first().copied().unwrap_or(today),
+                today
+            ));
+        }
+        Ok(date)
+    }
+}
+
+fn injections(
+    check: &Checker,
+    files: &InjectionsFile,
+    frame: &Frame,
+) -> Result<Vec<Injection>, ScenarioError> {
+    let mut out: Vec<Injection> = Vec::new();
+    let today = frame.ahora_local.date();
+    let now_s = frame.ahora_local.time().num_seconds_from_midnight();
+
+    for (i, s) in files.exceso_velocidad.iter().enumerate() {
+        let what = format!("[[inyecciones.exceso_velocidad]] #{} ({})", i + 1, s.placa);
+        let unit = frame.unit(check, &what, &s.placa)?;
+        let date = frame.date(check, &what, s.fecha, s.dia)?;
+        let u = &frame.units[unit];
+        require_workday(check, &what, frame, u, date)?;
+        if s.velocidad_kmh <= u.limit_kmh {
+            return check.fail(format!(
+                "{what}: velocidad_kmh = {} no supera el límite de {} km/h",
+                s.velocidad_kmh, u.limit_kmh
+            ));
+        }
+        if s.velocidad_kmh > u.dynamics.top_speed_kmh {
+            return check.fail(format!(
+                "{what}: imposible, un {} no pasa de {} km/h",
+                u.kind, u.dynamics.top_speed_kmh
+            ));
+        }
+        check.value(&format!("{what} duracion_s"), s.duracion_s, 10.0, 900.0)?;
+        let needed_m = s.velocidad_kmh / 3.6 * s.duracion_s;
+        let route = &frame.routes[u.routes[0]];
+        if needed_m > route.length_m() * 0.6 {
+            return check.fail(format!(
+                "{what}: duración imposible: {:.1} km a {} km/h no caben en la ruta '{}' ({:.1} km)",
+                needed_m / 1000.0,
+                s.velocidad_kmh,
+                route.name,
+                route.length_m() / 1000.0
+            ));
+        }
+        let at = match (&s.hora, s.fraccion_ruta) {
+            (Some(hora), None) => {
+                let start = check.clock(&format!("{what} hora"), hora)?;
+                if date == today && start + s.duracion_s as u32 + 1800 > now_s {
+                    return check.fail(format!(
+                        "{what}: la hora {hora} no deja tiempo antes de --ahora"
+                    ));
+                }
+                Trigger::Time(start)
+            }
+            (None, Some(fraction)) => {
+                check.value(&format!("{what} fraccion_ruta"), fraction, 0.05, 0.95)?;
+                no_fraction_today(check, &what, date, today)?;
+                Trigger::Fraction(fraction)
+            }
+            _ => {
+                return check.fail(format!(
+                    "{what}: indique 'hora' o 'fraccion_ruta' (uno de los dos)"
+                ));
+            }
+        };
+        push_unique(
+            check,
+            &mut out,
+            Injection {
+                unit,
+                date,
+                kind: InjectionKind::Speeding {
+                    at,
+                    speed_kmh: s.velocidad_kmh,
+                    duration_s: s.duracion_s,
+                },
+            },
+            frame,
+        )?;
+    }
+
+    for (i, s) in files.parada_prolongada.iter().enumerate() {
+        let what = format!("[[inyecciones.parada_prolongada]] #{} ({})", i + 1, s.placa);
+        let unit = frame.unit(check, &what, &s.placa)?;
+        let date = frame.date(check, &what, s.fecha, s.dia)?;
+        let u = &frame.units[unit];
+        require_workday(check, &what, frame, u, date)?;
+        check.value(&format!("{what} minutos"), s.minutos, 1.0, 600.0)?;
+        no_fraction_today(check, &what, date, today)?;
+        let at = match (&s.parada, s.fraccion_ruta) {
+            (Some(name), None) => {
+                let route = &frame.routes[u.routes[0]];
+                let deliveries = &route.stops[1..route.stops.len() - 1];
+                if !deliveries.iter().any(|stop| &stop.name == name) {
+                    let names: Vec<&str> = deliveries.iter().map(|s| s.name.as_str()).collect();
+                    return check.fail(format!(
+                        "{what}: la parada '{name}' no es una entrega de la ruta '{}' ({})",
+                        route.name,
+                        names.join(", ")
+                    ));
+                }
+                LongStopAt::Stop(name.clone())
+            }
+            (None, Some(fraction)) => {
+                check.value(&format!("{what} fraccion_ruta"), fraction, 0.05, 0.95)?;
+                LongStopAt::Fraction(fraction)
+            }
+            _ => {
+                return check.fail(format!(
+                    "{what}: indique 'parada' o 'fraccion_ruta' (uno de los dos)"
+                ));
+            }
+        };
+        push_unique(
+            check,
+            &mut out,
+            Injection {
+                unit,
+                date,
+                kind: InjectionKind::LongStop {
+                    at,
+                    minutes: s.minutos,
+                },
+            },
+            frame,
+        )?;
+    }
+
+    for (i, s) in files.perdida_senal.iter().enumerate() {
+        let what = format!("[[inyecciones.perdida_senal]] #{} ({})", i + 1, s.placa);
+        let unit = frame.unit(check, &what, &s.placa)?;
+        let date = frame.date(check, &what, s.fecha, s.dia)?;
+        let u = &frame.units[unit];
+        require_workday(check, &what, frame, u, date)?;
+        check.value(&format!("{what} minutos"), s.minutos, 1.0, 480.0)?;
+        let start = check.clock(&format!("{what} hora"), &s.hora)?;
+        let rule = u.shift_for(date);
+        // Latest possible start plus the longest initial wait, to the earliest possible end.
+        let on_from = rule.start_min[1] * 60;
+        let on_until = rule.start_min[0] * 60 + (rule.length_h[0] * 3600.0) as u32;
+        let end = start + (s.minutos * 60.0) as u32;
+        if start < on_from || end > on_until {
+            return check.fail(format!(
+                "{what}: {}–{} no cae siempre dentro del turno ({} a {})",
+                hhmm(start),
+                hhmm(end),
+                hhmm(on_from),
+                hhmm(on_until)
+            ));
+        }
+        if date == today && end > now_s {
+            return check.fail(format!("{what}: termina después de --ahora"));
+        }
+        push_unique(
+            check,
+            &mut out,
+            Injection {
+                unit,
+                date,
+                kind: InjectionKind::SignalLoss {
+                    start_s: start,
+                    minutes: s.minutos,
+                },
+            },
+            frame,
+        )?;
+    }
+
+    for (i, s) in files.detenida_ahora.iter().enumerate() {
+        let what = format!("[[inyecciones.detenida_ahora]] #{} ({})", i + 1, s.placa);
+        let unit = frame.unit(check, &what, &s.placa)?;
+        let u = &frame.units[unit];
+        require_workday(check, &what, frame, u, today)?;
+        check.value(&format!("{what} minutos"), s.minutos, 1.0, 600.0)?;
+        stopped_now_fits(check, &what, u, today, now_s, s.minutos)?;
+        push_unique(
+            check,
+            &mut out,
+            Injection {
+                unit,
+                date: today,
+                kind: InjectionKind::StoppedNow { minutes: s.minutos },
+            },
+            frame,
+        )?;
+    }
+    Ok(out)
+}
+
+/// A unit stopped `minutes` before `now_s` must have started its shift (and its first wait)
+/// by then whatever its drawn start.
+fn stopped_now_fits(
+    check: &Checker,
+    what: &str,
+    unit: &Unit,
+    today: NaiveDate,
+    now_s: u32,
+    minutes: f64,
+) -> Result<(), ScenarioError> {
+    let rule = unit.shift_for(today);
+    let stop_s = now_s as f64 - minutes * 60.0;
+    let earliest = f64::from(rule.start_min[1] * 60) + 15.0 * 60.0;
+    if stop_s < earliest {
+        return check.fail(format!(
+            "{what}: a las {} la unidad puede no haber empezado su turno (empieza hasta las {})",
+            hhmm(stop_s.max(0.0) as u32),
+            hhmm(rule.start_min[1] * 60)
+        ));
+    }
+    Ok(())
+}
+
+fn require_workday(
+    check: &Checker,
+    what: &str,
+    frame: &Frame,
+    unit: &Unit,
+    date: NaiveDate,
+) -> Result<(), ScenarioError> {
+    if !frame.works(unit, date) {
+        return check.fail(format!(
+            "{what}: la unidad no trabaja el {} ({date})",
+            weekday_es(date)
+        ));
+    }
+    Ok(())
+}
+
+fn no_fraction_today(
+    check: &Checker,
+    what: &str,
+    date: NaiveDate,
+    today: NaiveDate,
+) -> Result<(), ScenarioError> {
+    if date == today {
+        return check.fail(format!(
+            "{what}: el día de --ahora está incompleto; use 'hora' o un día anterior"
+        ));
+    }
+    Ok(())
+}
+
+/// One injection of each kind per unit and day; a timed signal loss may not overlap a timed
+/// speeding episode.
+fn push_unique(
+    check: &Checker,
+    out: &mut Vec<Injection>,
+    injection: Injection,
+    frame: &Frame,
+) -> Result<(), ScenarioError> {
+    let plate = &frame.units[injection.unit].plate;
+    for other in out
+        .iter()
+        .filter(|o| o.unit == injection.unit && o.date == injection.date)
+    {
+        if other.kind.name() == injection.kind.name() {
+            return check.fail(format!(
+                "inyecciones superpuestas: dos '{}' para {plate} el {}",
+                injection.kind.name(),
+                injection.date
+            ));
+        }
+        if let (Some(a), Some(b)) = (timed_window(&other.kind), timed_window(&injection.kind))
+            && a.0 < b.1
+            && b.0 < a.1
+        {
+            return check.fail(format!(
+                "inyecciones superpuestas: '{}' y '{}' de {plate} el {} se cruzan ({}–{} y {}–{})",
+                other.kind.name(),
+                injection.kind.name(),
+                injection.date,
+                hhmm(a.0),
+                hhmm(a.1),
+                hhmm(b.0),
+                hhmm(b.1)
+            ));
+        }
+    }
+    out.push(injection);
+    Ok(())
+}
+
+/// The local-time window of an injection placed by clock time, in seconds.
+fn timed_window(kind: &InjectionKind) -> Option<(u32, u32)> {
+    match kind {
+        InjectionKind::Speeding {
+            at: Trigger::Time(start),
+            duration_s,
+            ..
+        } => Some((*start, start + *duration_s as u32 + 600)),
+        InjectionKind::SignalLoss { start_s, minutes } => {
+            Some((*start_s, start_s + (*minutes * 60.0) as u32))
+        }
+        _ => None,
+    }
+}
+
+fn random_injections(
+    check: &Checker,
+    files: &InjectionsFile,
+    frame: &Frame,
+    explicit: &[Injection],
+) -> Result<(), ScenarioError> {
+    let r = &files.aleatorias;
+    let w = "[inyecciones.aleatorias]";
+    if r.exceso_velocidad_kmh.is_empty() || r.parada_minutos.is_empty() {
+        return check.fail(format!(
+            "{w}: exceso_velocidad_kmh y parada_minutos no pueden estar vacías"
+        ));
+    }
+    check.range(
+        &format!("{w} exceso_duracion_s"),
+        r.exceso_duracion_s,
+        10.0,
+        900.0,
+    )?;
+    check.range(
+        &format!("{w} perdida_minutos"),
+        r.perdida_minutos,
+        1.0,
+        240.0,
+    )?;
+    check.range(
+        &format!("{w} detenida_minutos"),
+        r.detenida_minutos,
+        1.0,
+        600.0,
+    )?;
+    for m in &r.parada_minutos {
+        check.value(&format!("{w} parada_minutos"), *m, 1.0, 600.0)?;
+    }
+    let today = frame.ahora_local.date();
+    // Past days only: the day of `ahora` is cut and may end before an event happens.
+    let candidates = frame
+        .units
+        .iter()
+        .flat_map(|u| {
+            frame
+                .days
+                .iter()
+                .filter(move |d| **d < today)
+                .map(move |d| (u, *d))
+        })
+        .filter(|(u, d)| frame.works(u, *d))
+        .count();
+    for (name, count) in [
+        ("exceso_velocidad", r.exceso_velocidad),
+        ("parada_prolongada", r.parada_prolongada),
+        ("perdida_senal", r.perdida_senal),
+    ] {
+        if count as usize > candidates {
+            return check.fail(format!(
+                "{w} {name} = {count}: solo hay {candidates} unidades-día disponibles (días anteriores a --ahora)"
+            ));
+        }
+    }
+    for unit in frame.units.iter().filter(|u| u.active) {
+        if let Some(kmh) = r
+            .exceso_velocidad_kmh
+            .iter()
+            .find(|k| **k > unit.dynamics.top_speed_kmh)
+            && r.exceso_velocidad > 0
+        {
+            return check.fail(format!(
+                "{w} exceso_velocidad_kmh: {kmh} km/h es imposible para '{}' ({}: máximo {} km/h)",
+                unit.plate, unit.kind, unit.dynamics.top_speed_kmh
+            ));
+        }
+        if let Some(kmh) = r
+            .exceso_velocidad_kmh
+            .iter()
+            .find(|k| **k <= unit.limit_kmh)
+            && r.exceso_velocidad > 0
+        {
+            return check.fail(format!(
+                "{w} exceso_velocidad_kmh: {kmh} km/h no supera el límite de '{}' ({} km/h)",
+                unit.plate, unit.limit_kmh
+            ));
+        }
+    }
+    let now_s = frame.ahora_local.time().num_seconds_from_midnight();
+    let stopped_candidates = frame
+        .units
+        .iter()
+        .filter(|u| frame.works(u, today))
+        .filter(|u| {
+            !explicit.iter().any(|i| {
+                i.kind.name() == "detenida_ahora" && std::ptr::eq(&frame.units[i.unit], *u)
+            })
+        })
+        .filter(|u| stopped_now_fits(check, "", u, today, now_s, r.detenida_minutos[1]).is_ok())
+        .count();
+    if r.detenida_ahora as usize > stopped_candidates {
+        return check.fail(format!(
+            "{w} detenida_ahora = {}: solo {stopped_candidates} unidades trabajan a --ahora con turno ya empezado hace {} min",
+            r.detenida_ahora, r.detenida_minutos[1]
+        ));
+    }
+    Ok(())
+}
+
+pub fn hhmm(seconds: u32) -> String {
+    format!("{:02}:{:02}", seconds / 3600, (seconds / 60) % 60)
+}
+
+pub fn weekday_es(date: NaiveDate) -> &'static str {
+    [
+        "lunes",
+        "martes",
+        "miércoles",
+        "jueves",
+        "viernes",
+        "sábado",
+        "domingo",
+    ][date.weekday().num_days_from_monday() as usize]
+}

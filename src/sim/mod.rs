@@ -1,0 +1,61 @@
+//! The discrete-event fleet simulator: a checked [`World`] in, tracker reports and ground truth
+//! out.
+//!
+//! **Invariant:** sans-IO and deterministic. No filesystem, database, wall clock or unseeded
+//! randomness here: time is simulated, every random draw comes from a stream derived from the
+//! scenario seed, and everything produced goes to the [`Sink`] the caller provides. The
+//! detection engine never imports this module, nor this module the engine.
+//!
+//! Vehicles do not interact, so each runs as its own agent ([`agent`]) over the whole period
+//! with its own event queue; callers may run units in parallel and still get identical output.
+
+mod agent;
+mod course;
+mod gnss;
+mod plan;
+mod rng;
+pub mod truth;
+
+pub use agent::MIN_TRUTH_STOP_S;
+pub use course::{Course, Span};
+pub use gnss::{Report, TrueSample};
+pub use plan::{LossAt, Planned, PlannedKind};
+pub use truth::{StopReason, TruthEvent};
+
+use crate::scenario::World;
+
+/// Where the simulator puts what it produces.
+pub trait Sink {
+    /// A position as the tracker delivered it (only those received by `ahora`).
+    fn report(&mut self, report: &Report);
+    /// A fact of the ground truth.
+    fn truth(&mut self, event: TruthEvent);
+}
+
+/// A world prepared for simulation: per-route courses and the injection plan.
+pub struct Simulation {
+    pub world: World,
+    pub courses: Vec<Course>,
+    pub plan: Vec<Vec<Planned>>,
+}
+
+impl Simulation {
+    pub fn new(world: World) -> Simulation {
+        let courses = world
+            .routes
+            .iter()
+            .map(|route| Course::new(route, &world.fences))
+            .collect();
+        let plan = plan::plan(&world);
+        Simulation {
+            world,
+            courses,
+            plan,
+        }
+    }
+
+    /// Simulates one unit over the whole period.
+    pub fn run_unit(&self, unit: usize, sink: &mut impl Sink) {
+        agent::Agent::new(&self.world, &self.courses, unit, &self.plan[unit], sink).run();
+    }
+}

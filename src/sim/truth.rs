@@ -1,0 +1,118 @@
+//! Ground truth: what really happened, as the simulator knows it and no tracker reports it.
+//!
+//! Owns the truth event types and their JSON form (one object per line in
+//! `*.verdad.jsonl`, keys in Spanish, times as UTC seconds). Only the evaluation and the tests
+//! read these; the server and the detection engine never do. Format: docs/datos.md.
+
+use serde::Serialize;
+
+/// Why a vehicle stood still.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Waiting at the depot after switching on.
+    EsperaInicial,
+    /// At a delivery stop.
+    Entrega,
+    /// At the depot between loops.
+    Deposito,
+    /// At the depot at the end of the day (the engine goes off).
+    FinDeTurno,
+    /// A traffic-light halt (logged only when it lasts a minute or more).
+    Semaforo,
+    /// An injected halt on the road.
+    Inyectada,
+    /// Stopped with the engine on at `ahora` (injected).
+    DetenidaAhora,
+}
+
+/// One line of the truth log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "tipo", rename_all = "snake_case")]
+pub enum TruthEvent {
+    /// A working day: ignition on to ignition off (`fin_utc` null if still on at `ahora`).
+    Jornada {
+        placa: String,
+        fecha: String,
+        inicio_utc: i64,
+        fin_utc: Option<i64>,
+    },
+    /// A maximal interval at speed zero. Overnight parking is one stop from the evening
+    /// arrival to the next departure; `fin_utc` is null when still stopped at `ahora`.
+    Parada {
+        placa: String,
+        inicio_utc: i64,
+        fin_utc: Option<i64>,
+        duracion_s: i64,
+        lat: f64,
+        lon: f64,
+        lugar: String,
+        motivo: StopReason,
+        /// Engine on at the end of the interval (or at `ahora`).
+        motor_encendido: bool,
+        /// Already stopped when the data starts, so `inicio_utc` is that start, not the
+        /// real arrival.
+        desde_inicio_datos: bool,
+    },
+    /// True speed above the applicable limit.
+    ExcesoVelocidad {
+        placa: String,
+        inicio_utc: i64,
+        fin_utc: i64,
+        velocidad_max_kmh: f64,
+        limite_kmh: f64,
+        inyectado: bool,
+    },
+    /// The tracker sent nothing with a fix time inside `[inicio_utc, fin_utc)`.
+    PerdidaSenal {
+        placa: String,
+        inicio_utc: i64,
+        fin_utc: i64,
+    },
+    /// A stay inside a geofence of the noise-free path; `entrada_utc` null when inside since
+    /// before the data starts, `salida_utc` null when still inside at `ahora`.
+    VisitaGeocerca {
+        placa: String,
+        geocerca: String,
+        entrada_utc: Option<i64>,
+        salida_utc: Option<i64>,
+    },
+    /// True kilometres driven on one local date.
+    KmDia {
+        placa: String,
+        fecha: String,
+        km: f64,
+    },
+    /// A unit stopped with the engine on at `ahora`.
+    DetenidaAhora {
+        placa: String,
+        desde_utc: i64,
+        minutos: f64,
+        lat: f64,
+        lon: f64,
+    },
+    /// An injection as planned (the effects are the events above).
+    Inyeccion {
+        placa: String,
+        fecha: String,
+        clase: String,
+        aleatoria: bool,
+        parametros: serde_json::Value,
+    },
+}
+
+impl TruthEvent {
+    /// The plate the event belongs to.
+    pub fn plate(&self) -> &str {
+        match self {
+            TruthEvent::Jornada { placa, .. }
+            | TruthEvent::Parada { placa, .. }
+            | TruthEvent::ExcesoVelocidad { placa, .. }
+            | TruthEvent::PerdidaSenal { placa, .. }
+            | TruthEvent::VisitaGeocerca { placa, .. }
+            | TruthEvent::KmDia { placa, .. }
+            | TruthEvent::DetenidaAhora { placa, .. }
+            | TruthEvent::Inyeccion { placa, .. } => placa,
+        }
+    }
+}

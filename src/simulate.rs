@@ -1,0 +1,286 @@
+//! `flota simular`: run a scenario and write the positions database and the truth log.
+//!
+//! Owns the I/O around the sans-IO simulator: loading the scenario, running units on worker
+//! threads, writing their reports in unit order (so the output is byte-for-byte deterministic
+//! however threads interleave), the progress bar, and replacing the previous files only when
+//! both new ones are complete.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use crate::output::Staged;
+use crate::scenario::{self, Ahora, Source};
+use crate::sim::{Report, Simulation, Sink, TruthEvent};
+use crate::store::{SCHEMA_VERSION, Writer};
+
+/// What to simulate and where to put it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenario: Source,
+    pub ahora: Ahora,
+    pub db: PathBuf,
+    pub truth: PathBuf,
+    pub seed: Option<u64>,
+    pub progress: bool,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub units: usize,
+    pub days: usize,
+    pub positions: u64,
+    pub truth_events: u64,
+    pub db_bytes: u64,
+    pub truth_bytes: u64,
+    pub elapsed: Duration,
+    pub db: PathBuf,
+    pub truth: PathBuf,
+}
+
+impl Summary {
+    /// One Spanish line for stderr.
+    pub fn line(&self) -> String {
+        format!(
+            "{} unidades × {} días: {} posiciones, {} hechos de verdad → {} ({:.1} MB), {} ({:.1} MB) en {:.2} s",
+            self.units,
+            self.days,
+            self.positions,
+            self.truth_events,
+            self.db.display(),
+            self.db_bytes as f64 / 1e6,
+            self.truth.display(),
+            self.truth_bytes as f64 / 1e6,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// The truth file that goes with a database: `flota.db` → `flota.verdad.jsonl`.
+pub fn default_truth_path(db: &std::path::Path) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "flota".into());
+    db.with_file_name(format!("{stem}.verdad.jsonl"))
+}
+
+#[derive(Default)]
+struct UnitOutput {
+    reports: Vec<Report>,
+    truth: Vec<TruthEvent>,
+}
+
+impl Sink for UnitOutput {
+    fn report(&mut self, report: &Report) {
+        self.reports.push(*report);
+    }
+    fn truth(&mut self, event: TruthEvent) {
+        self.truth.push(event);
+    }
+}
+
+pub fn run(options: &Options) -> anyhow::Result<Summary> {
+    let started = Instant::now();
+    let mut world = scenario::load(&options.scenario, options.ahora)?;
+    if let Some(seed) = options.seed {
+        world.seed = seed;
+    }
+    let simulation = Simulation::new(world);
+    let world = &simulation.world;
+    let units = world.units.len();
+    let days = world.days.len();
+
+    let db_file = Staged::new(&options.db)
+        .with_context(|| format!("no se pudo preparar {}", options.db.display()))?;
+    let truth_file = Staged::new(&options.truth)
+        .with_context(|| format!("no se pudo preparar {}", options.truth.display()))?;
+    let mut db = Writer::create(db_file.temp())?;
+    db.write_fleet(world)?;
+    let truth_out = std::fs::File::create(truth_file.temp())
+        .with_context(|| format!("no se pudo crear {}", truth_file.temp().display()))?;
+    let mut truth = BufWriter::new(truth_out);
+    let header = json!({
+        "tipo": "cabecera",
+        "escenario": world.name,
+        "escenario_sha256": world.hash,
+        "semilla": world.seed,
+        "zona_horaria": world.zone.name(),
+        "ahora_local": world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
+        "ahora_utc": world.ahora_utc,
+        "desde": world.days.first().map(ToString::to_string),
+        "hasta": world.days.last().map(ToString::to_string),
+        "intervalo_reporte_s": world.interval_s,
+        "flota_version": env!("CARGO_PKG_VERSION"),
+    });
+    writeln!(truth, "{header}")?;
+
+    let bar = if options.progress {
+        let bar = ProgressBar::with_draw_target(
+            Some((units * days) as u64),
+            ProgressDrawTarget::stderr(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} unidades-día {elapsed_precise}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    // This thread writes; the other cores simulate. The writer is the slower stage, so it
+    // should not share its core.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = cores.saturating_sub(1).clamp(1, units.max(1));
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
+    let mut truth_events = 0u64;
+    let mut write_time = Duration::ZERO;
+    let written: anyhow::Result<()> = std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let next = &next;
+            let simulation = &simulation;
+            scope.spawn(move || {
+                loop {
+                    let unit = next.fetch_add(1, Ordering::Relaxed);
+                    if unit >= units {
+                        return;
+                    }
+                    let mut output = UnitOutput::default();
+                    simulation.run_unit(unit, &mut output);
+                    if sender.send((unit, output)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        // Write in unit order whatever order units finish in: the files are deterministic.
+        let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
+        let mut expected = 0usize;
+        for (unit, output) in receiver {
+            waiting.insert(unit, output);
+            while let Some(output) = waiting.remove(&expected) {
+                let t = Instant::now();
+                db.write_positions(expected as i64 + 1, &output.reports)?;
+                write_time += t.elapsed();
+                for event in &output.truth {
+                    serde_json::to_writer(&mut truth, event)?;
+                    truth.write_all(b"\n")?;
+                    truth_events += 1;
+                }
+                bar.inc(days as u64);
+                expected += 1;
+            }
+        }
+        Ok(())
+    });
+    written?;
+    bar.finish_and_clear();
+    crate::log_debug!(
+        "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
+        started.elapsed()
+    );
+
+    let positions = db.rows;
+    let meta: Vec<(&str, String)> = vec![
+        ("esquema_version", SCHEMA_VERSION.to_string()),
+        ("flota_version", env!("CARGO_PKG_VERSION").to_owned()),
+        ("escenario", world.name.clone()),
+        ("escenario_descripcion", world.description.clone()),
+        ("escenario_sha256", world.hash.clone()),
+        ("semilla", world.seed.to_string()),
+        ("zona_horaria", world.zone.name().to_owned()),
+        (
+            "ahora_local",
+            world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
+        ),
+        ("ahora_utc", world.ahora_utc.to_string()),
+        (
+            "desde_fecha",
+            world
+                .days
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        ),
+        (
+            "hasta_fecha",
+            world
+                .days
+                .last()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        ),
+        ("intervalo_reporte_s", world.interval_s.to_string()),
+        ("limite_flota_kmh", world.fleet_limit_kmh.to_string()),
+        ("posiciones", positions.to_string()),
+        (
+            "deteccion",
+            world
+                .detection
+                .as_ref()
+                .and_then(|t| serde_json::to_string(t).ok())
+                .unwrap_or_else(|| "{}".into()),
+        ),
+    ];
+    db.write_meta(&meta)?;
+    db.finish()?;
+    truth.flush()?;
+    drop(truth);
+    crate::log_debug!("base cerrada: {:?}", started.elapsed());
+
+    // Both files are complete: put them in place (truth first; the database, which the
+    // server reads, last).
+    let truth_bytes = std::fs::metadata(truth_file.temp())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let db_bytes = std::fs::metadata(db_file.temp())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    truth_file
+        .commit()
+        .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
+    db_file
+        .commit()
+        .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+    crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
+    Ok(Summary {
+        units,
+        days,
+        positions,
+        truth_events,
+        db_bytes,
+        truth_bytes,
+        elapsed: started.elapsed(),
+        db: options.db.clone(),
+        truth: options.truth.clone(),
+    })
+}
+
+/// Parses `--ahora` (local time): `AAAA-MM-DDTHH:MM[:SS]` or with a space.
+pub fn parse_ahora(text: &str) -> Result<chrono::NaiveDateTime, String> {
+    for format in [
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%d %H:%M:%S",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text.trim(), format) {
+            return Ok(t);
+        }
+    }
+    Err(format!(
+        "'{text}' no es una fecha y hora local AAAA-MM-DDTHH:MM (p. ej. 2026-08-19T15:30)"
+    ))
+}

@@ -1,0 +1,277 @@
+//! Writing a new database: schema, fleet tables, positions in batched transactions.
+//!
+//! Owns the write path of `flota simular`. The file is built under a temporary name next to
+//! the target with journaling off (a crash leaves only that temporary file behind, never a
+//! damaged database) and is renamed into place by [`crate::output`] only when complete.
+//! Positions stream in per unit with one prepared statement and a commit every
+//! [`BATCH_ROWS`] rows, so memory stays flat whatever the fleet size.
+
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+
+use super::schema::{DDL, SCHEMA_VERSION};
+use crate::scenario::World;
+use crate::sim::Report;
+
+/// Rows per transaction.
+pub const BATCH_ROWS: usize = 50_000;
+/// Rows per INSERT statement.
+const ROWS_PER_INSERT: usize = 50;
+/// Columns of `posiciones`.
+const COLUMNS: usize = 10;
+const INSERT_HEAD: &str = "INSERT INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m) VALUES ";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: error de SQLite: {source}")]
+    Sqlite {
+        path: String,
+        source: rusqlite::Error,
+    },
+}
+
+/// The integer encodings of a report's stored columns.
+pub struct StoredRow {
+    pub delay_s: i64,
+    pub lat_e6: i64,
+    pub lon_e6: i64,
+    pub heading_deg: i64,
+    pub odometer_m: i64,
+}
+
+impl From<&Report> for StoredRow {
+    fn from(r: &Report) -> Self {
+        StoredRow {
+            delay_s: r.received_utc - r.ts_utc,
+            lat_e6: (r.lat * 1e6).round() as i64,
+            lon_e6: (r.lon * 1e6).round() as i64,
+            heading_deg: r.heading_deg.round() as i64 % 360,
+            odometer_m: (r.odometer_km * 1000.0).round() as i64,
+        }
+    }
+}
+
+pub struct Writer {
+    conn: Connection,
+    path: String,
+    in_batch: usize,
+    insert_one: String,
+    insert_many: String,
+    pub rows: u64,
+}
+
+impl Writer {
+    /// Creates `path` (which must not exist) with the schema.
+    pub fn create(path: &Path) -> Result<Writer, WriteError> {
+        let shown = path.display().to_string();
+        let wrap = |source| WriteError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(wrap)?;
+        // A half-written temporary file is thrown away, never repaired: no journal needed.
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
+        )
+        .map_err(wrap)?;
+        conn.execute_batch(DDL).map_err(wrap)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(wrap)?;
+        let row = format!("({})", ["?"; COLUMNS].join(","));
+        Ok(Writer {
+            conn,
+            path: shown,
+            in_batch: 0,
+            insert_one: format!("{INSERT_HEAD}{row}"),
+            insert_many: format!("{INSERT_HEAD}{}", vec![row; ROWS_PER_INSERT].join(",")),
+            rows: 0,
+        })
+    }
+
+    fn wrap(&self, source: rusqlite::Error) -> WriteError {
+        WriteError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Vehicles, geofences, routes and stops.
+    pub fn write_fleet(&mut self, world: &World) -> Result<(), WriteError> {
+        let tx = self.conn.transaction().map_err(|e| WriteError::Sqlite {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        let result = (|| {
+            for (index, unit) in world.units.iter().enumerate() {
+                let routes: Vec<&str> = unit
+                    .routes
+                    .iter()
+                    .map(|r| world.routes[*r].name.as_str())
+                    .collect();
+                tx.execute(
+                    "INSERT INTO vehiculos (id, placa, tipo, conductor, activo, limite_kmh, rutas) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        index as i64 + 1,
+                        unit.plate,
+                        unit.kind,
+                        unit.driver,
+                        unit.active,
+                        unit.limit_kmh,
+                        serde_json::to_string(&routes).unwrap_or_default()
+                    ],
+                )?;
+            }
+            for (index, fence) in world.fences.iter().enumerate() {
+                let centre = fence.centre();
+                let (half_side, radius) = match fence.shape {
+                    crate::geofence::Shape::Square { half_side_m, .. } => (Some(half_side_m), None),
+                    crate::geofence::Shape::Circle { radius_m, .. } => (None, Some(radius_m)),
+                    crate::geofence::Shape::Polygon { .. } => (None, None),
+                };
+                tx.execute(
+                    "INSERT INTO geocercas (id, nombre, tipo, forma, centro_lat, centro_lon, medio_lado_m, radio_m, poligono_wkt, limite_kmh) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        index as i64 + 1,
+                        fence.name,
+                        fence.kind,
+                        fence.shape_name(),
+                        centre.lat,
+                        centre.lon,
+                        half_side,
+                        radius,
+                        fence.wkt(),
+                        fence.speed_limit_kmh
+                    ],
+                )?;
+            }
+            for (index, route) in world.routes.iter().enumerate() {
+                let id = index as i64 + 1;
+                tx.execute(
+                    "INSERT INTO rutas (id, nombre, fuente, polilinea, distancia_m, duracion_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![id, route.name, route.source, route.polyline, route.routed_distance_m, route.routed_duration_s],
+                )?;
+                for (order, stop) in route.stops.iter().enumerate() {
+                    tx.execute(
+                        "INSERT INTO paradas (ruta_id, orden, nombre, lat, lon) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![id, order as i64, stop.name, stop.position.lat, stop.position.lon],
+                    )?;
+                }
+            }
+            Ok::<(), rusqlite::Error>(())
+        })();
+        result.map_err(|e| WriteError::Sqlite {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        tx.commit().map_err(|e| self.wrap(e))
+    }
+
+    /// One unit's reports (any order; the primary key clusters them).
+    pub fn write_positions(
+        &mut self,
+        vehicle_id: i64,
+        reports: &[Report],
+    ) -> Result<(), WriteError> {
+        let path = self.path.clone();
+        let wrap = |source| WriteError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let mut rest = reports;
+        while !rest.is_empty() {
+            if self.in_batch == 0 {
+                self.conn.execute_batch("BEGIN").map_err(&wrap)?;
+            }
+            // Many rows per statement: binding is cheap, stepping a statement is not.
+            let take = if rest.len() >= ROWS_PER_INSERT {
+                ROWS_PER_INSERT
+            } else {
+                1
+            };
+            let (chunk, tail) = rest.split_at(take);
+            let sql = if take == ROWS_PER_INSERT {
+                &self.insert_many
+            } else {
+                &self.insert_one
+            };
+            let mut insert = self.conn.prepare_cached(sql).map_err(&wrap)?;
+            let mut index = 1;
+            for r in chunk {
+                let row = StoredRow::from(r);
+                let integers = [
+                    vehicle_id,
+                    r.ts_utc,
+                    i64::from(r.sequence),
+                    row.delay_s,
+                    row.lat_e6,
+                    row.lon_e6,
+                ];
+                for value in integers {
+                    insert.raw_bind_parameter(index, value).map_err(&wrap)?;
+                    index += 1;
+                }
+                insert
+                    .raw_bind_parameter(index, r.speed_kmh)
+                    .map_err(&wrap)?;
+                insert
+                    .raw_bind_parameter(index + 1, row.heading_deg)
+                    .map_err(&wrap)?;
+                insert
+                    .raw_bind_parameter(index + 2, i64::from(r.ignition))
+                    .map_err(&wrap)?;
+                insert
+                    .raw_bind_parameter(index + 3, row.odometer_m)
+                    .map_err(&wrap)?;
+                index += 4;
+            }
+            insert.raw_execute().map_err(&wrap)?;
+            drop(insert);
+            rest = tail;
+            self.in_batch += take;
+            self.rows += take as u64;
+            if self.in_batch >= BATCH_ROWS {
+                self.conn.execute_batch("COMMIT").map_err(&wrap)?;
+                self.in_batch = 0;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_meta(&mut self, entries: &[(&str, String)]) -> Result<(), WriteError> {
+        self.commit_open()?;
+        for (key, value) in entries {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)",
+                    params![key, value],
+                )
+                .map_err(|e| self.wrap(e))?;
+        }
+        Ok(())
+    }
+
+    fn commit_open(&mut self) -> Result<(), WriteError> {
+        if self.in_batch > 0 {
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(|e| self.wrap(e))?;
+            self.in_batch = 0;
+        }
+        Ok(())
+    }
+
+    /// Commits and closes the file.
+    pub fn finish(mut self) -> Result<(), WriteError> {
+        self.commit_open()?;
+        let path = self.path.clone();
+        self.conn
+            .close()
+            .map_err(|(_, source)| WriteError::Sqlite { path, source })
+    }
+
+    /// Access for code that adds derived tables (the detection engine's output).
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}

@@ -1,0 +1,244 @@
+//! Every way a scenario can be wrong gets one clear Spanish message naming the culprit, and
+//! nothing is written (a previous database stays as it was).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::simulation::{AHORA, scenario_path, simulate_file};
+use crate::support::flota_bin;
+
+/// Applies `edit` to minimo.toml, simulates into a folder that already holds a database, and
+/// checks the error names what went wrong and that the old files are untouched.
+fn check(edit: impl Fn(String) -> String, expected: &str) {
+    let routes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rutas");
+    let base = std::fs::read_to_string(scenario_path("minimo"))
+        .unwrap()
+        .replace(
+            "rutas = \"../rutas\"",
+            &format!("rutas = {:?}", routes.display().to_string()),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("malo.toml");
+    std::fs::write(&file, edit(base)).unwrap();
+    std::fs::write(dir.path().join("flota.db"), "base anterior").unwrap();
+    let (ok, stderr, db, truth) = simulate_file(&file, dir.path(), &[]);
+    assert!(!ok, "accepted a bad scenario; expected {expected:?}");
+    assert!(
+        stderr.contains(expected),
+        "expected {expected:?} in:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(db).unwrap(), "base anterior");
+    assert!(!truth.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "stray files left behind"
+    );
+}
+
+fn append(extra: &'static str) -> impl Fn(String) -> String {
+    move |text| format!("{text}\n{extra}\n")
+}
+
+fn replace(from: &'static str, to: &'static str) -> impl Fn(String) -> String {
+    move |text| {
+        assert!(text.contains(from), "fixture lacks {from:?}");
+        text.replacen(from, to, 1)
+    }
+}
+
+#[test]
+fn syntax_errors_have_file_line_column_and_key() {
+    check(replace("dias = 2", "dias = 2 2"), "malo.toml:");
+    check(
+        replace("sigma_m = 5.0", "sigma = 5.0"),
+        "clave desconocida 'sigma'",
+    );
+    check(replace("sigma_m = 5.0", "sigma = 5.0"), "malo.toml:18:1");
+    check(replace("dias = 2", "dias = \"dos\""), "tipo inválido");
+    check(replace("dias = 2", "dias = \"dos\""), "clave 'dias'");
+    check(
+        replace("placa = \"P-123BCD\"\ntipo", "tipo"),
+        "falta la clave obligatoria 'placa'",
+    );
+}
+
+#[test]
+fn semantic_errors_name_the_culprit() {
+    check(
+        replace("rutas = [\"r01_cedis_z1_z4\"]", "rutas = [\"r99\"]"),
+        "unidad 'P-123BCD': ruta desconocida 'r99'",
+    );
+    check(
+        replace("tipo = \"camion\"", "tipo = \"tanque\""),
+        "tipo desconocido 'tanque'",
+    );
+    check(
+        replace("placa = \"P-456DEF\"\ntipo", "placa = \"p 123 bcd\"\ntipo"),
+        "placa repetida",
+    );
+    check(
+        replace(
+            "zona_horaria = \"America/Guatemala\"",
+            "zona_horaria = \"Marte/Olympus\"",
+        ),
+        "zona_horaria 'Marte/Olympus'",
+    );
+    check(
+        replace("dias = 2", "dias = 0"),
+        "dias = 0 fuera de los límites",
+    );
+    check(
+        replace(
+            "inicio = [\"06:20\", \"08:20\"]",
+            "inicio = [\"08:20\", \"06:20\"]",
+        ),
+        "la primera hora debe ser la más temprana",
+    );
+    check(
+        replace(
+            "inicio = [\"06:20\", \"08:20\"]",
+            "inicio = [\"6 y media\", \"08:20\"]",
+        ),
+        "no es una hora HH:MM",
+    );
+    check(
+        append(
+            "[[geocercas]]\nnombre = \"Línea\"\ntipo = \"x\"\npoligono = [[14.6, -90.5], [14.7, -90.5], [14.8, -90.5]]",
+        ),
+        "geocerca 'Línea': el polígono es degenerado",
+    );
+    check(
+        append(
+            "[[geocercas]]\nnombre = \"Doble\"\ntipo = \"x\"\ncirculo = { centro = [14.6, -90.5], radio_m = 10 }\ncuadrado = { centro = [14.6, -90.5], medio_lado_m = 10 }",
+        ),
+        "defina exactamente una forma",
+    );
+    check(
+        append(
+            "[[geocercas]]\nnombre = \"cedis zona 12\"\ntipo = \"x\"\ncirculo = { centro = [14.6, -90.5], radio_m = 10 }",
+        ),
+        "geocerca 'cedis zona 12' está repetida",
+    );
+    check(
+        replace("medio_lado_m = 650", "medio_lado_m = -5"),
+        "medio_lado_m = -5 fuera de los límites",
+    );
+}
+
+#[test]
+fn injection_errors_name_the_culprit() {
+    // 2026-08-16 is a Sunday, outside the two-day period too; 08-18 is a Tuesday.
+    check(
+        append(
+            "[[inyecciones.perdida_senal]]\nplaca = \"P-789GHJ\"\nfecha = 2026-08-16\nhora = \"10:00\"\nminutos = 5",
+        ),
+        "fuera del periodo simulado",
+    );
+    check(
+        replace(
+            "[[unidades]]\nplaca = \"P-789GHJ\"",
+            "[[unidades]]\ndias_laborables = [\"lunes\"]\nplaca = \"P-789GHJ\"",
+        ),
+        "la unidad no trabaja el martes (2026-08-18)",
+    );
+    check(
+        replace(
+            "placa = \"P-456DEF\"\nminutos = 40",
+            "placa = \"P-000XXX\"\nminutos = 40",
+        ),
+        "placa desconocida 'P-000XXX'",
+    );
+    check(
+        replace("velocidad_kmh = 95", "velocidad_kmh = 50"),
+        "no supera el límite de 60 km/h",
+    );
+    check(
+        replace("velocidad_kmh = 95", "velocidad_kmh = 300"),
+        "imposible, un panel no pasa de 110 km/h",
+    );
+    check(
+        replace("duracion_s = 60", "duracion_s = 900"),
+        "duración imposible",
+    );
+    check(
+        replace(
+            "hora = \"10:00\"\nminutos = 9",
+            "hora = \"05:00\"\nminutos = 9",
+        ),
+        "no cae siempre dentro del turno",
+    );
+    check(
+        replace("parada = \"amatitlan\"", "parada = \"la luna\""),
+        "la parada 'la luna' no es una entrega de la ruta 'r03_vn_amatitlan'",
+    );
+    check(
+        append(
+            "[[inyecciones.perdida_senal]]\nplaca = \"P-123BCD\"\ndia = -1\nhora = \"11:00\"\nminutos = 5",
+        ),
+        "inyecciones superpuestas: dos 'perdida_senal' para P-123BCD",
+    );
+    check(
+        append(
+            "[[inyecciones.exceso_velocidad]]\nplaca = \"P-123BCD\"\ndia = -1\nhora = \"10:05\"\nvelocidad_kmh = 80\nduracion_s = 60",
+        ),
+        "inyecciones superpuestas: 'exceso_velocidad' y 'perdida_senal' de P-123BCD",
+    );
+    check(
+        replace(
+            "placa = \"P-456DEF\"\nminutos = 40",
+            "placa = \"P-456DEF\"\nminutos = 500",
+        ),
+        "puede no haber empezado su turno",
+    );
+    check(
+        append("[inyecciones.aleatorias]\nexceso_velocidad = 50"),
+        "solo hay 3 unidades-día disponibles",
+    );
+}
+
+#[test]
+fn bad_command_lines_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(flota_bin())
+        .args(["simular", "--ahora", "ayer por la tarde", "--salida"])
+        .arg(dir.path().join("x.db"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no es una fecha y hora local AAAA-MM-DDTHH:MM"),
+        "{err}"
+    );
+    let out = Command::new(flota_bin())
+        .args(["simular", "/no/existe.toml", "--ahora", AHORA, "--salida"])
+        .arg(dir.path().join("x.db"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/no/existe.toml: no se pudo leer"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_embedded_default_needs_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("datos").join("flota.db");
+    let out = Command::new(flota_bin())
+        .args(["simular", "--ahora", AHORA, "--salida"])
+        .arg(&db)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(db.exists() && dir.path().join("datos/flota.verdad.jsonl").exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("15 unidades × 7 días"), "{err}");
+}
