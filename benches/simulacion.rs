@@ -4,7 +4,8 @@
 //! Run with `cargo bench --bench simulacion`. It times the release `flota simular` binary on
 //! the embedded reference week (wall clock, several runs), the simulation alone (no I/O), and
 //! a bare bulk insert of exactly the rows that run wrote (one prepared multi-row statement,
-//! one transaction, journal off: the floor for any SQLite-backed writer). Prints Markdown.
+//! one transaction, journal off, the writer's page size: the floor for any SQLite-backed
+//! writer). Prints Markdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::process::Command;

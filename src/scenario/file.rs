@@ -58,7 +58,11 @@ pub struct ScenarioFile {
     pub ruido: NoiseFile,
     #[serde(default)]
     pub geocercas: Vec<GeofenceFile>,
+    #[serde(default)]
     pub unidades: Vec<UnitFile>,
+    /// Groups of identical units, for large fleets.
+    #[serde(default)]
+    pub flotillas: Vec<FlotillaFile>,
     #[serde(default)]
     pub inyecciones: InjectionsFile,
     /// Detection thresholds, checked and used by the detection engine.
@@ -362,6 +366,47 @@ pub struct UnitFile {
 
 fn default_true() -> bool {
     true
+}
+
+/// `[[flotillas]]`: `cantidad` units named `<prefijo>-0001`…, routes assigned in turn.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlotillaFile {
+    pub prefijo: String,
+    pub cantidad: u32,
+    pub tipo: String,
+    /// Unit k drives `rutas[k % len]`.
+    pub rutas: Vec<String>,
+    #[serde(default = "default_driver")]
+    pub conductor: String,
+    pub dias_laborables: Option<Vec<String>>,
+}
+
+fn default_driver() -> String {
+    "Conductor".into()
+}
+
+impl FlotillaFile {
+    /// The units this group stands for.
+    pub fn expand(&self) -> Vec<UnitFile> {
+        let width = self.cantidad.to_string().len().max(4);
+        (0..self.cantidad as usize)
+            .map(|k| UnitFile {
+                placa: format!("{}-{:0width$}", self.prefijo, k + 1),
+                tipo: self.tipo.clone(),
+                conductor: format!("{} {:0width$}", self.conductor, k + 1),
+                rutas: if self.rutas.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![self.rutas[k % self.rutas.len()].clone()]
+                },
+                activo: true,
+                dias_laborables: self.dias_laborables.clone(),
+                turno: None,
+                odometro_inicial_km: None,
+            })
+            .collect()
+    }
 }
 
 /// `[inyecciones]`: events forced into the truth, explicit or drawn at random.

@@ -175,9 +175,20 @@ pub fn resolve(
         .enumerate()
         .map(|(i, r)| (r.name.as_str(), i))
         .collect();
+    let mut unit_files = file.unidades.clone();
+    for (index, group) in file.flotillas.iter().enumerate() {
+        if group.cantidad == 0 || group.cantidad > 100_000 {
+            return check.fail(format!(
+                "[[flotillas]] #{}: cantidad = {} fuera de los límites [1, 100000]",
+                index + 1,
+                group.cantidad
+            ));
+        }
+        unit_files.extend(group.expand());
+    }
     let units = units(
         &check,
-        &file.unidades,
+        &unit_files,
         &route_list,
         &route_index,
         &types,

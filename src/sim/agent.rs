@@ -75,6 +75,7 @@ enum HaltKind {
     Delivery {
         name: String,
         dwell_ms: i64,
+        injected: bool,
     },
     Light {
         wait_ms: i64,
@@ -122,6 +123,8 @@ struct OpenStop {
     place: String,
     reason: StopReason,
     from_data_start: bool,
+    /// Lengthened or caused by an injection.
+    injected: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -446,16 +449,19 @@ impl<'a, S: Sink> Agent<'a, S> {
             .collect();
         for (name, along_m) in deliveries {
             let mut dwell_min = base_min * self.motion.random_range(0.6..1.4);
+            let mut injected = false;
             if let Some((LongStopAt::Stop(target), minutes)) = &long_stop
                 && *target == name
             {
                 dwell_min = *minutes;
+                injected = true;
             }
             halts.push(Halt {
                 along_m,
                 kind: HaltKind::Delivery {
                     name,
                     dwell_ms: (dwell_min * 60_000.0).round() as i64,
+                    injected,
                 },
             });
         }
@@ -819,9 +825,16 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.episode = None;
         let now = self.now_ms;
         match halt.kind {
-            HaltKind::Delivery { name, dwell_ms } => {
+            HaltKind::Delivery {
+                name,
+                dwell_ms,
+                injected,
+            } => {
                 self.phase = Phase::Dwelling;
                 self.open_stop(now, StopReason::Entrega, name, false);
+                if let Some(stop) = &mut self.stop {
+                    stop.injected = injected;
+                }
                 self.schedule(now + dwell_ms, Event::DwellEnd);
             }
             HaltKind::Light { wait_ms } => {
@@ -832,12 +845,18 @@ impl<'a, S: Sink> Agent<'a, S> {
             HaltKind::Forced { dwell_ms } => {
                 self.phase = Phase::Dwelling;
                 self.open_stop(now, StopReason::Inyectada, "en ruta".into(), false);
+                if let Some(stop) = &mut self.stop {
+                    stop.injected = true;
+                }
                 self.schedule(now + dwell_ms, Event::DwellEnd);
             }
             HaltKind::StopNow => {
                 self.phase = Phase::Dwelling;
                 self.frozen = true;
                 self.open_stop(now, StopReason::DetenidaAhora, "en ruta".into(), false);
+                if let Some(stop) = &mut self.stop {
+                    stop.injected = true;
+                }
             }
             HaltKind::Depot => {
                 self.halts.clear();
@@ -888,6 +907,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             self.frozen = true;
             if let Some(stop) = &mut self.stop {
                 stop.reason = StopReason::DetenidaAhora;
+                stop.injected = true;
             }
         }
     }
@@ -962,6 +982,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             place,
             reason,
             from_data_start,
+            injected: false,
         });
     }
 
@@ -986,6 +1007,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             motivo: stop.reason,
             motor_encendido: self.ignition,
             desde_inicio_datos: stop.from_data_start,
+            inyectada: stop.injected,
         });
     }
 

@@ -53,6 +53,8 @@ pub enum TruthEvent {
         /// Already stopped when the data starts, so `inicio_utc` is that start, not the
         /// real arrival.
         desde_inicio_datos: bool,
+        /// Caused or lengthened by an injection (`parada_prolongada`, `detenida_ahora`).
+        inyectada: bool,
     },
     /// True speed above the applicable limit.
     ExcesoVelocidad {

@@ -72,7 +72,7 @@ impl Writer {
         let conn = Connection::open(path).map_err(wrap)?;
         // A half-written temporary file is thrown away, never repaired: no journal needed.
         conn.execute_batch(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA page_size = 65536;",
         )
         .map_err(wrap)?;
         conn.execute_batch(DDL).map_err(wrap)?;
@@ -173,29 +173,31 @@ impl Writer {
         vehicle_id: i64,
         reports: &[Report],
     ) -> Result<(), WriteError> {
-        let path = self.path.clone();
+        let path = &self.path;
         let wrap = |source| WriteError::Sqlite {
             path: path.clone(),
             source,
         };
+        let conn = &self.conn;
+        // Many rows per statement: binding is cheap, stepping a statement is not.
+        let mut many = conn.prepare_cached(&self.insert_many).map_err(wrap)?;
+        let mut one = conn.prepare_cached(&self.insert_one).map_err(wrap)?;
         let mut rest = reports;
         while !rest.is_empty() {
             if self.in_batch == 0 {
-                self.conn.execute_batch("BEGIN").map_err(&wrap)?;
+                conn.execute_batch("BEGIN").map_err(wrap)?;
             }
-            // Many rows per statement: binding is cheap, stepping a statement is not.
             let take = if rest.len() >= ROWS_PER_INSERT {
                 ROWS_PER_INSERT
             } else {
                 1
             };
             let (chunk, tail) = rest.split_at(take);
-            let sql = if take == ROWS_PER_INSERT {
-                &self.insert_many
+            let insert = if take == ROWS_PER_INSERT {
+                &mut many
             } else {
-                &self.insert_one
+                &mut one
             };
-            let mut insert = self.conn.prepare_cached(sql).map_err(&wrap)?;
             let mut index = 1;
             for r in chunk {
                 let row = StoredRow::from(r);
@@ -208,30 +210,29 @@ impl Writer {
                     row.lon_e6,
                 ];
                 for value in integers {
-                    insert.raw_bind_parameter(index, value).map_err(&wrap)?;
+                    insert.raw_bind_parameter(index, value).map_err(wrap)?;
                     index += 1;
                 }
                 insert
                     .raw_bind_parameter(index, r.speed_kmh)
-                    .map_err(&wrap)?;
+                    .map_err(wrap)?;
                 insert
                     .raw_bind_parameter(index + 1, row.heading_deg)
-                    .map_err(&wrap)?;
+                    .map_err(wrap)?;
                 insert
                     .raw_bind_parameter(index + 2, i64::from(r.ignition))
-                    .map_err(&wrap)?;
+                    .map_err(wrap)?;
                 insert
                     .raw_bind_parameter(index + 3, row.odometer_m)
-                    .map_err(&wrap)?;
+                    .map_err(wrap)?;
                 index += 4;
             }
-            insert.raw_execute().map_err(&wrap)?;
-            drop(insert);
+            insert.raw_execute().map_err(wrap)?;
             rest = tail;
             self.in_batch += take;
             self.rows += take as u64;
             if self.in_batch >= BATCH_ROWS {
-                self.conn.execute_batch("COMMIT").map_err(&wrap)?;
+                conn.execute_batch("COMMIT").map_err(wrap)?;
                 self.in_batch = 0;
             }
         }
