@@ -32,6 +32,16 @@ pub enum Verb {
         about = "Simula un escenario y escribe las posiciones (SQLite) y el registro de verdad"
     )]
     Simular(SimulateArgs),
+    /// Re-run the detection engine over a database.
+    #[command(
+        about = "Vuelve a ejecutar el motor de detección sobre una base (eventos y resúmenes diarios)"
+    )]
+    Analizar(AnalyzeArgs),
+    /// Compare detections with the ground truth.
+    #[command(
+        about = "Compara las detecciones de una base con su registro de verdad: precisión, exhaustividad, F1, km"
+    )]
+    Evaluar(EvaluateArgs),
     /// Serve the fleet tools over MCP (stdio).
     #[command(about = "Sirve las herramientas de la flota por MCP sobre stdio (JSON-RPC 2.0)")]
     Servir(ServeArgs),
@@ -73,6 +83,26 @@ pub struct SimulateArgs {
         help = "Semilla aleatoria (reemplaza la del escenario)"
     )]
     pub semilla: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    #[arg(value_name = "BASE", default_value = DEFAULT_DB, help = "Base de datos a analizar")]
+    pub db: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    #[arg(value_name = "BASE", default_value = DEFAULT_DB, help = "Base de datos con las detecciones")]
+    pub db: PathBuf,
+    #[arg(
+        long,
+        value_name = "ARCHIVO",
+        help = "Registro de verdad (por defecto <base>.verdad.jsonl junto a la base)"
+    )]
+    pub verdad: Option<PathBuf>,
+    #[arg(long, help = "Imprime el resultado como JSON")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

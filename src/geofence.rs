@@ -18,6 +18,39 @@ pub enum Shape {
     Polygon { vertices: Vec<LatLon> },
 }
 
+/// A shape as the database stores it (`geocercas` columns).
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeColumns<'a> {
+    /// `cuadrado`, `circulo` or `poligono`.
+    pub form: &'a str,
+    pub centre: LatLon,
+    pub half_side_m: Option<f64>,
+    pub radius_m: Option<f64>,
+    pub wkt: &'a str,
+}
+
+impl Shape {
+    /// Rebuilds a shape from its stored columns; `None` if they do not describe one.
+    pub fn from_columns(columns: &ShapeColumns<'_>) -> Option<Shape> {
+        Some(
+            match (columns.form, columns.half_side_m, columns.radius_m) {
+                ("cuadrado", Some(half_side_m), _) => Shape::Square {
+                    centre: columns.centre,
+                    half_side_m,
+                },
+                ("circulo", _, Some(radius_m)) => Shape::Circle {
+                    centre: columns.centre,
+                    radius_m,
+                },
+                ("poligono", _, _) => Shape::Polygon {
+                    vertices: parse_wkt_ring(columns.wkt)?,
+                },
+                _ => return None,
+            },
+        )
+    }
+}
+
 /// A named geofence.
 #[derive(Debug, Clone)]
 pub struct Geofence {
@@ -94,7 +127,7 @@ impl Geofence {
         let points: Vec<String> = self
             .outline()
             .iter()
-            .map(|p| format!("{:.6} {:.6}", p.lon, p.lat))
+            .map(|p| format!("{} {}", p.lon, p.lat))
             .collect();
         format!("POLYGON (({}))", points.join(", "))
     }
@@ -134,6 +167,30 @@ fn ring(shape: &Shape) -> Vec<LatLon> {
         ring.push(first);
     }
     ring
+}
+
+/// The vertices of `POLYGON ((lon lat, …))` (the closing vertex dropped).
+fn parse_wkt_ring(wkt: &str) -> Option<Vec<LatLon>> {
+    let inner = wkt
+        .trim()
+        .strip_prefix("POLYGON")?
+        .trim()
+        .strip_prefix("((")?
+        .strip_suffix("))")?;
+    let mut points: Vec<LatLon> = inner
+        .split(',')
+        .map(|pair| {
+            let mut numbers = pair.split_whitespace().map(str::parse::<f64>);
+            match (numbers.next(), numbers.next()) {
+                (Some(Ok(lon)), Some(Ok(lat))) => Some(LatLon::new(lat, lon)),
+                _ => None,
+            }
+        })
+        .collect::<Option<_>>()?;
+    if points.len() > 1 && points.first() == points.last() {
+        points.pop();
+    }
+    (points.len() >= 3).then_some(points)
 }
 
 fn to_polygon(ring: &[LatLon]) -> Polygon<f64> {
@@ -180,6 +237,42 @@ mod tests {
     }
 
     #[test]
+    fn stored_polygons_round_trip_exactly() {
+        let vertices = vec![
+            LatLon::new(14.6001234567, -90.51),
+            LatLon::new(14.61, -90.5),
+            LatLon::new(14.59, -90.49),
+        ];
+        let fence = Geofence::new(
+            "p".into(),
+            "x".into(),
+            Shape::Polygon {
+                vertices: vertices.clone(),
+            },
+            None,
+        );
+        let wkt = fence.wkt();
+        let columns = ShapeColumns {
+            form: "poligono",
+            centre: fence.centre(),
+            half_side_m: None,
+            radius_m: None,
+            wkt: &wkt,
+        };
+        assert_eq!(
+            Shape::from_columns(&columns),
+            Some(Shape::Polygon { vertices })
+        );
+        assert_eq!(
+            Shape::from_columns(&ShapeColumns {
+                wkt: "POINT (1 2)",
+                ..columns
+            }),
+            None
+        );
+    }
+
+    #[test]
     fn containment_for_each_shape() {
         let fence = cedis();
         assert!(fence.contains(LatLon::new(14.585, -90.545)));
@@ -210,10 +303,6 @@ mod tests {
         );
         assert!(triangle.contains(LatLon::new(0.2, 0.2)));
         assert!(!triangle.contains(LatLon::new(0.8, 0.8)));
-        assert!(
-            triangle
-                .wkt()
-                .starts_with("POLYGON ((0.000000 0.000000, 1.000000 0.000000")
-        );
+        assert_eq!(triangle.wkt(), "POLYGON ((0 0, 1 0, 0 1, 0 0))");
     }
 }

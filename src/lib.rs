@@ -4,10 +4,13 @@
 //! positions into stops, trips, alerts and kilometres; an MCP server lets a chat model ask
 //! about them. See ARCHITECTURE.md for the map of modules and the invariants between them.
 
+pub mod analyze;
 pub mod app;
 pub mod claude_config;
 pub mod cli;
 pub mod client;
+pub mod engine;
+pub mod evaluate;
 pub mod geo;
 pub mod geofence;
 pub mod log;

@@ -38,6 +38,26 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             let summary = flota::simulate::run(&simulate_options(&args))?;
             eprintln!("{}", summary.line());
         }
+        Verb::Analizar(args) => {
+            let summary = flota::analyze::run(&args.db)?;
+            eprintln!(
+                "{} unidades, {} posiciones analizadas → {} eventos en {} ({:.2} s)",
+                summary.vehicles,
+                summary.fixes,
+                summary.events,
+                args.db.display(),
+                summary.elapsed.as_secs_f64()
+            );
+        }
+        Verb::Evaluar(args) => {
+            let truth = flota::evaluate::truth_path(&args.db, args.verdad.as_deref());
+            let evaluation = flota::evaluate::run(&args.db, &truth)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&evaluation)?);
+            } else {
+                print!("{}", evaluation.table());
+            }
+        }
         Verb::Servir(args) => {
             app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
         }

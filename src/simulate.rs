@@ -16,10 +16,12 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
+use crate::engine::{self, Analysis, DetectionConfig};
 use crate::output::Staged;
 use crate::scenario::{self, Ahora, Source};
 use crate::sim::{Report, Simulation, Sink, TruthEvent};
-use crate::store::{SCHEMA_VERSION, Writer};
+use crate::store::encoding::fixes_of;
+use crate::store::{ANALYSIS_VERSION, SCHEMA_VERSION, Writer};
 
 /// What to simulate and where to put it.
 #[derive(Debug, Clone)]
@@ -77,6 +79,8 @@ pub fn default_truth_path(db: &std::path::Path) -> PathBuf {
 struct UnitOutput {
     reports: Vec<Report>,
     truth: Vec<TruthEvent>,
+    /// What the detection engine makes of `reports` (and nothing else).
+    analysis: Analysis,
 }
 
 impl Sink for UnitOutput {
@@ -94,8 +98,14 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     if let Some(seed) = options.seed {
         world.seed = seed;
     }
+    let config = match &world.detection {
+        Some(table) => DetectionConfig::from_json(&serde_json::to_string(table)?)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", options.scenario.display_path().display()))?,
+        None => DetectionConfig::default(),
+    };
     let simulation = Simulation::new(world);
     let world = &simulation.world;
+    let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
     let units = world.units.len();
     let days = world.days.len();
 
@@ -150,6 +160,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
             let sender = sender.clone();
             let next = &next;
             let simulation = &simulation;
+            let config = &config;
             scope.spawn(move || {
                 loop {
                     let unit = next.fetch_add(1, Ordering::Relaxed);
@@ -158,6 +169,18 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
                     }
                     let mut output = UnitOutput::default();
                     simulation.run_unit(unit, &mut output);
+                    // The engine sees the reports exactly as the table will hold them.
+                    let ctx = engine::Context {
+                        config,
+                        fences: &simulation.world.fences,
+                        limit_kmh: simulation.world.units[unit].limit_kmh,
+                        zone: simulation.world.zone,
+                    };
+                    output.analysis = engine::analyze(
+                        &ctx,
+                        fixes_of(&output.reports),
+                        simulation.world.ahora_utc,
+                    );
                     if sender.send((unit, output)).is_err() {
                         return;
                     }
@@ -173,6 +196,13 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
             while let Some(output) = waiting.remove(&expected) {
                 let t = Instant::now();
                 db.write_positions(expected as i64 + 1, &output.reports)?;
+                db.write_analysis(
+                    expected as i64 + 1,
+                    &output.analysis,
+                    &fence_ids,
+                    &config,
+                    world.ahora_utc,
+                )?;
                 write_time += t.elapsed();
                 for event in &output.truth {
                     serde_json::to_writer(&mut truth, event)?;
@@ -225,14 +255,8 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
         ("intervalo_reporte_s", world.interval_s.to_string()),
         ("limite_flota_kmh", world.fleet_limit_kmh.to_string()),
         ("posiciones", positions.to_string()),
-        (
-            "deteccion",
-            world
-                .detection
-                .as_ref()
-                .and_then(|t| serde_json::to_string(t).ok())
-                .unwrap_or_else(|| "{}".into()),
-        ),
+        ("deteccion", config.to_json()),
+        ("analisis_version", ANALYSIS_VERSION.to_string()),
     ];
     db.write_meta(&meta)?;
     db.finish()?;

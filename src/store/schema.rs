@@ -10,6 +10,10 @@
 /// Bumped whenever a table or column changes; readers refuse other versions.
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// Bumped whenever the detection engine's output for the same positions changes; the server
+/// tells the user to run `flota analizar` when a database was analysed by another version.
+pub const ANALYSIS_VERSION: i64 = 1;
+
 pub const DDL: &str = "
 CREATE TABLE meta (
     clave TEXT PRIMARY KEY,
@@ -69,6 +73,45 @@ CREATE TABLE posiciones (
     ignicion INTEGER NOT NULL,
     odometro_m INTEGER NOT NULL,
     PRIMARY KEY (vehiculo_id, ts_utc, secuencia)
+) WITHOUT ROWID;
+
+CREATE TABLE eventos (
+    id INTEGER PRIMARY KEY,
+    vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),
+    tipo TEXT NOT NULL,
+    inicio_utc INTEGER NOT NULL,
+    fin_utc INTEGER,
+    lat REAL NOT NULL,
+    lon REAL NOT NULL,
+    geocerca_id INTEGER REFERENCES geocercas(id),
+    velocidad_max_kmh REAL,
+    limite_kmh REAL,
+    prolongada INTEGER NOT NULL DEFAULT 0,
+    fin_de_jornada INTEGER NOT NULL DEFAULT 0,
+    motor_encendido INTEGER,
+    desde_inicio_datos INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
+CREATE INDEX eventos_por_tipo ON eventos (tipo, inicio_utc);
+
+CREATE TABLE resumen_diario (
+    vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),
+    fecha TEXT NOT NULL,
+    km REAL NOT NULL,
+    km_gps REAL NOT NULL,
+    km_odometro REAL,
+    primer_movimiento_utc INTEGER,
+    ultimo_movimiento_utc INTEGER,
+    minutos_en_movimiento REAL NOT NULL,
+    paradas INTEGER NOT NULL,
+    minutos_detenida REAL NOT NULL,
+    velocidad_max_kmh REAL NOT NULL,
+    reportes INTEGER NOT NULL,
+    perdidas_senal INTEGER NOT NULL,
+    excesos_velocidad INTEGER NOT NULL,
+    primer_reporte_utc INTEGER NOT NULL,
+    ultimo_reporte_utc INTEGER NOT NULL,
+    PRIMARY KEY (vehiculo_id, fecha)
 ) WITHOUT ROWID;
 
 CREATE VIEW vista_posiciones AS

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
+use super::encoding::StoredRow;
 use super::schema::{DDL, SCHEMA_VERSION};
 use crate::scenario::World;
 use crate::sim::Report;
@@ -29,27 +30,6 @@ pub enum WriteError {
         path: String,
         source: rusqlite::Error,
     },
-}
-
-/// The integer encodings of a report's stored columns.
-pub struct StoredRow {
-    pub delay_s: i64,
-    pub lat_e6: i64,
-    pub lon_e6: i64,
-    pub heading_deg: i64,
-    pub odometer_m: i64,
-}
-
-impl From<&Report> for StoredRow {
-    fn from(r: &Report) -> Self {
-        StoredRow {
-            delay_s: r.received_utc - r.ts_utc,
-            lat_e6: (r.lat * 1e6).round() as i64,
-            lon_e6: (r.lon * 1e6).round() as i64,
-            heading_deg: r.heading_deg.round() as i64 % 360,
-            odometer_m: (r.odometer_km * 1000.0).round() as i64,
-        }
-    }
 }
 
 pub struct Writer {
@@ -220,7 +200,7 @@ impl Writer {
                     .raw_bind_parameter(index + 1, row.heading_deg)
                     .map_err(wrap)?;
                 insert
-                    .raw_bind_parameter(index + 2, i64::from(r.ignition))
+                    .raw_bind_parameter(index + 2, i64::from(row.ignition))
                     .map_err(wrap)?;
                 insert
                     .raw_bind_parameter(index + 3, row.odometer_m)
@@ -237,6 +217,23 @@ impl Writer {
             }
         }
         Ok(())
+    }
+
+    /// One vehicle's detections, in the current batch transaction.
+    pub fn write_analysis(
+        &mut self,
+        vehicle_id: i64,
+        analysis: &crate::engine::Analysis,
+        fence_ids: &[i64],
+        config: &crate::engine::DetectionConfig,
+        now_utc: i64,
+    ) -> Result<(), WriteError> {
+        if self.in_batch == 0 {
+            self.conn.execute_batch("BEGIN").map_err(|e| self.wrap(e))?;
+            self.in_batch = 1;
+        }
+        super::analysis::insert(&self.conn, vehicle_id, analysis, fence_ids, config, now_utc)
+            .map_err(|e| self.wrap(e))
     }
 
     pub fn write_meta(&mut self, entries: &[(&str, String)]) -> Result<(), WriteError> {

@@ -1,0 +1,144 @@
+//! Detection thresholds: one documented configuration for every detector.
+//!
+//! Owns the defaults (docs/deteccion.md explains each) and reading overrides from a
+//! scenario's `[deteccion]` table, which the database keeps in `meta.deteccion` so the server
+//! and `flota analizar` use the same numbers the simulation was analysed with.
+
+use serde::{Deserialize, Serialize};
+
+/// Every threshold the engine uses. Keys are Spanish: they appear in `[deteccion]` and `meta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DetectionConfig {
+    /// Below this reported speed a fix counts as standing still, km/h.
+    pub velocidad_detenida_kmh: f64,
+    /// A stop lasts at least this long, seconds (traffic halts are shorter).
+    pub parada_min_s: f64,
+    /// Fixes of a parked unit stay within this distance of the stop's centre, metres; noise
+    /// and drift larger than this for several fixes in a row count as leaving.
+    pub parada_radio_m: f64,
+    /// A stop this long or longer (not the end-of-day parking) is a `parada_prolongada`,
+    /// minutes. Between the longest ordinary wait (40 min at the depot) and the shortest
+    /// long stop worth an alert (45 min).
+    pub parada_prolongada_min: f64,
+    /// Speed must exceed the limit by more than this to count as speeding, km/h.
+    pub exceso_tolerancia_kmh: f64,
+    /// An overspeed episode lasts at least this long, seconds.
+    pub exceso_min_s: f64,
+    /// A silence longer than this while the ignition is on is a signal loss, seconds.
+    pub perdida_senal_s: f64,
+    /// A fence crossing counts once the unit stays on the new side this long, seconds.
+    pub geocerca_confirmacion_s: f64,
+    /// Braking assumed when back-dating a stop's start from the last moving fix, m/s².
+    pub frenado_ms2: f64,
+    /// Acceleration assumed when back-dating a departure from the first moving fix, m/s².
+    pub aceleracion_ms2: f64,
+    /// Use the tracker's odometer for kilometres when it is present and consistent.
+    pub usar_odometro: bool,
+}
+
+impl Default for DetectionConfig {
+    fn default() -> Self {
+        DetectionConfig {
+            velocidad_detenida_kmh: 3.0,
+            parada_min_s: 120.0,
+            parada_radio_m: 60.0,
+            parada_prolongada_min: 42.0,
+            exceso_tolerancia_kmh: 3.0,
+            exceso_min_s: 15.0,
+            perdida_senal_s: 120.0,
+            geocerca_confirmacion_s: 40.0,
+            frenado_ms2: 2.5,
+            aceleracion_ms2: 1.5,
+            usar_odometro: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("[deteccion]: {0}")]
+pub struct ConfigError(String);
+
+impl DetectionConfig {
+    /// Defaults overridden by a JSON object (the `meta.deteccion` form of `[deteccion]`).
+    pub fn from_json(text: &str) -> Result<DetectionConfig, ConfigError> {
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        let config: DetectionConfig =
+            serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let checks = [
+            (
+                "velocidad_detenida_kmh",
+                self.velocidad_detenida_kmh,
+                0.0,
+                30.0,
+            ),
+            ("parada_min_s", self.parada_min_s, 1.0, 86_400.0),
+            ("parada_radio_m", self.parada_radio_m, 1.0, 5_000.0),
+            (
+                "parada_prolongada_min",
+                self.parada_prolongada_min,
+                1.0,
+                10_000.0,
+            ),
+            (
+                "exceso_tolerancia_kmh",
+                self.exceso_tolerancia_kmh,
+                0.0,
+                100.0,
+            ),
+            ("exceso_min_s", self.exceso_min_s, 0.0, 3_600.0),
+            ("perdida_senal_s", self.perdida_senal_s, 1.0, 86_400.0),
+            (
+                "geocerca_confirmacion_s",
+                self.geocerca_confirmacion_s,
+                0.0,
+                3_600.0,
+            ),
+            ("frenado_ms2", self.frenado_ms2, 0.1, 20.0),
+            ("aceleracion_ms2", self.aceleracion_ms2, 0.1, 20.0),
+        ];
+        for (name, value, min, max) in checks {
+            if !value.is_finite() || value < min || value > max {
+                return Err(ConfigError(format!(
+                    "{name} = {value} fuera de los límites [{min}, {max}]"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_and_errors() {
+        let c = DetectionConfig::from_json(r#"{"parada_min_s": 180}"#).unwrap();
+        assert_eq!(c.parada_min_s, 180.0);
+        assert_eq!(c.parada_radio_m, DetectionConfig::default().parada_radio_m);
+        assert_eq!(
+            DetectionConfig::from_json("").unwrap(),
+            DetectionConfig::default()
+        );
+        let err = DetectionConfig::from_json(r#"{"radio": 5}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `radio`"), "{err}");
+        let err = DetectionConfig::from_json(r#"{"parada_min_s": -1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("parada_min_s = -1"), "{err}");
+        let round = DetectionConfig::from_json(&DetectionConfig::default().to_json()).unwrap();
+        assert_eq!(round, DetectionConfig::default());
+    }
+}

@@ -1,0 +1,148 @@
+//! Geofence visits with a debounce that resists boundary noise but keeps exact-ish times.
+//!
+//! Owns one small state machine per fence. A fix on the other side of the fence from the
+//! confirmed state starts a pending crossing, timed where the straight line between the two
+//! fixes crosses the boundary; the crossing is confirmed once the unit has stayed on the new
+//! side for the confirmation time, and any fix back on the old side cancels it. The reference
+//! counted four reports and stamped the crossing with the first of them (about 45 s late);
+//! here the stamp is the interpolated crossing itself. A unit inside at its first fix has a
+//! visit "since before the data". Silences do not end a visit by themselves, so a night parked
+//! inside the depot is one visit across midnight.
+
+use super::config::DetectionConfig;
+use super::{Fix, Visit};
+use crate::geo::lerp;
+use crate::geofence::Geofence;
+
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    inside: bool,
+    /// Visit start and whether it began at the data's first fix.
+    entry: Option<(i64, bool)>,
+    /// Pending crossing: its interpolated time and the first fix on the new side.
+    pending: Option<(i64, i64)>,
+    /// A pending crossing that a brief return cancelled: its time and when it was cancelled.
+    /// If the same crossing happens again soon, the visit starts (or ends) at the first one —
+    /// the unit drove along the edge, it did not arrive twice.
+    cancelled: Option<(i64, i64)>,
+}
+
+/// A cancelled crossing repeated within this long keeps the first crossing's time, seconds.
+const RETRY_S: i64 = 60;
+
+pub struct FenceDetector {
+    confirm_s: i64,
+    tracks: Vec<Track>,
+    prev: Option<Fix>,
+    pub visits: Vec<Visit>,
+}
+
+/// When the segment a→b crosses the boundary of `fence` (a on one side, b on the other).
+fn crossing(fence: &Geofence, a: &Fix, b: &Fix) -> i64 {
+    let a_inside = fence.contains(a.point());
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..12 {
+        let mid = (lo + hi) / 2.0;
+        if fence.contains(lerp(a.point(), b.point(), mid)) == a_inside {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    a.ts_utc + ((lo + hi) / 2.0 * (b.ts_utc - a.ts_utc) as f64).round() as i64
+}
+
+impl FenceDetector {
+    pub fn new(config: &DetectionConfig, fences: usize) -> Self {
+        FenceDetector {
+            confirm_s: config.geocerca_confirmacion_s.round() as i64,
+            tracks: vec![
+                Track {
+                    inside: false,
+                    entry: None,
+                    pending: None,
+                    cancelled: None
+                };
+                fences
+            ],
+            prev: None,
+            visits: Vec::new(),
+        }
+    }
+
+    /// `inside[i]` tells whether `fix` lies inside fence `i`.
+    pub fn push(&mut self, fix: &Fix, inside: &[bool], fences: &[Geofence]) {
+        let first = self.prev.is_none();
+        for (index, track) in self.tracks.iter_mut().enumerate() {
+            let now_inside = inside[index];
+            if first {
+                track.inside = now_inside;
+                if now_inside {
+                    track.entry = Some((fix.ts_utc, true));
+                }
+                continue;
+            }
+            if now_inside == track.inside {
+                if let Some((at, _)) = track.pending.take() {
+                    track.cancelled = Some((at, fix.ts_utc));
+                }
+                continue;
+            }
+            let (at, first_new) = *track.pending.get_or_insert_with(|| {
+                let prev = self.prev.unwrap_or(*fix);
+                let at = match track.cancelled {
+                    Some((earlier, when)) if fix.ts_utc - when <= RETRY_S => earlier,
+                    _ => crossing(&fences[index], &prev, fix),
+                };
+                (at, fix.ts_utc)
+            });
+            if fix.ts_utc - first_new >= self.confirm_s {
+                track.pending = None;
+                track.cancelled = None;
+                track.inside = now_inside;
+                if now_inside {
+                    track.entry = Some((at, false));
+                } else if let Some((entry, from_start)) = track.entry.take() {
+                    self.visits.push(Visit {
+                        fence: index,
+                        entry_utc: entry,
+                        exit_utc: Some(at),
+                        from_data_start: from_start,
+                    });
+                }
+            }
+        }
+        self.prev = Some(*fix);
+    }
+
+    /// Visits still open at the end of the data (pending crossings not yet confirmed are
+    /// judged as if confirmed when they have lasted long enough by `now`).
+    pub fn finish(&mut self, now_utc: i64) {
+        for (index, track) in self.tracks.iter_mut().enumerate() {
+            if let Some((at, first_new)) = track.pending.take()
+                && now_utc - first_new >= self.confirm_s
+            {
+                track.inside = !track.inside;
+                if track.inside {
+                    track.entry = Some((at, false));
+                } else if let Some((entry, from_start)) = track.entry.take() {
+                    self.visits.push(Visit {
+                        fence: index,
+                        entry_utc: entry,
+                        exit_utc: Some(at),
+                        from_data_start: from_start,
+                    });
+                }
+            }
+            if let Some((entry, from_start)) = track.entry.take() {
+                self.visits.push(Visit {
+                    fence: index,
+                    entry_utc: entry,
+                    exit_utc: None,
+                    from_data_start: from_start,
+                });
+            }
+        }
+        self.visits.sort_by_key(|v| (v.entry_utc, v.fence));
+    }
+}

@@ -1,0 +1,217 @@
+//! The detection engine: a vehicle's fixes in, stops, overspeeds, signal losses, geofence
+//! visits and daily aggregates out.
+//!
+//! **Invariant:** it sees only what a tracker sends — [`Fix`]es — and never the simulator or
+//! the truth log (it does not import `sim`; `sim` does not import it). Pure: no I/O, no clock;
+//! "now" is passed in.
+//!
+//! Streaming: [`VehicleEngine::push`] takes one fix at a time in fix-time order, so the same
+//! code analyses a whole data set or new positions as they arrive; [`VehicleEngine::finish`]
+//! closes the books at "now", leaving what is still going on open (no end time). Each detector
+//! lives in its own file; thresholds come from [`DetectionConfig`] (docs/deteccion.md).
+
+pub mod config;
+mod daily;
+mod fences;
+mod gaps;
+mod overspeed;
+mod stops;
+
+use chrono_tz::Tz;
+
+pub use config::DetectionConfig;
+pub use daily::{DayStats, day_bounds, segment_m};
+
+use crate::geo::LatLon;
+use crate::geofence::Geofence;
+
+/// One position as a tracker reported it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fix {
+    pub ts_utc: i64,
+    pub lat: f64,
+    pub lon: f64,
+    pub speed_kmh: f64,
+    pub heading_deg: f64,
+    pub ignition: bool,
+    pub odometer_m: Option<i64>,
+}
+
+impl Fix {
+    pub fn point(&self) -> LatLon {
+        LatLon::new(self.lat, self.lon)
+    }
+}
+
+/// A detected stop. `end_utc` is `None` while it goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub start_utc: i64,
+    pub end_utc: Option<i64>,
+    /// Centre of the stop's fixes.
+    pub lat: f64,
+    pub lon: f64,
+    pub fixes: u32,
+    /// Ignition at the stop's last fix.
+    pub engine_on: bool,
+    /// The ignition went off during the stop: the end-of-day parking.
+    pub went_off: bool,
+    /// The data starts inside this stop, so its real start is unknown.
+    pub from_data_start: bool,
+    pub last_fix_utc: i64,
+}
+
+impl Stop {
+    pub fn duration_s(&self, now_utc: i64) -> i64 {
+        self.end_utc.unwrap_or(now_utc) - self.start_utc
+    }
+
+    /// A long stop worth an alert: long enough, and not the parking that ends a day.
+    pub fn is_long(&self, config: &DetectionConfig, now_utc: i64) -> bool {
+        !self.went_off && self.duration_s(now_utc) as f64 >= config.parada_prolongada_min * 60.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overspeed {
+    pub start_utc: i64,
+    pub end_utc: Option<i64>,
+    pub max_kmh: f64,
+    pub limit_kmh: f64,
+    pub lat: f64,
+    pub lon: f64,
+}
+
+/// A silence while the ignition was on: `from_utc` is the last fix before it, `to_utc` the
+/// first after it (`None` if still silent at "now").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    pub from_utc: i64,
+    pub to_utc: Option<i64>,
+    pub lat: f64,
+    pub lon: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visit {
+    /// Index into the fence list the engine was given.
+    pub fence: usize,
+    pub entry_utc: i64,
+    pub exit_utc: Option<i64>,
+    /// Inside at the data's first fix: the real entry is earlier.
+    pub from_data_start: bool,
+}
+
+/// Everything detected for one vehicle.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    pub stops: Vec<Stop>,
+    pub overspeeds: Vec<Overspeed>,
+    pub gaps: Vec<Gap>,
+    pub visits: Vec<Visit>,
+    pub days: Vec<DayStats>,
+    pub last_fix: Option<Fix>,
+}
+
+/// What the engine needs to know about the world around a vehicle.
+pub struct Context<'a> {
+    pub config: &'a DetectionConfig,
+    pub fences: &'a [Geofence],
+    /// The vehicle's limit outside fences with their own.
+    pub limit_kmh: f64,
+    pub zone: Tz,
+}
+
+/// One vehicle's detectors, fed fix by fix.
+pub struct VehicleEngine<'a> {
+    ctx: &'a Context<'a>,
+    stops: stops::StopDetector,
+    overspeed: overspeed::OverspeedDetector,
+    gaps: gaps::GapDetector,
+    fences: fences::FenceDetector,
+    days: daily::DayAccumulator,
+    inside: Vec<bool>,
+    last: Option<Fix>,
+}
+
+impl<'a> VehicleEngine<'a> {
+    pub fn new(ctx: &'a Context<'a>) -> Self {
+        VehicleEngine {
+            ctx,
+            stops: stops::StopDetector::new(ctx.config),
+            overspeed: overspeed::OverspeedDetector::new(ctx.config),
+            gaps: gaps::GapDetector::new(ctx.config),
+            fences: fences::FenceDetector::new(ctx.config, ctx.fences.len()),
+            days: daily::DayAccumulator::new(
+                ctx.zone,
+                ctx.config.usar_odometro,
+                ctx.config.perdida_senal_s,
+            ),
+            inside: vec![false; ctx.fences.len()],
+            last: None,
+        }
+    }
+
+    /// Takes the next fix. Fixes must come in fix-time order; a repeat of the last fix time
+    /// (a duplicate delivery) is ignored.
+    pub fn push(&mut self, fix: Fix) {
+        if let Some(last) = &self.last
+            && fix.ts_utc <= last.ts_utc
+        {
+            return;
+        }
+        let mut limit = self.ctx.limit_kmh;
+        let mut fence_limit: Option<f64> = None;
+        for (index, fence) in self.ctx.fences.iter().enumerate() {
+            let inside = fence.contains(fix.point());
+            self.inside[index] = inside;
+            if inside && let Some(l) = fence.speed_limit_kmh {
+                fence_limit = Some(fence_limit.map_or(l, |f: f64| f.min(l)));
+            }
+        }
+        if let Some(l) = fence_limit {
+            limit = l;
+        }
+        self.stops.push(&fix);
+        self.overspeed.push(&fix, limit);
+        self.gaps.push(&fix);
+        self.fences.push(&fix, &self.inside, self.ctx.fences);
+        self.days.push(&fix);
+        self.last = Some(fix);
+    }
+
+    /// Closes the analysis at `now_utc`.
+    pub fn finish(mut self, now_utc: i64) -> Analysis {
+        self.stops.finish(now_utc);
+        self.overspeed.finish();
+        self.gaps.finish(now_utc);
+        self.fences.finish(now_utc);
+        let last_fix_utc = self.last.map_or(now_utc, |f| f.ts_utc);
+        let days = self.days.finish(
+            &self.stops.stops,
+            &self.gaps.gaps,
+            &self.overspeed.episodes,
+            last_fix_utc,
+        );
+        Analysis {
+            stops: self.stops.stops,
+            overspeeds: self.overspeed.episodes,
+            gaps: self.gaps.gaps,
+            visits: self.fences.visits,
+            days,
+            last_fix: self.last,
+        }
+    }
+}
+
+/// Analyses a vehicle's fixes (sorted by time) up to `now_utc`.
+pub fn analyze(ctx: &Context<'_>, fixes: impl IntoIterator<Item = Fix>, now_utc: i64) -> Analysis {
+    let mut engine = VehicleEngine::new(ctx);
+    for fix in fixes {
+        if fix.ts_utc > now_utc {
+            break;
+        }
+        engine.push(fix);
+    }
+    engine.finish(now_utc)
+}

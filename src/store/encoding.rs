@@ -1,0 +1,60 @@
+//! How a position is stored: the fixed-point encoding of `posiciones` and its inverse.
+//!
+//! Owns the one place where a report becomes table columns and columns become an engine
+//! [`Fix`], so the simulator's in-memory analysis and `flota analizar` reading the file see
+//! exactly the same numbers.
+
+use crate::engine::Fix;
+use crate::sim::Report;
+
+/// The stored columns of one report (besides the vehicle, fix time and sequence).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoredRow {
+    pub delay_s: i64,
+    pub lat_e6: i64,
+    pub lon_e6: i64,
+    pub speed_kmh: f64,
+    pub heading_deg: i64,
+    pub ignition: bool,
+    pub odometer_m: i64,
+}
+
+impl From<&Report> for StoredRow {
+    fn from(r: &Report) -> Self {
+        StoredRow {
+            delay_s: r.received_utc - r.ts_utc,
+            lat_e6: (r.lat * 1e6).round() as i64,
+            lon_e6: (r.lon * 1e6).round() as i64,
+            speed_kmh: r.speed_kmh,
+            heading_deg: r.heading_deg.round() as i64 % 360,
+            ignition: r.ignition,
+            odometer_m: (r.odometer_km * 1000.0).round() as i64,
+        }
+    }
+}
+
+impl StoredRow {
+    /// The fix the engine sees for this row.
+    pub fn to_fix(&self, ts_utc: i64) -> Fix {
+        Fix {
+            ts_utc,
+            lat: self.lat_e6 as f64 / 1e6,
+            lon: self.lon_e6 as f64 / 1e6,
+            speed_kmh: self.speed_kmh,
+            heading_deg: self.heading_deg as f64,
+            ignition: self.ignition,
+            odometer_m: Some(self.odometer_m),
+        }
+    }
+}
+
+/// A unit's reports as the engine would read them back from the table: fix-time order,
+/// duplicates (sequence > 0) dropped.
+pub fn fixes_of(reports: &[Report]) -> Vec<Fix> {
+    let mut sorted: Vec<&Report> = reports.iter().filter(|r| r.sequence == 0).collect();
+    sorted.sort_by_key(|r| r.ts_utc);
+    sorted
+        .iter()
+        .map(|r| StoredRow::from(*r).to_fix(r.ts_utc))
+        .collect()
+}

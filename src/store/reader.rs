@@ -1,0 +1,373 @@
+//! Reading a flota database: opening it (read-only for the server), its metadata, fleet
+//! tables and positions.
+//!
+//! Owns every query that reads; `Store::open` opens with `SQLITE_OPEN_READ_ONLY` and
+//! `query_only`, so the server provably cannot write. Errors say in Spanish what is wrong and
+//! what to do about it.
+
+use std::path::Path;
+
+use chrono::NaiveDate;
+use chrono_tz::Tz;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use super::schema::SCHEMA_VERSION;
+use crate::engine::{DetectionConfig, Fix};
+use crate::geo::LatLon;
+use crate::geofence::{Geofence, Shape, ShapeColumns};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("la base de datos {path} no existe; créela con: flota simular --salida {path}")]
+    Missing { path: String },
+    #[error("no se pudo abrir {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("{path} no es una base de datos de flota (le falta la tabla meta)")]
+    NotFlota { path: String },
+    #[error(
+        "{path} tiene el esquema {found}, pero esta versión de flota lee el {expected}; regenérela con flota simular"
+    )]
+    Version {
+        path: String,
+        found: i64,
+        expected: i64,
+    },
+    #[error("{path}: error de SQLite: {message}")]
+    Sqlite { path: String, message: String },
+}
+
+/// The database's `meta` table, parsed.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub zone: Tz,
+    pub ahora_utc: Option<i64>,
+    pub from_date: Option<NaiveDate>,
+    pub to_date: Option<NaiveDate>,
+    pub interval_s: i64,
+    pub config: DetectionConfig,
+    pub scenario: String,
+    pub scenario_sha256: String,
+    pub analysis_version: Option<i64>,
+    pub positions: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vehicle {
+    pub id: i64,
+    pub plate: String,
+    pub kind: String,
+    pub driver: String,
+    pub active: bool,
+    pub limit_kmh: f64,
+    pub routes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredFence {
+    pub id: i64,
+    pub fence: Geofence,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredRoute {
+    pub name: String,
+    pub polyline: String,
+    pub stops: Vec<(String, LatLon)>,
+}
+
+pub struct Store {
+    pub conn: Connection,
+    path: String,
+}
+
+impl Store {
+    /// Opens read-only. A missing file is an error naming the command that creates it.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_with(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            true,
+        )
+    }
+
+    /// Opens for `flota analizar`, which rewrites the analysis tables.
+    pub fn open_read_write(path: &Path) -> Result<Store, StoreError> {
+        Self::open_with(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            false,
+        )
+    }
+
+    fn open_with(path: &Path, flags: OpenFlags, query_only: bool) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        if !path.exists() {
+            return Err(StoreError::Missing { path: shown });
+        }
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        if query_only {
+            conn.pragma_update(None, "query_only", true)
+                .map_err(|e| StoreError::Open {
+                    path: shown.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        // Wait a little for a writer instead of failing at once.
+        let _ = conn.busy_timeout(std::time::Duration::from_millis(2000));
+        let store = Store { conn, path: shown };
+        store.check_version()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn sqlite(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn check_version(&self) -> Result<(), StoreError> {
+        let has_meta: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::NotADatabase =>
+                {
+                    StoreError::NotFlota {
+                        path: self.path.clone(),
+                    }
+                }
+                other => self.sqlite(other),
+            })?;
+        if !has_meta {
+            return Err(StoreError::NotFlota {
+                path: self.path.clone(),
+            });
+        }
+        let found = self
+            .meta_value("esquema_version")?
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0);
+        if found != SCHEMA_VERSION {
+            return Err(StoreError::Version {
+                path: self.path.clone(),
+                found,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn meta_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT valor FROM meta WHERE clave = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sqlite(e))
+    }
+
+    pub fn meta(&self) -> Result<Meta, StoreError> {
+        let get = |key: &str| self.meta_value(key);
+        let zone: Tz = get("zona_horaria")?
+            .and_then(|z| z.parse().ok())
+            .unwrap_or(chrono_tz::UTC);
+        let date =
+            |v: Option<String>| v.and_then(|d| NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok());
+        let config = get("deteccion")?
+            .map(|json| DetectionConfig::from_json(&json))
+            .transpose()
+            .map_err(|e| StoreError::Sqlite {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })?
+            .unwrap_or_default();
+        Ok(Meta {
+            zone,
+            ahora_utc: get("ahora_utc")?.and_then(|v| v.parse().ok()),
+            from_date: date(get("desde_fecha")?),
+            to_date: date(get("hasta_fecha")?),
+            interval_s: get("intervalo_reporte_s")?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(15),
+            config,
+            scenario: get("escenario")?.unwrap_or_default(),
+            scenario_sha256: get("escenario_sha256")?.unwrap_or_default(),
+            analysis_version: get("analisis_version")?.and_then(|v| v.parse().ok()),
+            positions: get("posiciones")?.and_then(|v| v.parse().ok()),
+        })
+    }
+
+    pub fn vehicles(&self) -> Result<Vec<Vehicle>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, placa, tipo, conductor, activo, limite_kmh, rutas FROM vehiculos ORDER BY id")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let routes: String = r.get(6)?;
+                Ok(Vehicle {
+                    id: r.get(0)?,
+                    plate: r.get(1)?,
+                    kind: r.get(2)?,
+                    driver: r.get(3)?,
+                    active: r.get::<_, i64>(4)? != 0,
+                    limit_kmh: r.get(5)?,
+                    routes: serde_json::from_str(&routes).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.sqlite(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+    }
+
+    pub fn fences(&self) -> Result<Vec<StoredFence>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, nombre, tipo, forma, centro_lat, centro_lon, medio_lado_m, radio_m, poligono_wkt, limite_kmh FROM geocercas ORDER BY id",
+            )
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let form: String = r.get(3)?;
+                let wkt: String = r.get(8)?;
+                let columns = ShapeColumns {
+                    form: &form,
+                    centre: LatLon::new(r.get(4)?, r.get(5)?),
+                    half_side_m: r.get(6)?,
+                    radius_m: r.get(7)?,
+                    wkt: &wkt,
+                };
+                let fence = Shape::from_columns(&columns).map(|shape| {
+                    Geofence::new(
+                        r.get(1).unwrap_or_default(),
+                        r.get(2).unwrap_or_default(),
+                        shape,
+                        r.get(9).unwrap_or_default(),
+                    )
+                });
+                Ok((r.get::<_, i64>(0)?, fence))
+            })
+            .map_err(|e| self.sqlite(e))?;
+        let mut fences = Vec::new();
+        for row in rows {
+            let (id, fence) = row.map_err(|e| self.sqlite(e))?;
+            match fence {
+                Some(fence) => fences.push(StoredFence { id, fence }),
+                None => {
+                    return Err(StoreError::Sqlite {
+                        path: self.path.clone(),
+                        message: format!("la geocerca {id} tiene una forma ilegible"),
+                    });
+                }
+            }
+        }
+        Ok(fences)
+    }
+
+    pub fn routes(&self) -> Result<Vec<StoredRoute>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, nombre, polilinea FROM rutas ORDER BY id")
+            .map_err(|e| self.sqlite(e))?;
+        let heads: Vec<(i64, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.sqlite(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sqlite(e))?;
+        let mut stops = self
+            .conn
+            .prepare("SELECT nombre, lat, lon FROM paradas WHERE ruta_id = ?1 ORDER BY orden")
+            .map_err(|e| self.sqlite(e))?;
+        let mut routes = Vec::new();
+        for (id, name, polyline) in heads {
+            let list = stops
+                .query_map([id], |r| {
+                    Ok((r.get::<_, String>(0)?, LatLon::new(r.get(1)?, r.get(2)?)))
+                })
+                .map_err(|e| self.sqlite(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.sqlite(e))?;
+            routes.push(StoredRoute {
+                name,
+                polyline,
+                stops: list,
+            });
+        }
+        Ok(routes)
+    }
+
+    /// A vehicle's fixes with `from_utc <= ts < to_utc`, in time order, duplicates dropped.
+    pub fn fixes(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<Fix>, StoreError> {
+        let mut out = Vec::new();
+        self.for_each_fix(vehicle_id, from_utc, to_utc, |fix| out.push(fix))?;
+        Ok(out)
+    }
+
+    /// Streams a vehicle's fixes (as [`Self::fixes`]) without collecting them.
+    pub fn for_each_fix(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+        each: impl FnMut(Fix),
+    ) -> Result<(), StoreError> {
+        for_each_fix_in(&self.conn, &self.path, vehicle_id, from_utc, to_utc, each)
+    }
+}
+
+/// [`Store::for_each_fix`] on any connection (a transaction, for `flota analizar`).
+pub fn for_each_fix_in(
+    conn: &Connection,
+    path: &str,
+    vehicle_id: i64,
+    from_utc: i64,
+    to_utc: i64,
+    mut each: impl FnMut(Fix),
+) -> Result<(), StoreError> {
+    let sqlite = |e: rusqlite::Error| StoreError::Sqlite {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m
+             FROM posiciones WHERE vehiculo_id = ?1 AND ts_utc >= ?2 AND ts_utc < ?3 AND secuencia = 0
+             ORDER BY ts_utc",
+        )
+        .map_err(sqlite)?;
+    let mut rows = stmt
+        .query(params![vehicle_id, from_utc, to_utc])
+        .map_err(sqlite)?;
+    while let Some(r) = rows.next().map_err(sqlite)? {
+        let fix = Fix {
+            ts_utc: r.get(0).map_err(sqlite)?,
+            lat: r.get::<_, i64>(1).map_err(sqlite)? as f64 / 1e6,
+            lon: r.get::<_, i64>(2).map_err(sqlite)? as f64 / 1e6,
+            speed_kmh: r.get(3).map_err(sqlite)?,
+            heading_deg: r.get::<_, i64>(4).map_err(sqlite)? as f64,
+            ignition: r.get::<_, i64>(5).map_err(sqlite)? != 0,
+            odometer_m: r.get(6).map_err(sqlite)?,
+        };
+        each(fix);
+    }
+    Ok(())
+}
