@@ -6,10 +6,16 @@
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::NaiveDateTime;
 
 use crate::cli::{DEFAULT_DB, ServeArgs};
+use crate::fleet::Fleet;
+use crate::fleet::places::{Geocoder, Service};
 use crate::log_info;
-use crate::mcp::{self, ServeOptions, ServerInfo, Service};
+use crate::mcp::{self, ServeOptions, ServerInfo};
+use crate::tools;
 
 /// The database to serve: `--db`, else `FLOTA_DB`, else `MCP_FLOTA_DB` (the reference's
 /// variable), else `datos/flota.db`.
@@ -28,17 +34,75 @@ pub fn server_info() -> ServerInfo {
     }
 }
 
-/// The fleet service. Tools arrive with the detection engine; until then the list is empty.
-pub fn service(db: &Path) -> Service {
-    let instructions = format!(
-        "Servidor de telemetría GPS de una flota, calculado en la máquina del operador a partir \
-         de las posiciones de {}. Solo se envían agregados, nunca el historial de posiciones.",
-        db.display()
-    );
-    Service {
+/// "Now" for the server: `--ahora`, else `FLOTA_AHORA`, else the data set's own.
+pub fn ahora(flag: Option<NaiveDateTime>) -> anyhow::Result<Option<NaiveDateTime>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match std::env::var("FLOTA_AHORA") {
+        Ok(text) if !text.trim().is_empty() => crate::simulate::parse_ahora(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("FLOTA_AHORA: {e}")),
+        _ => Ok(None),
+    }
+}
+
+/// The fleet service: identity, guidance for the model, and the seven tools.
+pub fn service(fleet: &Arc<Fleet>) -> mcp::Service {
+    mcp::Service {
         info: server_info(),
-        instructions: Some(instructions),
-        tools: Vec::new(),
+        instructions: Some(instructions(fleet)),
+        tools: tools::all(fleet),
+    }
+}
+
+/// What the model should know before calling anything: the fleet, its zone, the data window,
+/// today's date, and how to name things.
+pub fn instructions(fleet: &Fleet) -> String {
+    let usage = "Las herramientas calculan todo en la máquina del operador a partir de las \
+        posiciones; solo devuelven agregados. Las placas aceptan minúsculas y espacios \
+        (p123bcd = P-123BCD). Las fechas aceptan AAAA-MM-DD, hoy, ayer, anteayer o un día de la \
+        semana (el más reciente). Las horas de las respuestas son locales de la flota.";
+    match fleet.snapshot() {
+        Ok(snapshot) => {
+            let active = snapshot.vehicles.iter().filter(|v| v.active).count();
+            let mut plates: Vec<&str> = snapshot
+                .vehicles
+                .iter()
+                .filter(|v| v.active)
+                .map(|v| v.plate.as_str())
+                .collect();
+            let shown = if plates.len() > 30 {
+                plates.truncate(30);
+                format!("{}…", plates.join(", "))
+            } else {
+                plates.join(", ")
+            };
+            let fences: Vec<&str> = snapshot
+                .fences
+                .iter()
+                .map(|f| f.fence.name.as_str())
+                .take(30)
+                .collect();
+            let now = crate::fleet::dates::local(snapshot.zone(), snapshot.now_utc);
+            format!(
+                "Flota de {active} unidades activas ({shown}). Geocercas: {}. Zona horaria: {}. \
+                 Datos desde {} hasta {}. Ahora (hora de la flota) es {} {}, {}. {usage}",
+                fences.join(", "),
+                snapshot.zone_name(),
+                snapshot
+                    .meta
+                    .from_date
+                    .map_or("?".into(), |d| d.to_string()),
+                now.format("%Y-%m-%d %H:%M"),
+                crate::fleet::dates::weekday_es(snapshot.today),
+                snapshot.today,
+                now.format("%H:%M"),
+            )
+        }
+        Err(err) => format!(
+            "Servidor de telemetría GPS de una flota. Por ahora no hay datos: {err} {usage}"
+        ),
     }
 }
 
@@ -52,15 +116,21 @@ pub fn serve(
         crate::log::set_level(crate::log::Level::Debug);
     }
     let db = db_path(args.db.as_deref());
+    let ahora = ahora(args.ahora)?;
     log_info!(
         "flota servir {} (base de datos {})",
         env!("CARGO_PKG_VERSION"),
         db.display()
     );
+    let geocoder = Geocoder::new(Service::from_env());
+    if let Some(service) = geocoder.service() {
+        log_info!("direcciones en línea: {}", service.name());
+    }
+    let fleet = Arc::new(Fleet::new(&db, ahora, geocoder));
     let options = ServeOptions {
         verbose: args.verbose,
         ..ServeOptions::default()
     };
-    mcp::serve(service(&db), input, output, options)?;
+    mcp::serve(service(&fleet), input, output, options)?;
     Ok(())
 }

@@ -113,6 +113,13 @@ pub struct ServeArgs {
         help = "Base de datos SQLite (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db)"
     )]
     pub db: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "AAAA-MM-DDTHH:MM",
+        value_parser = crate::simulate::parse_ahora,
+        help = "Instante 'ahora' de la flota, hora local (por defecto $FLOTA_AHORA o el fin de los datos)"
+    )]
+    pub ahora: Option<chrono::NaiveDateTime>,
     #[arg(short, long, help = "Registra en stderr cada mensaje que entra y sale")]
     pub verbose: bool,
 }

@@ -43,11 +43,75 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
         &format!("{} herramientas: {}", names.len(), names.join(", ")),
     );
 
+    // The fleet tour, as the reference's demo: "today" comes from the server's own answer.
+    let has = |name: &str| names.contains(&name);
+    let mut week_start: Option<String> = None;
+    if has("unidades_detenidas") {
+        printer.heading(
+            out,
+            "unidades_detenidas (¿qué unidades llevan más de 30 minutos detenidas?)",
+        );
+        let answer = call(conn, out, "unidades_detenidas", json!({}))?;
+        expect(conn, out, "unidades_detenidas", &answer, Expect::Result);
+        week_start = answer
+            .result()
+            .and_then(|r| r["structuredContent"]["instante_consulta"].as_str())
+            .and_then(|t| chrono::NaiveDate::parse_from_str(t.get(..10)?, "%Y-%m-%d").ok())
+            .map(|today| (today - chrono::Duration::days(6)).to_string());
+    }
+
     printer.heading(out, "ping");
     let ping = conn.request(out, "ping", None)?;
     expect(conn, out, "ping", &ping, Expect::Result);
 
+    let week = week_start.unwrap_or_else(|| "hoy".into());
+    let steps = [
+        (
+            "posicion_actual",
+            "¿dónde está P-123BCD?",
+            json!({"placa": "P-123BCD"}),
+        ),
+        (
+            "resumen_recorrido",
+            "recorrido de ayer de P-456DEF",
+            json!({"placa": "P-456DEF", "fecha": "ayer"}),
+        ),
+        (
+            "mapa_recorrido",
+            "mapa de ayer de P-456DEF",
+            json!({"placa": "P-456DEF", "fecha": "ayer"}),
+        ),
+        (
+            "alertas",
+            "excesos de velocidad de los últimos 7 días",
+            json!({"tipo": "exceso_velocidad", "fecha_inicio": week, "fecha_fin": "hoy"}),
+        ),
+        (
+            "verificar_geocerca",
+            "¿entró P-456DEF al CEDIS ayer?",
+            json!({"placa": "P-456DEF", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"}),
+        ),
+        (
+            "reporte_kilometraje",
+            "kilometraje de los últimos 7 días",
+            json!({"fecha_inicio": week, "fecha_fin": "hoy"}),
+        ),
+    ];
+    for (tool, question, arguments) in steps {
+        if !has(tool) {
+            continue;
+        }
+        printer.heading(out, &format!("{tool} ({question})"));
+        let answer = call(conn, out, tool, arguments)?;
+        expect(conn, out, tool, &answer, Expect::Result);
+    }
+
     printer.heading(out, "Casos de error");
+    if has("posicion_actual") {
+        // A business failure: an isError result the model can act on.
+        let answer = call(conn, out, "posicion_actual", json!({"placa": "P-000XXX"}))?;
+        expect(conn, out, "placa inexistente", &answer, Expect::ToolError);
+    }
     // 1. A tool that does not exist is a protocol error.
     let answer = conn.request(
         out,
@@ -113,6 +177,19 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
         printer.problem(out, "el servidor respondió a una notificación");
     }
     Ok(())
+}
+
+fn call(
+    conn: &mut Connection,
+    out: &mut dyn Write,
+    tool: &str,
+    arguments: Value,
+) -> Result<Answer, ClientError> {
+    conn.request(
+        out,
+        "tools/call",
+        Some(json!({"name": tool, "arguments": arguments})),
+    )
 }
 
 fn expect(conn: &mut Connection, out: &mut dyn Write, what: &str, answer: &Answer, wanted: Expect) {

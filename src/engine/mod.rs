@@ -215,3 +215,6 @@ pub fn analyze(ctx: &Context<'_>, fixes: impl IntoIterator<Item = Fix>, now_utc:
     }
     engine.finish(now_utc)
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,9 @@ use crate::geo::{LatLon, distance_m};
 
 /// One fix this fast is a departure by itself, km/h.
 const CLEARLY_MOVING_KMH: f64 = 15.0;
+/// Speed and road detour assumed for a drive that happened entirely during a silence.
+const TYPICAL_MS: f64 = 35.0 / 3.6;
+const DETOUR: f64 = 1.3;
 
 #[derive(Debug, Clone, Copy)]
 struct Centre {
@@ -161,12 +164,24 @@ impl StopDetector {
         };
         let near = distance_m(open.centre.point(), fix.point()) <= radius;
         if after_gap && !near {
-            // The unit left during a silence: date the departure from where it is now.
-            let end = self.departure_time(&open.last_still, fix, open.centre.point());
+            // The unit left during a silence. Moving now: date the departure from the speed
+            // and distance. Standing somewhere else: it drove from one stop to the other in
+            // the middle of the silence, at a typical urban speed.
+            let last = open.last_still;
+            let centre = open.centre.point();
             self.open = Some(open);
-            self.close(end);
             if still {
+                let silence = (fix.ts_utc - last.ts_utc) as f64;
+                let travel = (distance_m(centre, fix.point()) * DETOUR / TYPICAL_MS).min(silence);
+                let middle = last.ts_utc as f64 + silence / 2.0;
+                self.close((middle - travel / 2.0).round() as i64);
                 self.start(fix);
+                if let Some(next) = &mut self.open {
+                    next.start_utc = (middle + travel / 2.0).round() as i64;
+                }
+            } else {
+                let end = self.departure_time(&last, fix, centre);
+                self.close(end);
             }
             self.prev = Some(*fix);
             return;

@@ -5,11 +5,13 @@
 
 pub mod analysis;
 pub mod encoding;
+pub mod queries;
 pub mod reader;
 pub mod schema;
 pub mod writer;
 
 pub use encoding::StoredRow;
+pub use queries::{DayRow, EventRow, KmRow};
 pub use reader::{Meta, Store, StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 pub use writer::{WriteError, Writer};

@@ -49,8 +49,9 @@ fn config_claude_prints_absolute_paths() {
 }
 
 #[test]
-fn cliente_demo_runs_against_flota_servir() {
-    let out = flota(&["cliente", "--demo", "--db", "/nonexistent/flota.db"]);
+fn cliente_demo_tours_the_fleet_tools() {
+    let db = crate::ground_truth::fixture("minimo").db.clone();
+    let out = flota(&["cliente", "--demo", "--db", db.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),
@@ -58,8 +59,47 @@ fn cliente_demo_runs_against_flota_servir() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("versión acordada: 2025-11-25"), "{text}");
-    assert_eq!(text.matches('✓').count(), 4, "{text}");
+    assert!(!text.contains('✗'), "{text}");
+    for step in [
+        "unidades_detenidas",
+        "posicion_actual",
+        "resumen_recorrido",
+        "alertas",
+        "verificar_geocerca",
+        "reporte_kilometraje",
+        "placa inexistente",
+        "argumento obligatorio ausente",
+        "método inexistente",
+    ] {
+        assert!(
+            text.contains(&format!("✓ {step}")),
+            "{step} missing:\n{text}"
+        );
+    }
     assert!(!text.contains("\x1b["), "colour codes without a terminal");
+}
+
+#[test]
+fn cliente_demo_works_against_any_server() {
+    let out = Command::new(flota_bin())
+        .args(["cliente", "--demo", "--"])
+        .arg(example_bin())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches('✓').count(), 4, "{text}");
+}
+
+#[test]
+fn cliente_demo_fails_without_data() {
+    let out = flota(&["cliente", "--demo", "--db", "/nonexistent/flota.db"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("No hay base de datos en /nonexistent/flota.db"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! - `cli`: help, errors, `config claude`, `cliente`;
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
+//! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
     clippy::unwrap_used,
@@ -17,6 +19,7 @@
 
 mod cli;
 mod example_server;
+mod ground_truth;
 mod in_process;
 mod protocol;
 mod rmcp_client;
@@ -24,3 +27,4 @@ mod scenario_errors;
 mod simulation;
 mod support;
 mod tidy;
+mod tools;

@@ -139,7 +139,7 @@ fn tools_before_initialized_and_double_initialize() {
     assert_subset(&server.recv(), &error(json!(2), -32600));
     server.send(INITIALIZED);
     server.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
-    assert_eq!(server.recv()["result"]["tools"], json!([]));
+    assert!(server.recv()["result"]["tools"].is_array());
     server.send(&INIT_0618.replace("\"id\":1", "\"id\":4"));
     assert_subset(&server.recv(), &error(json!(4), -32600));
 }
@@ -372,7 +372,7 @@ fn modern_requests_are_served_without_a_handshake() {
         "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}
     }));
     let answer = server.recv();
-    assert_eq!(answer["result"]["tools"], json!([]));
+    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 6);
     assert_eq!(answer["result"]["resultType"], "complete");
     assert_eq!(answer["result"]["cacheScope"], "public");
     assert!(answer["result"]["ttlMs"].as_u64().is_some());

@@ -1,0 +1,302 @@
+//! Engine tests on hand-made tracks: each builds fixes with a tiny DSL and checks one
+//! detector's answer.
+
+use super::*;
+use crate::geo::offset_m;
+use crate::geofence::Shape;
+
+/// 2026-08-13 12:00 in Guatemala: every track stays within one local day.
+const T0: i64 = 1_786_644_000;
+const ORIGIN: LatLon = LatLon::new(14.60, -90.50);
+
+/// A track written as segments: drive east at `kmh` for `secs`, or stand for `secs`.
+#[derive(Clone, Copy)]
+enum Seg {
+    Drive {
+        kmh: f64,
+        secs: i64,
+    },
+    Stand {
+        secs: i64,
+    },
+    /// No reports for `secs` while driving at `kmh`.
+    Silent {
+        kmh: f64,
+        secs: i64,
+    },
+}
+
+/// Fixes every 15 s along the segments; position noise added by `jitter(i)` metres east.
+fn track(segments: &[Seg], jitter: impl Fn(usize) -> f64) -> Vec<Fix> {
+    let mut fixes = Vec::new();
+    let (mut t, mut x_m, mut v_prev) = (T0, 0.0f64, 0.0f64);
+    for seg in segments {
+        let (kmh, secs, report) = match *seg {
+            Seg::Drive { kmh, secs } => (kmh, secs, true),
+            Seg::Stand { secs } => {
+                // It halted braking at 2.5 m/s² after the last moving fix.
+                let v = v_prev / 3.6;
+                x_m += v * v / 5.0 - v * 15.0;
+                (0.0, secs, true)
+            }
+            Seg::Silent { kmh, secs } => (kmh, secs, false),
+        };
+        v_prev = kmh;
+        let end = t + secs;
+        while t < end {
+            if report {
+                let i = fixes.len();
+                let p = offset_m(ORIGIN, x_m + jitter(i), 0.0);
+                fixes.push(Fix {
+                    ts_utc: t,
+                    lat: p.lat,
+                    lon: p.lon,
+                    speed_kmh: kmh,
+                    heading_deg: 90.0,
+                    ignition: true,
+                    odometer_m: Some((x_m).round() as i64),
+                });
+            }
+            x_m += kmh / 3.6 * 15.0;
+            t += 15;
+        }
+    }
+    fixes
+}
+
+fn run(fixes: &[Fix], fences: &[Geofence]) -> Analysis {
+    let config = DetectionConfig::default();
+    let ctx = Context {
+        config: &config,
+        fences,
+        limit_kmh: 60.0,
+        zone: chrono_tz::America::Guatemala,
+    };
+    let now = fixes.last().map_or(T0, |f| f.ts_utc);
+    analyze(&ctx, fixes.iter().copied(), now)
+}
+
+#[test]
+fn a_stop_is_back_dated_to_the_halt() {
+    let fixes = track(
+        &[
+            Seg::Drive {
+                kmh: 36.0,
+                secs: 300,
+            },
+            Seg::Stand { secs: 600 },
+            Seg::Drive {
+                kmh: 36.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    let a = run(&fixes, &[]);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    let stop = &a.stops[0];
+    // The last moving fix is at T0+285 (36 km/h = 10 m/s): it halts 4 s later at 2.5 m/s².
+    assert_eq!(stop.start_utc, T0 + 285 + 4);
+    // The first moving fix is at T0+900 at 10 m/s: it left about 7 s earlier at 1.5 m/s².
+    assert!(
+        (T0 + 890..T0 + 900).contains(&stop.end_utc.unwrap()),
+        "{:?}",
+        stop.end_utc
+    );
+}
+
+#[test]
+fn a_traffic_halt_is_not_a_stop() {
+    let fixes = track(
+        &[
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+            Seg::Stand { secs: 60 },
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    assert!(run(&fixes, &[]).stops.is_empty());
+}
+
+#[test]
+fn parked_jitter_neither_ends_the_stop_nor_adds_kilometres() {
+    // 20 m of jitter, and one 150 m outlier, while standing for half an hour.
+    let fixes = track(
+        &[
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+            Seg::Stand { secs: 1800 },
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+        ],
+        |i| {
+            if i == 40 {
+                150.0
+            } else {
+                ((i * 7919) % 41) as f64 - 20.0
+            }
+        },
+    );
+    let a = run(&fixes, &[]);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    let quiet = track(
+        &[
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+            Seg::Stand { secs: 1800 },
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    let quiet_km = run(&quiet, &[]).days[0].km_gps;
+    assert!(
+        (a.days[0].km_gps - quiet_km).abs() < 1e-9,
+        "{} vs {quiet_km}",
+        a.days[0].km_gps
+    );
+}
+
+#[test]
+fn overspeed_needs_two_clear_fixes_and_is_back_dated() {
+    let base = [Seg::Drive {
+        kmh: 50.0,
+        secs: 300,
+    }];
+    let fixes = track(
+        &[
+            base[0],
+            Seg::Drive {
+                kmh: 80.0,
+                secs: 90,
+            },
+            Seg::Drive {
+                kmh: 50.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    let a = run(&fixes, &[]);
+    assert_eq!(a.overspeeds.len(), 1);
+    let o = &a.overspeeds[0];
+    assert_eq!(o.max_kmh, 80.0);
+    // 50 → 80 between T0+285 and T0+300 crosses 60 a third of the way.
+    assert_eq!(o.start_utc, T0 + 290);
+    // A single fast fix is a glitch.
+    let glitch = track(
+        &[
+            base[0],
+            Seg::Drive {
+                kmh: 80.0,
+                secs: 15,
+            },
+            Seg::Drive {
+                kmh: 50.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    assert!(run(&glitch, &[]).overspeeds.is_empty());
+    // Noise at the limit is not speeding.
+    let at_limit = track(
+        &[Seg::Drive {
+            kmh: 62.0,
+            secs: 600,
+        }],
+        |_| 0.0,
+    );
+    assert!(run(&at_limit, &[]).overspeeds.is_empty());
+}
+
+#[test]
+fn a_silence_while_on_is_a_signal_loss_with_exact_bounds() {
+    let fixes = track(
+        &[
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+            Seg::Silent {
+                kmh: 40.0,
+                secs: 600,
+            },
+            Seg::Drive {
+                kmh: 40.0,
+                secs: 300,
+            },
+        ],
+        |_| 0.0,
+    );
+    let a = run(&fixes, &[]);
+    assert_eq!(a.gaps.len(), 1);
+    assert_eq!(
+        (a.gaps[0].from_utc, a.gaps[0].to_utc),
+        (T0 + 285, Some(T0 + 900))
+    );
+    // Distance across the silence is bridged: within 1 % of the truth (first to last fix).
+    let true_km = 40.0 / 3.6 * 1185.0 / 1000.0;
+    assert!(
+        (a.days[0].km_gps - true_km).abs() / true_km < 0.01,
+        "{}",
+        a.days[0].km_gps
+    );
+}
+
+#[test]
+fn fence_crossings_are_debounced_and_interpolated() {
+    // A fence from 1,000 m to 3,000 m east of the origin; the track crosses it at 10 m/s.
+    let fence = Geofence::new(
+        "zona".into(),
+        "x".into(),
+        Shape::Square {
+            centre: offset_m(ORIGIN, 2000.0, 0.0),
+            half_side_m: 1000.0,
+        },
+        None,
+    );
+    let fixes = track(
+        &[Seg::Drive {
+            kmh: 36.0,
+            secs: 600,
+        }],
+        |_| 0.0,
+    );
+    let a = run(&fixes, std::slice::from_ref(&fence));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    let v = &a.visits[0];
+    assert!(
+        (v.entry_utc - (T0 + 100)).abs() <= 1,
+        "{}",
+        v.entry_utc - T0
+    );
+    assert!(
+        (v.exit_utc.unwrap() - (T0 + 300)).abs() <= 1,
+        "{:?}",
+        v.exit_utc.map(|e| e - T0)
+    );
+    // A 15-second dip outside does not split the visit.
+    let dip = track(
+        &[Seg::Drive {
+            kmh: 36.0,
+            secs: 600,
+        }],
+        |i| if i == 14 { 5000.0 } else { 0.0 },
+    );
+    assert_eq!(run(&dip, std::slice::from_ref(&fence)).visits.len(), 1);
+}

@@ -1,0 +1,260 @@
+//! What the fleet tools share: the database behind them, "now", and how people name things.
+//!
+//! Owns [`Fleet`], the tools' context: it opens the database read-only and lazily (a missing
+//! or unreadable file never stops the server; each call says what to do), notices when the file
+//! is replaced (a new `flota simular`) and reloads, keeps a small pool of connections for
+//! concurrent calls, and resolves plates, geofence names and dates into Spanish errors the
+//! model can act on. "Now" is `--ahora`/`FLOTA_AHORA` if given, else the data set's `ahora`
+//! from `meta`, else the wall clock (a live database).
+
+pub mod dates;
+pub mod places;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use chrono::{NaiveDate, NaiveDateTime, TimeZone};
+
+use crate::mcp::ToolError;
+use crate::store::{ANALYSIS_VERSION, Meta, Store, StoreError, StoredFence, Vehicle};
+use places::{Geocoder, Places};
+use text::Found;
+
+/// Reference data loaded once per database file.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub meta: Meta,
+    pub vehicles: Vec<Vehicle>,
+    pub fences: Vec<StoredFence>,
+    pub places: Places,
+    /// The fleet's "now", UTC seconds, and its local date.
+    pub now_utc: i64,
+    pub today: NaiveDate,
+    identity: (u64, Option<SystemTime>),
+}
+
+impl Snapshot {
+    pub fn zone(&self) -> chrono_tz::Tz {
+        self.meta.zone
+    }
+
+    pub fn zone_name(&self) -> String {
+        self.meta.zone.name().to_owned()
+    }
+
+    /// The geofence with database id `id`.
+    pub fn fence_name(&self, id: i64) -> Option<&str> {
+        self.fences
+            .iter()
+            .find(|f| f.id == id)
+            .map(|f| f.fence.name.as_str())
+    }
+
+    /// Resolves a plate to a vehicle, or a Spanish error with suggestions.
+    pub fn vehicle(&self, plate: &str) -> Result<&Vehicle, ToolError> {
+        let plates: Vec<&str> = self.vehicles.iter().map(|v| v.plate.as_str()).collect();
+        match text::find_plate(plate, &plates) {
+            Found::One(index) => Ok(&self.vehicles[index]),
+            Found::None(near) if !near.is_empty() => {
+                let suggestions: Vec<&str> = near.iter().map(|i| plates[*i]).collect();
+                Err(ToolError::Failed(format!(
+                    "No existe la placa '{plate}'. ¿Quiso decir {}?",
+                    suggestions.join(" o ")
+                )))
+            }
+            _ => {
+                let mut sorted = plates.clone();
+                sorted.sort_unstable();
+                Err(ToolError::Failed(format!(
+                    "No existe la placa '{plate}'. Las placas registradas son: {}.",
+                    sorted.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Resolves a geofence name (case and accents ignored, partial names accepted).
+    pub fn fence(&self, name: &str) -> Result<&StoredFence, ToolError> {
+        let names: Vec<&str> = self.fences.iter().map(|f| f.fence.name.as_str()).collect();
+        match text::find_name(name, &names) {
+            Found::One(index) => Ok(&self.fences[index]),
+            Found::Ambiguous(indexes) => {
+                let options: Vec<&str> = indexes.iter().map(|i| names[*i]).collect();
+                Err(ToolError::Failed(format!(
+                    "El nombre '{name}' es ambiguo: coincide con {}. Indique cuál.",
+                    options.join(", ")
+                )))
+            }
+            Found::None(near) => {
+                let hint = if near.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ¿Quiso decir {}?",
+                        near.iter()
+                            .map(|i| names[*i])
+                            .collect::<Vec<_>>()
+                            .join(" o ")
+                    )
+                };
+                Err(ToolError::Failed(format!(
+                    "No existe la geocerca '{name}'.{hint} Las geocercas son: {}.",
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// A date argument resolved against today, or an argument error.
+    pub fn date(&self, argument: &str, text: &str) -> Result<NaiveDate, ToolError> {
+        dates::resolve(argument, text, self.today).map_err(ToolError::InvalidArguments)
+    }
+
+    /// UTC bounds `[start, end)` of a local date.
+    pub fn day_bounds(&self, date: NaiveDate) -> (i64, i64) {
+        crate::engine::day_bounds(self.meta.zone, date)
+    }
+}
+
+/// The tools' shared context.
+pub struct Fleet {
+    db: PathBuf,
+    ahora: Option<NaiveDateTime>,
+    snapshot: Mutex<Option<Arc<Snapshot>>>,
+    /// Idle read-only connections, tagged with the file generation they were opened on.
+    pool: Mutex<Vec<(u64, Store)>>,
+    generation: std::sync::atomic::AtomicU64,
+    pub geocoder: Geocoder,
+}
+
+impl Fleet {
+    pub fn new(db: &Path, ahora: Option<NaiveDateTime>, geocoder: Geocoder) -> Fleet {
+        let db = if db.is_absolute() {
+            db.to_path_buf()
+        } else {
+            std::env::current_dir().map_or_else(|_| db.to_path_buf(), |cwd| cwd.join(db))
+        };
+        Fleet {
+            db,
+            ahora,
+            snapshot: Mutex::new(None),
+            pool: Mutex::new(Vec::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            geocoder,
+        }
+    }
+
+    pub fn db_path(&self) -> &Path {
+        &self.db
+    }
+
+    fn identity(&self) -> Option<(u64, Option<SystemTime>)> {
+        std::fs::metadata(&self.db)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    }
+
+    fn store_error(&self, err: StoreError) -> ToolError {
+        let message = match err {
+            StoreError::Missing { .. } => format!(
+                "No hay base de datos en {}. Genérela con: flota simular --salida {}",
+                self.db.display(),
+                self.db.display()
+            ),
+            other => format!("{other}."),
+        };
+        ToolError::Failed(message)
+    }
+
+    /// The current snapshot, reloaded if the database file changed.
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
+        let identity = self.identity();
+        let mut slot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(snapshot) = slot.as_ref()
+            && Some(snapshot.identity) == identity
+        {
+            return Ok(Arc::clone(snapshot));
+        }
+        // The file is new or replaced: old connections point at the old file.
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let store = Store::open(&self.db).map_err(|e| self.store_error(e))?;
+        let meta = store.meta().map_err(|e| self.store_error(e))?;
+        if meta.analysis_version != Some(ANALYSIS_VERSION) {
+            return Err(ToolError::Failed(format!(
+                "La base {} no tiene detecciones de esta versión de flota; ejecute: flota analizar {}",
+                self.db.display(),
+                self.db.display()
+            )));
+        }
+        let vehicles = store.vehicles().map_err(|e| self.store_error(e))?;
+        let fences = store.fences().map_err(|e| self.store_error(e))?;
+        let stops: Vec<_> = store
+            .routes()
+            .map_err(|e| self.store_error(e))?
+            .into_iter()
+            .flat_map(|r| r.stops.into_iter().skip(1))
+            .collect();
+        let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
+        let now_utc = match self.ahora {
+            Some(local) => meta
+                .zone
+                .from_local_datetime(&local)
+                .earliest()
+                .map_or_else(|| local.and_utc().timestamp(), |t| t.timestamp()),
+            None => meta.ahora_utc.unwrap_or_else(|| {
+                SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64)
+            }),
+        };
+        let today = dates::local_date(meta.zone, now_utc);
+        let snapshot = Arc::new(Snapshot {
+            places: Places::new(&fence_list, &stops),
+            meta,
+            vehicles,
+            fences,
+            now_utc,
+            today,
+            identity: identity.unwrap_or((0, None)),
+        });
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((generation, store));
+        *slot = Some(Arc::clone(&snapshot));
+        Ok(snapshot)
+    }
+
+    /// Runs `query` on a pooled read-only connection.
+    pub fn query<T>(
+        &self,
+        query: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, ToolError> {
+        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let store = match pooled {
+            Some((g, store)) if g == generation => store,
+            _ => Store::open(&self.db).map_err(|e| self.store_error(e))?,
+        };
+        let result = query(&store).map_err(|e| self.store_error(e));
+        let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < 8 && generation == self.generation.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            pool.push((generation, store));
+        }
+        result
+    }
+}

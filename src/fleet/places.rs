@@ -1,0 +1,307 @@
+//! Where a point is, in words: offline from the fleet's own places, online when configured.
+//!
+//! Owns two things. The offline phrase — "en CEDIS Zona 12" inside a geofence, else "a 2.3 km
+//! de Bodega Mixco" or "a 350 m de la parada z10_oakland" for the nearest geofence or route
+//! stop — needs nothing but the database. The online address comes from Google's Geocoding
+//! API (`GOOGLE_MAPS_API_KEY`) or a Nominatim-compatible service (`FLOTA_GEOCODER_URL`), with
+//! a two-second timeout, a cache of answers (never of failures, unlike the reference), a
+//! one-minute pause after a failure so an offline machine stays fast, and the offline phrase
+//! as fallback. Every HTTP call happens here and nowhere else in the tools.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::geo::{LatLon, distance_m};
+use crate::geofence::Geofence;
+
+/// A named place a point can be described against.
+#[derive(Debug, Clone)]
+enum Place {
+    Fence(Geofence),
+    Stop { name: String, at: LatLon },
+}
+
+/// The offline gazetteer: the fleet's geofences and route stops.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    places: Vec<Place>,
+}
+
+impl Places {
+    pub fn new(fences: &[Geofence], stops: &[(String, LatLon)]) -> Places {
+        let mut places: Vec<Place> = fences.iter().cloned().map(Place::Fence).collect();
+        let mut seen = std::collections::HashSet::new();
+        for (name, at) in stops {
+            if seen.insert(name.clone()) {
+                places.push(Place::Stop {
+                    name: name.clone(),
+                    at: *at,
+                });
+            }
+        }
+        Places { places }
+    }
+
+    /// "en X" inside a geofence, else "a D de X" for the nearest place.
+    pub fn phrase(&self, p: LatLon) -> String {
+        let mut inside: Option<&Geofence> = None;
+        let mut nearest: Option<(f64, String)> = None;
+        for place in &self.places {
+            let (d, label) = match place {
+                Place::Fence(fence) => {
+                    if fence.contains(p) {
+                        // The smallest containing fence is the most specific.
+                        let better =
+                            inside.is_none_or(|current| area_hint(fence) < area_hint(current));
+                        if better {
+                            inside = Some(fence);
+                        }
+                        continue;
+                    }
+                    (distance_m(p, fence.centre()), fence.name.clone())
+                }
+                Place::Stop { name, at } => (distance_m(p, *at), format!("la parada {name}")),
+            };
+            if nearest.as_ref().is_none_or(|(best, _)| d < *best) {
+                nearest = Some((d, label));
+            }
+        }
+        if let Some(fence) = inside {
+            return format!("en {}", fence.name);
+        }
+        match nearest {
+            Some((d, label)) if d < 1000.0 => {
+                format!("a {:.0} m de {label}", (d / 10.0).round() * 10.0)
+            }
+            Some((d, label)) => format!("a {:.1} km de {label}", d / 1000.0),
+            None => format!("{:.5}, {:.5}", p.lat, p.lon),
+        }
+    }
+}
+
+fn area_hint(fence: &Geofence) -> f64 {
+    let (sw, ne) = fence.bbox();
+    (ne.lat - sw.lat) * (ne.lon - sw.lon)
+}
+
+/// Which online service answers addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Service {
+    Google { key: String, url: String },
+    Nominatim { url: String },
+}
+
+impl Service {
+    /// From the environment: `GOOGLE_MAPS_API_KEY` (with `FLOTA_GOOGLE_GEOCODE_URL` to point
+    /// elsewhere, e.g. a proxy) first, then `FLOTA_GEOCODER_URL`.
+    pub fn from_env() -> Option<Service> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if let Some(key) = var("GOOGLE_MAPS_API_KEY") {
+            let url = var("FLOTA_GOOGLE_GEOCODE_URL")
+                .unwrap_or_else(|| "https://maps.googleapis.com/maps/api/geocode/json".into());
+            return Some(Service::Google { key, url });
+        }
+        var("FLOTA_GEOCODER_URL").map(|url| Service::Nominatim { url })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Service::Google { .. } => "Google",
+            Service::Nominatim { .. } => "Nominatim",
+        }
+    }
+}
+
+/// Where an address came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Online,
+    Cache,
+    Offline,
+}
+
+/// Online reverse geocoding with cache and fallback.
+pub struct Geocoder {
+    service: Option<Service>,
+    client: Mutex<Option<reqwest::blocking::Client>>,
+    cache: Mutex<HashMap<(i64, i64), String>>,
+    paused_until: Mutex<Option<Instant>>,
+    timeout: Duration,
+}
+
+/// A failure pauses online lookups this long.
+const PAUSE: Duration = Duration::from_secs(60);
+
+impl Geocoder {
+    pub fn new(service: Option<Service>) -> Geocoder {
+        Geocoder {
+            service,
+            client: Mutex::new(None),
+            cache: Mutex::new(HashMap::new()),
+            paused_until: Mutex::new(None),
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    pub fn service(&self) -> Option<&Service> {
+        self.service.as_ref()
+    }
+
+    /// The address of `p`: online if configured and reachable, else `offline`.
+    pub fn address(&self, p: LatLon, offline: &str) -> (String, Origin) {
+        let Some(service) = &self.service else {
+            return (offline.to_owned(), Origin::Offline);
+        };
+        // About 11 m: close enough to share an address.
+        let key = ((p.lat * 1e4).round() as i64, (p.lon * 1e4).round() as i64);
+        if let Some(hit) = lock(&self.cache).get(&key) {
+            return (hit.clone(), Origin::Cache);
+        }
+        if lock(&self.paused_until).is_some_and(|until| Instant::now() < until) {
+            return (offline.to_owned(), Origin::Offline);
+        }
+        match self.lookup(service, p) {
+            Ok(address) => {
+                lock(&self.cache).insert(key, address.clone());
+                (address, Origin::Online)
+            }
+            Err(reason) => {
+                crate::log_warn!(
+                    "geocodificación {} sin respuesta: {reason}; se usa la referencia local",
+                    service.name()
+                );
+                *lock(&self.paused_until) = Some(Instant::now() + PAUSE);
+                (offline.to_owned(), Origin::Offline)
+            }
+        }
+    }
+
+    fn lookup(&self, service: &Service, p: LatLon) -> Result<String, String> {
+        let client = {
+            let mut slot = lock(&self.client);
+            if slot.is_none() {
+                crate::net::install_crypto();
+                *slot = Some(
+                    reqwest::blocking::Client::builder()
+                        .timeout(self.timeout)
+                        .user_agent(crate::net::user_agent())
+                        .build()
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            slot.clone().ok_or("sin cliente HTTP")?
+        };
+        let (url, query): (&str, Vec<(&str, String)>) = match service {
+            Service::Google { key, url } => (
+                url,
+                vec![
+                    ("latlng", format!("{},{}", p.lat, p.lon)),
+                    ("key", key.clone()),
+                    ("language", "es".into()),
+                ],
+            ),
+            Service::Nominatim { url } => (
+                url,
+                vec![
+                    ("format", "jsonv2".into()),
+                    ("lat", p.lat.to_string()),
+                    ("lon", p.lon.to_string()),
+                    ("zoom", "17".into()),
+                    ("accept-language", "es".into()),
+                ],
+            ),
+        };
+        let url = match service {
+            Service::Nominatim { .. } => format!("{}/reverse", url.trim_end_matches('/')),
+            Service::Google { .. } => url.to_owned(),
+        };
+        let response = client
+            .get(&url)
+            .query(&query)
+            .send()
+            .map_err(|e| crate::net::redact(&e.to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {status}"));
+        }
+        let body: Value = response
+            .json()
+            .map_err(|e| format!("respuesta ilegible: {e}"))?;
+        let address = match service {
+            Service::Google { .. } => {
+                let status = body["status"].as_str().unwrap_or("?");
+                if status != "OK" {
+                    return Err(format!("estado {status}"));
+                }
+                body["results"][0]["formatted_address"]
+                    .as_str()
+                    .map(str::to_owned)
+            }
+            Service::Nominatim { .. } => body["display_name"].as_str().map(str::to_owned),
+        };
+        address
+            .filter(|a| !a.trim().is_empty())
+            .ok_or_else(|| "respuesta sin dirección".to_owned())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geofence::Shape;
+
+    fn places() -> Places {
+        let cedis = Geofence::new(
+            "CEDIS Zona 12".into(),
+            "bodega".into(),
+            Shape::Square {
+                centre: LatLon::new(14.585, -90.545),
+                half_side_m: 260.0,
+            },
+            None,
+        );
+        Places::new(
+            &[cedis],
+            &[("z10_oakland".into(), LatLon::new(14.599, -90.509))],
+        )
+    }
+
+    #[test]
+    fn offline_phrases() {
+        let places = places();
+        assert_eq!(
+            places.phrase(LatLon::new(14.585, -90.545)),
+            "en CEDIS Zona 12"
+        );
+        assert_eq!(
+            places.phrase(LatLon::new(14.5990, -90.5120)),
+            "a 320 m de la parada z10_oakland"
+        );
+        assert_eq!(
+            places.phrase(LatLon::new(14.565, -90.545)),
+            "a 2.2 km de CEDIS Zona 12"
+        );
+        assert_eq!(
+            Places::default().phrase(LatLon::new(14.5, -90.5)),
+            "14.50000, -90.50000"
+        );
+    }
+
+    #[test]
+    fn without_a_service_the_offline_phrase_is_used() {
+        let geocoder = Geocoder::new(None);
+        assert_eq!(
+            geocoder.address(LatLon::new(1.0, 2.0), "cerca"),
+            ("cerca".into(), Origin::Offline)
+        );
+    }
+}

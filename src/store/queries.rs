@@ -1,0 +1,245 @@
+//! The read queries behind the fleet tools.
+//!
+//! Owns the SQL the tools need, each query bounded (by vehicle, time range or an explicit
+//! limit) and served by the tables' keys: positions by `(vehiculo_id, ts_utc)`, events by
+//! `(vehiculo_id, inicio_utc)` or `(tipo, inicio_utc)`, days by `(vehiculo_id, fecha)`.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::reader::{Store, StoreError};
+use crate::engine::Fix;
+
+/// One row of `eventos`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub vehicle_id: i64,
+    pub kind: String,
+    pub start_utc: i64,
+    pub end_utc: Option<i64>,
+    pub lat: f64,
+    pub lon: f64,
+    pub fence_id: Option<i64>,
+    pub max_kmh: Option<f64>,
+    pub limit_kmh: Option<f64>,
+    pub long: bool,
+    pub end_of_day: bool,
+    pub engine_on: Option<bool>,
+    pub from_data_start: bool,
+}
+
+const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+
+fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok(EventRow {
+        vehicle_id: r.get(0)?,
+        kind: r.get(1)?,
+        start_utc: r.get(2)?,
+        end_utc: r.get(3)?,
+        lat: r.get(4)?,
+        lon: r.get(5)?,
+        fence_id: r.get(6)?,
+        max_kmh: r.get(7)?,
+        limit_kmh: r.get(8)?,
+        long: r.get::<_, i64>(9)? != 0,
+        end_of_day: r.get::<_, i64>(10)? != 0,
+        engine_on: r.get::<_, Option<i64>>(11)?.map(|v| v != 0),
+        from_data_start: r.get::<_, i64>(12)? != 0,
+    })
+}
+
+/// One row of `resumen_diario`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayRow {
+    pub vehicle_id: i64,
+    pub date: String,
+    pub km: f64,
+    pub first_move_utc: Option<i64>,
+    pub last_move_utc: Option<i64>,
+    pub moving_min: f64,
+    pub stops: i64,
+    pub stop_min: f64,
+    pub max_speed_kmh: f64,
+    pub fixes: i64,
+    pub gaps: i64,
+    pub overspeeds: i64,
+}
+
+fn day(r: &Row<'_>) -> rusqlite::Result<DayRow> {
+    Ok(DayRow {
+        vehicle_id: r.get(0)?,
+        date: r.get(1)?,
+        km: r.get(2)?,
+        first_move_utc: r.get(3)?,
+        last_move_utc: r.get(4)?,
+        moving_min: r.get(5)?,
+        stops: r.get(6)?,
+        stop_min: r.get(7)?,
+        max_speed_kmh: r.get(8)?,
+        fixes: r.get(9)?,
+        gaps: r.get(10)?,
+        overspeeds: r.get(11)?,
+    })
+}
+
+const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
+
+/// Per-vehicle totals over a range of days.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KmRow {
+    pub vehicle_id: i64,
+    pub km: f64,
+    pub days: i64,
+    pub moving_min: f64,
+}
+
+impl Store {
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path().to_owned(),
+            message: e.to_string(),
+        }
+    }
+
+    /// The vehicle's last fix at or before `at_utc`.
+    pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m FROM posiciones
+                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![vehicle_id, at_utc], |r| {
+                    Ok(Fix {
+                        ts_utc: r.get(0)?,
+                        lat: r.get::<_, i64>(1)? as f64 / 1e6,
+                        lon: r.get::<_, i64>(2)? as f64 / 1e6,
+                        speed_kmh: r.get(3)?,
+                        heading_deg: r.get::<_, i64>(4)? as f64,
+                        ignition: r.get::<_, i64>(5)? != 0,
+                        odometer_m: r.get(6)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// The stop the vehicle is in at `at_utc` (started by then, not ended by then).
+    pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = ?1 AND tipo = 'parada' AND inicio_utc <= ?2
+             AND (fin_utc IS NULL OR fin_utc > ?2) ORDER BY inicio_utc DESC LIMIT 1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![vehicle_id, at_utc], event)
+                    .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// A vehicle's events of `kind` overlapping `[from_utc, to_utc)`, in time order.
+    pub fn vehicle_events(
+        &self,
+        vehicle_id: i64,
+        kind: &str,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = ?1 AND tipo = ?2 AND inicio_utc < ?4
+             AND (fin_utc IS NULL OR fin_utc > ?3) ORDER BY inicio_utc"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(params![vehicle_id, kind, from_utc, to_utc], event)?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every vehicle's events of `kind` starting in `[from_utc, to_utc)`.
+    pub fn events_starting(
+        &self,
+        kind: &str,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = ?1 AND inicio_utc >= ?2 AND inicio_utc < ?3 ORDER BY inicio_utc"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(params![kind, from_utc, to_utc], event)?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Visits ending (exits) in `[from_utc, to_utc)`, for counting `geocerca_salida`.
+    pub fn visits_ending(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2
+             AND inicio_utc < ?2 ORDER BY fin_utc"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_map(params![from_utc, to_utc], event)?.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Long stops overlapping `[from_utc, to_utc)` (they may have started earlier).
+    pub fn long_stops(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'parada' AND fin_de_jornada = 0
+             AND inicio_utc < ?2 AND (fin_utc IS NULL OR fin_utc > ?1) AND (prolongada = 1 OR fin_utc IS NULL)
+             ORDER BY inicio_utc"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_map(params![from_utc, to_utc], event)?.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    pub fn day(&self, vehicle_id: i64, date: &str) -> Result<Option<DayRow>, StoreError> {
+        let sql = format!(
+            "SELECT {DAY_COLUMNS} FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row(params![vehicle_id, date], day).optional())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Kilometres per vehicle over `[from_date, to_date]` (dates as `AAAA-MM-DD`).
+    pub fn km_by_vehicle(&self, from_date: &str, to_date: &str) -> Result<Vec<KmRow>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT vehiculo_id, sum(km), count(*), sum(minutos_en_movimiento) FROM resumen_diario
+                 WHERE fecha >= ?1 AND fecha <= ?2 AND reportes > 0 GROUP BY vehiculo_id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![from_date, to_date], |r| {
+                    Ok(KmRow { vehicle_id: r.get(0)?, km: r.get(1)?, days: r.get(2)?, moving_min: r.get(3)? })
+                })?
+                .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// How many fixes a vehicle sent in `[from_utc, to_utc)`.
+    pub fn count_fixes(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM posiciones WHERE vehiculo_id = ?1 AND ts_utc >= ?2 AND ts_utc < ?3 AND secuencia = 0")
+            .and_then(|mut stmt| stmt.query_row(params![vehicle_id, from_utc, to_utc], |r| r.get(0)))
+            .map_err(|e| self.err(e))
+    }
+}

@@ -1,0 +1,239 @@
+//! `resumen_recorrido`: one unit's day — kilometres, departure and return, stops with places,
+//! signal losses, speeding, geofence visits.
+//!
+//! Owns the day view. Figures come from the engine's daily aggregates and events (computed from
+//! positions alone); the day is the local date in the fleet's zone, and times are local.
+//! Stops listed are those within the working window (first departure to last arrival), where
+//! the reference listed them too, so the night's parking does not count as a stop.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{cap, clock, minutes, place, round1};
+use crate::fleet::{Fleet, dates};
+use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
+
+pub struct ResumenRecorrido {
+    pub fleet: Arc<Fleet>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[schemars(
+        description = "Placa de la unidad, p. ej. P-456DEF",
+        length(min = 1, max = 40)
+    )]
+    pub placa: String,
+    #[schemars(
+        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
+        length(min = 1, max = 40)
+    )]
+    pub fecha: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct StopOut {
+    pub inicio: String,
+    #[schemars(description = "Fin de la parada (HH:MM:SS), o null si sigue detenida")]
+    pub fin: Option<String>,
+    pub minutos: f64,
+    pub lugar: String,
+    #[schemars(description = "Parada prolongada (alerta)")]
+    pub prolongada: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct GapOut {
+    #[schemars(description = "Hora del último reporte antes del silencio")]
+    pub desde: String,
+    #[schemars(description = "Hora del primer reporte después, o null si sigue sin señal")]
+    pub hasta: Option<String>,
+    pub minutos: f64,
+    pub lugar: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SpeedingOut {
+    pub inicio: String,
+    pub fin: Option<String>,
+    pub segundos: i64,
+    pub velocidad_max_kmh: f64,
+    pub limite_kmh: f64,
+    pub lugar: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct VisitOut {
+    pub geocerca: String,
+    #[schemars(description = "Entrada (HH:MM:SS), o null si ya estaba dentro al empezar el día")]
+    pub entrada: Option<String>,
+    #[schemars(description = "Salida (HH:MM:SS), o null si seguía dentro al terminar el día")]
+    pub salida: Option<String>,
+    pub minutos_dentro: f64,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    pub placa: String,
+    pub conductor: String,
+    pub fecha: String,
+    pub dia_semana: String,
+    pub zona_horaria: String,
+    pub kilometros: f64,
+    #[schemars(description = "Primera salida del día (HH:MM:SS), o null si no se movió")]
+    pub hora_salida: Option<String>,
+    #[schemars(description = "Última llegada del día (HH:MM:SS)")]
+    pub hora_retorno: Option<String>,
+    pub duracion_jornada_min: f64,
+    pub minutos_en_movimiento: f64,
+    pub velocidad_maxima_kmh: f64,
+    #[schemars(description = "Kilómetros entre horas en movimiento")]
+    pub velocidad_promedio_kmh: f64,
+    pub numero_paradas: usize,
+    pub minutos_total_paradas: f64,
+    pub paradas: Vec<StopOut>,
+    pub perdidas_de_senal: Vec<GapOut>,
+    pub excesos_de_velocidad: Vec<SpeedingOut>,
+    pub geocercas: Vec<VisitOut>,
+    pub reportes_recibidos: i64,
+}
+
+impl TypedTool for ResumenRecorrido {
+    type Params = Params;
+    type Output = Output;
+
+    fn name(&self) -> &'static str {
+        "resumen_recorrido"
+    }
+    fn title(&self) -> &'static str {
+        "Resumen del recorrido de un día"
+    }
+    fn description(&self) -> String {
+        "Resumen del día de una unidad: kilómetros, hora de salida y de regreso, tiempo en \
+         movimiento, paradas con lugar y duración, pérdidas de señal, excesos de velocidad, \
+         geocercas visitadas, velocidad máxima y promedio. Fechas: AAAA-MM-DD, hoy, ayer, \
+         anteayer o un día de la semana. Ejemplos: «dame el recorrido de ayer de P-456DEF», \
+         «¿cuánto tiempo estuvo parada P-901CDF el lunes?»"
+            .into()
+    }
+
+    fn call(&self, params: Params, _: &CallContext) -> Result<Reply<Output>, ToolError> {
+        let snapshot = self.fleet.snapshot()?;
+        let vehicle = snapshot.vehicle(&params.placa)?.clone();
+        let date = snapshot.date("fecha", &params.fecha)?;
+        let (from, to) = snapshot.day_bounds(date);
+        let to = to.min(snapshot.now_utc + 1);
+        let date_text = date.to_string();
+        let (day, stops, gaps, speeding, visits) = self.fleet.query(|store| {
+            Ok((
+                store.day(vehicle.id, &date_text)?,
+                store.vehicle_events(vehicle.id, "parada", from, to)?,
+                store.vehicle_events(vehicle.id, "perdida_senal", from, to)?,
+                store.vehicle_events(vehicle.id, "exceso_velocidad", from, to)?,
+                store.vehicle_events(vehicle.id, "visita_geocerca", from, to)?,
+            ))
+        })?;
+        let Some(day) = day.filter(|d| d.fixes > 0) else {
+            return Err(ToolError::Failed(format!(
+                "La unidad {} no tiene reportes el {} ({date}).",
+                vehicle.plate,
+                dates::weekday_es(date)
+            )));
+        };
+        let now = snapshot.now_utc;
+        let clip = |a: i64, b: Option<i64>| (a.max(from), b.unwrap_or(now).min(to));
+        // Stops within the working window; without movement, every stop of the day.
+        let window = match (day.first_move_utc, day.last_move_utc) {
+            (Some(a), Some(b)) => (a, b),
+            _ => (from, to),
+        };
+        let mut stop_list: Vec<StopOut> = stops
+            .iter()
+            .filter(|s| s.start_utc >= window.0 && s.start_utc < window.1)
+            .map(|s| {
+                let (a, b) = clip(s.start_utc, s.end_utc);
+                StopOut {
+                    inicio: clock(&snapshot, s.start_utc),
+                    fin: s.end_utc.map(|e| clock(&snapshot, e)),
+                    minutos: minutes(b - a),
+                    lugar: place(&snapshot, s.lat, s.lon),
+                    prolongada: s.long,
+                }
+            })
+            .collect();
+        let stop_minutes: f64 = stop_list.iter().map(|s| s.minutos).sum();
+        let numero_paradas = cap(&mut stop_list);
+        let mut gap_list: Vec<GapOut> = gaps
+            .iter()
+            .map(|g| GapOut {
+                desde: clock(&snapshot, g.start_utc),
+                hasta: g.end_utc.map(|e| clock(&snapshot, e)),
+                minutos: minutes(g.end_utc.unwrap_or(now) - g.start_utc),
+                lugar: place(&snapshot, g.lat, g.lon),
+            })
+            .collect();
+        cap(&mut gap_list);
+        let mut speeding_list: Vec<SpeedingOut> = speeding
+            .iter()
+            .map(|e| SpeedingOut {
+                inicio: clock(&snapshot, e.start_utc),
+                fin: e.end_utc.map(|x| clock(&snapshot, x)),
+                segundos: e.end_utc.unwrap_or(now) - e.start_utc,
+                velocidad_max_kmh: round1(e.max_kmh.unwrap_or(0.0)),
+                limite_kmh: e.limit_kmh.unwrap_or(0.0),
+                lugar: place(&snapshot, e.lat, e.lon),
+            })
+            .collect();
+        cap(&mut speeding_list);
+        let mut visit_list: Vec<VisitOut> = visits
+            .iter()
+            .map(|v| {
+                let (a, b) = clip(v.start_utc, v.end_utc);
+                VisitOut {
+                    geocerca: v
+                        .fence_id
+                        .and_then(|id| snapshot.fence_name(id))
+                        .unwrap_or("?")
+                        .to_owned(),
+                    entrada: (v.start_utc >= from && !v.from_data_start)
+                        .then(|| clock(&snapshot, v.start_utc)),
+                    salida: v.end_utc.filter(|e| *e < to).map(|e| clock(&snapshot, e)),
+                    minutos_dentro: minutes(b - a),
+                }
+            })
+            .collect();
+        cap(&mut visit_list);
+        let moving_h = day.moving_min / 60.0;
+        Ok(Reply::new(Output {
+            placa: vehicle.plate.clone(),
+            conductor: vehicle.driver.clone(),
+            fecha: date_text,
+            dia_semana: dates::weekday_es(date).into(),
+            zona_horaria: snapshot.zone_name(),
+            kilometros: round1(day.km),
+            hora_salida: day.first_move_utc.map(|t| clock(&snapshot, t)),
+            hora_retorno: day.last_move_utc.map(|t| clock(&snapshot, t)),
+            duracion_jornada_min: match (day.first_move_utc, day.last_move_utc) {
+                (Some(a), Some(b)) => minutes(b - a),
+                _ => 0.0,
+            },
+            minutos_en_movimiento: round1(day.moving_min),
+            velocidad_maxima_kmh: round1(day.max_speed_kmh),
+            velocidad_promedio_kmh: if moving_h > 0.0 {
+                round1(day.km / moving_h)
+            } else {
+                0.0
+            },
+            numero_paradas,
+            minutos_total_paradas: round1(stop_minutes),
+            paradas: stop_list,
+            perdidas_de_senal: gap_list,
+            excesos_de_velocidad: speeding_list,
+            geocercas: visit_list,
+            reportes_recibidos: day.fixes,
+        }))
+    }
+}

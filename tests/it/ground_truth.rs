@@ -1,0 +1,585 @@
+//! The tools' answers against the injected ground truth, through the real stdio server.
+//!
+//! Each scenario is simulated once into a temp dir per test run; the tests then ask `flota
+//! servir` the operator's questions and compare the answers with the truth log and the stored
+//! positions. The server never sees the truth (one test deletes it and gets the same answers).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use crate::simulation::{of_type, rows, simulate, truth_lines};
+use crate::support::{Server, flota_bin};
+
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub truth: Vec<Value>,
+    pub zone: chrono_tz::Tz,
+}
+
+/// A scenario simulated once per test binary run.
+pub fn fixture(name: &'static str) -> &'static Fixture {
+    static MINIMO: OnceLock<Fixture> = OnceLock::new();
+    static SEMANA: OnceLock<Fixture> = OnceLock::new();
+    static RUIDOSO: OnceLock<Fixture> = OnceLock::new();
+    let cell = match name {
+        "minimo" => &MINIMO,
+        "semana" => &SEMANA,
+        _ => &RUIDOSO,
+    };
+    cell.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, truth) = simulate(name, dir.path());
+        Fixture {
+            truth: truth_lines(&truth),
+            db,
+            _dir: dir,
+            zone: "America/Guatemala".parse().unwrap(),
+        }
+    })
+}
+
+/// A served fixture: calls tools and returns the structured answer, or the error text.
+pub struct Client {
+    server: Server,
+    next: i64,
+}
+
+impl Client {
+    pub fn new(db: &std::path::Path) -> Client {
+        let mut server = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
+        server.initialize("2025-11-25");
+        Client { server, next: 1 }
+    }
+
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Result<Value, String> {
+        self.next += 1;
+        let answer = self.server.call(self.next, tool, arguments);
+        let result = &answer["result"];
+        assert!(answer.get("error").is_none(), "{tool}: {answer}");
+        if result["isError"] == true {
+            return Err(result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned());
+        }
+        // The text block carries the same JSON as structuredContent.
+        let text: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, result["structuredContent"], "{tool}");
+        Ok(result["structuredContent"].clone())
+    }
+
+    pub fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        self.call(tool, arguments.clone())
+            .unwrap_or_else(|e| panic!("{tool} {arguments}: {e}"))
+    }
+}
+
+fn ahora(fixture: &Fixture) -> i64 {
+    fixture.truth[0]["ahora_utc"].as_i64().unwrap()
+}
+
+fn local_date(fixture: &Fixture, ts: i64) -> String {
+    flota::fleet::dates::local_date(fixture.zone, ts).to_string()
+}
+
+fn iso_ts(text: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .timestamp()
+}
+
+/// Seconds of a local `HH:MM:SS` on `date`.
+fn clock_ts(fixture: &Fixture, date: &str, clock: &str) -> i64 {
+    let naive =
+        chrono::NaiveDateTime::parse_from_str(&format!("{date} {clock}"), "%Y-%m-%d %H:%M:%S")
+            .unwrap();
+    use chrono::TimeZone;
+    fixture
+        .zone
+        .from_local_datetime(&naive)
+        .unwrap()
+        .timestamp()
+}
+
+fn check_stopped_now(name: &'static str) {
+    let fixture = fixture(name);
+    let mut client = Client::new(&fixture.db);
+    let answer = client.ok("unidades_detenidas", json!({"minutos_minimos": 0}));
+    let stopped = of_type(&fixture.truth, "detenida_ahora");
+    assert!(!stopped.is_empty());
+    for truth in stopped {
+        let plate = truth["placa"].as_str().unwrap();
+        let unit = answer["unidades"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["placa"] == plate)
+            .unwrap_or_else(|| panic!("{name}: {plate} not listed: {answer}"));
+        assert_eq!(unit["estado"], "motor encendido", "{name}: {unit}");
+        let minutes = unit["minutos_detenida"].as_f64().unwrap();
+        let expected = truth["minutos"].as_f64().unwrap();
+        assert!(
+            (minutes - expected).abs() <= 1.0,
+            "{name} {plate}: {minutes} vs truth {expected}"
+        );
+        // posicion_actual agrees.
+        let position = client.ok("posicion_actual", json!({"placa": plate}));
+        assert_eq!(position["estado"], "detenida con motor encendido");
+        assert!((position["minutos_detenida"].as_f64().unwrap() - expected).abs() <= 1.0);
+    }
+}
+
+fn check_long_stops(name: &'static str) {
+    let fixture = fixture(name);
+    let mut client = Client::new(&fixture.db);
+    let injected: Vec<&Value> = of_type(&fixture.truth, "parada")
+        .into_iter()
+        .filter(|p| p["inyectada"] == true && p["motivo"] != "detenida_ahora")
+        .collect();
+    assert!(!injected.is_empty(), "{name}");
+    for truth in injected {
+        let start = truth["inicio_utc"].as_i64().unwrap();
+        let date = local_date(fixture, start);
+        let answer = client.ok(
+            "alertas",
+            json!({"tipo": "parada_prolongada", "fecha_inicio": date, "fecha_fin": date}),
+        );
+        let found = answer["detalle"][0]["eventos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["placa"] == truth["placa"])
+            .unwrap_or_else(|| panic!("{name}: {truth} not among {answer}"));
+        let detected = iso_ts(found["inicio"].as_str().unwrap());
+        assert!(
+            (detected - start).abs() <= 15,
+            "{name}: start {detected} vs truth {start} ({truth})"
+        );
+        let minutes = found["minutos"].as_f64().unwrap();
+        let truth_minutes = truth["duracion_s"].as_f64().unwrap() / 60.0;
+        assert!(
+            (minutes - truth_minutes).abs() <= 0.5,
+            "{name}: {minutes} vs {truth_minutes}"
+        );
+    }
+}
+
+fn check_gaps(name: &'static str) {
+    let fixture = fixture(name);
+    let db = Connection::open(&fixture.db).unwrap();
+    let mut client = Client::new(&fixture.db);
+    for truth in of_type(&fixture.truth, "perdida_senal") {
+        let (from, to) = (
+            truth["inicio_utc"].as_i64().unwrap(),
+            truth["fin_utc"].as_i64().unwrap(),
+        );
+        let plate = truth["placa"].as_str().unwrap();
+        let unit = rows(&db, plate);
+        let last_before = unit
+            .iter()
+            .filter(|r| r.ts < from)
+            .map(|r| r.ts)
+            .max()
+            .unwrap();
+        let first_after = unit
+            .iter()
+            .filter(|r| r.ts >= to)
+            .map(|r| r.ts)
+            .min()
+            .unwrap();
+        let date = local_date(fixture, from);
+        let answer = client.ok(
+            "alertas",
+            json!({"tipo": "perdida_senal", "fecha_inicio": date, "fecha_fin": date}),
+        );
+        let events = answer["detalle"][0]["eventos"].as_array().unwrap();
+        let found = events
+            .iter()
+            .find(|e| e["placa"] == plate)
+            .unwrap_or_else(|| panic!("{name}: {truth}: {answer}"));
+        assert_eq!(
+            iso_ts(found["inicio"].as_str().unwrap()),
+            last_before,
+            "{name}: {truth}"
+        );
+        assert_eq!(
+            iso_ts(found["fin"].as_str().unwrap()),
+            first_after,
+            "{name}: {truth}"
+        );
+        // resumen_recorrido lists it too, with the same bounds.
+        let day = client.ok("resumen_recorrido", json!({"placa": plate, "fecha": date}));
+        let gap = &day["perdidas_de_senal"][0];
+        assert_eq!(
+            clock_ts(fixture, &date, gap["desde"].as_str().unwrap()),
+            last_before
+        );
+        assert_eq!(
+            clock_ts(fixture, &date, gap["hasta"].as_str().unwrap()),
+            first_after
+        );
+    }
+}
+
+fn check_speeding(name: &'static str) {
+    let fixture = fixture(name);
+    let mut client = Client::new(&fixture.db);
+    let episodes: Vec<&Value> = of_type(&fixture.truth, "exceso_velocidad")
+        .into_iter()
+        .filter(|e| e["inyectado"] == true)
+        .collect();
+    assert!(!episodes.is_empty());
+    for truth in episodes {
+        let start = truth["inicio_utc"].as_i64().unwrap();
+        let duration = truth["fin_utc"].as_i64().unwrap() - start;
+        if duration < 45 {
+            // Cut short by a stop right after it began: too brief to promise anything about.
+            continue;
+        }
+        let date = local_date(fixture, start);
+        let answer = client.ok(
+            "alertas",
+            json!({"tipo": "exceso_velocidad", "fecha_inicio": date, "fecha_fin": date}),
+        );
+        let found = answer["detalle"][0]["eventos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["placa"] == truth["placa"]
+                    && (iso_ts(e["inicio"].as_str().unwrap()) - start).abs() <= 30
+            })
+            .unwrap_or_else(|| panic!("{name}: {truth}: {answer}"));
+        let max = found["velocidad_max_kmh"].as_f64().unwrap();
+        let truth_max = truth["velocidad_max_kmh"].as_f64().unwrap();
+        // Reported speeds carry the receiver's Doppler noise (σ up to 1.5 km/h in ruidoso);
+        // the maximum of a few noisy fixes sits a few σ above the true one.
+        assert!(
+            (max - truth_max).abs() <= 6.0,
+            "{name}: max {max} vs {truth_max}"
+        );
+        let seconds = found["minutos"].as_f64().unwrap() * 60.0;
+        assert!(
+            (seconds - duration as f64).abs() <= 20.0,
+            "{name}: {seconds} s vs {duration} s"
+        );
+        assert_eq!(found["limite_kmh"], truth["limite_kmh"]);
+    }
+}
+
+fn check_visits(name: &'static str) {
+    let fixture = fixture(name);
+    let mut client = Client::new(&fixture.db);
+    let now = ahora(fixture);
+    // Truth visits of one unit to its depot on the day before `ahora`, merged across the brief
+    // excursions of roads that hug the fence edge.
+    let day = local_date(fixture, now - 86_400);
+    let mut checked = 0;
+    let pairs: BTreeSet<(String, String)> = of_type(&fixture.truth, "visita_geocerca")
+        .iter()
+        .map(|v| {
+            (
+                v["placa"].as_str().unwrap().to_owned(),
+                v["geocerca"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for (plate, fence) in pairs {
+        let (from, to) = {
+            let (a, b) = flota::engine::day_bounds(
+                fixture.zone,
+                chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d").unwrap(),
+            );
+            (a, b)
+        };
+        let mut visits: Vec<(Option<i64>, Option<i64>)> =
+            of_type(&fixture.truth, "visita_geocerca")
+                .iter()
+                .filter(|v| v["placa"] == plate.as_str() && v["geocerca"] == fence.as_str())
+                .map(|v| (v["entrada_utc"].as_i64(), v["salida_utc"].as_i64()))
+                .collect();
+        visits.sort_by_key(|v| v.0.unwrap_or(i64::MIN));
+        let mut merged: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        for v in visits {
+            match merged.last_mut() {
+                Some(last) if last.1.is_some_and(|e| v.0.is_some_and(|s| s - e < 60)) => {
+                    last.1 = v.1
+                }
+                _ => merged.push(v),
+            }
+        }
+        // Entries during the day, of visits long enough to be more than a pass-through.
+        let entries: Vec<i64> = merged
+            .iter()
+            .filter(|(s, e)| {
+                s.is_some_and(|s| s >= from && s < to) && e.unwrap_or(now) - s.unwrap_or(0) >= 120
+            })
+            .filter_map(|(s, _)| *s)
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let answer = client.ok(
+            "verificar_geocerca",
+            json!({"placa": plate, "nombre_geocerca": fence, "fecha": day}),
+        );
+        assert_eq!(answer["entro"], true, "{name} {plate} {fence}");
+        let detected: Vec<i64> = answer["visitas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v["entrada"].as_str())
+            .map(|c| clock_ts(fixture, &day, c))
+            .collect();
+        for entry in &entries {
+            assert!(
+                detected.iter().any(|d| (d - entry).abs() <= 30),
+                "{name} {plate} {fence}: truth entry {entry} not within 30 s of {detected:?}"
+            );
+        }
+        checked += entries.len();
+    }
+    assert!(checked > 5, "{name}: only {checked} entries checked");
+}
+
+fn check_km(name: &'static str) {
+    let fixture = fixture(name);
+    let mut client = Client::new(&fixture.db);
+    let mut checked = 0;
+    for day in of_type(&fixture.truth, "km_dia") {
+        let truth_km = day["km"].as_f64().unwrap();
+        if truth_km < 10.0 {
+            continue;
+        }
+        let date = day["fecha"].as_str().unwrap();
+        let answer = client.ok(
+            "reporte_kilometraje",
+            json!({"fecha_inicio": date, "fecha_fin": date}),
+        );
+        let km = answer["ranking"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["placa"] == day["placa"])
+            .unwrap()["kilometros"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (km - truth_km).abs() / truth_km <= 0.01,
+            "{name} {day}: {km}"
+        );
+        checked += 1;
+        if checked >= 12 {
+            break;
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn minimo_stopped_now() {
+    check_stopped_now("minimo");
+}
+#[test]
+fn minimo_long_stops() {
+    check_long_stops("minimo");
+}
+#[test]
+fn minimo_gaps() {
+    check_gaps("minimo");
+}
+#[test]
+fn minimo_speeding() {
+    check_speeding("minimo");
+}
+#[test]
+fn minimo_visits() {
+    check_visits("minimo");
+}
+#[test]
+fn minimo_km() {
+    check_km("minimo");
+}
+#[test]
+fn semana_stopped_now() {
+    check_stopped_now("semana");
+}
+#[test]
+fn semana_long_stops() {
+    check_long_stops("semana");
+}
+#[test]
+fn semana_gaps() {
+    check_gaps("semana");
+}
+#[test]
+fn semana_speeding() {
+    check_speeding("semana");
+}
+#[test]
+fn semana_visits() {
+    check_visits("semana");
+}
+#[test]
+fn semana_km() {
+    check_km("semana");
+}
+#[test]
+fn ruidoso_stopped_now() {
+    check_stopped_now("ruidoso");
+}
+#[test]
+fn ruidoso_long_stops() {
+    check_long_stops("ruidoso");
+}
+#[test]
+fn ruidoso_gaps() {
+    check_gaps("ruidoso");
+}
+#[test]
+fn ruidoso_speeding() {
+    check_speeding("ruidoso");
+}
+#[test]
+fn ruidoso_km() {
+    check_km("ruidoso");
+}
+
+/// `flota evaluar` thresholds: P and R ≥ 0.99 on the reference week, F1 ≥ 0.97 under urban-
+/// canyon noise, kilometres within 1 %.
+fn evaluate(name: &'static str) -> Value {
+    let fixture = fixture(name);
+    let out = std::process::Command::new(flota_bin())
+        .args(["evaluar", "--json"])
+        .arg(&fixture.db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn evaluation_meets_the_targets_on_semana() {
+    let report = evaluate("semana");
+    for score in report["tipos"].as_array().unwrap() {
+        assert!(score["precision"].as_f64().unwrap() >= 0.99, "{score}");
+        assert!(score["exhaustividad"].as_f64().unwrap() >= 0.99, "{score}");
+        assert!(score["verdad"].as_u64().unwrap() > 0, "{score}");
+    }
+    assert!(
+        report["km"]["error_max_pct"].as_f64().unwrap() <= 1.0,
+        "{}",
+        report["km"]
+    );
+    assert!(
+        report["km"]["error_max_gps_pct"].as_f64().unwrap() <= 1.0,
+        "{}",
+        report["km"]
+    );
+    assert!(report["km_fantasma_detenida"].as_f64().unwrap() < 0.1);
+}
+
+#[test]
+fn evaluation_meets_the_targets_on_ruidoso() {
+    let report = evaluate("ruidoso");
+    for score in report["tipos"].as_array().unwrap() {
+        assert!(score["f1"].as_f64().unwrap() >= 0.97, "{score}");
+    }
+    assert!(
+        report["km"]["error_max_pct"].as_f64().unwrap() <= 1.0,
+        "{}",
+        report["km"]
+    );
+    assert!(report["km_fantasma_detenida"].as_f64().unwrap() < 0.1);
+}
+
+/// The server never reads the truth: with the truth file gone, every answer is the same.
+#[test]
+fn answers_do_not_depend_on_the_truth_file() {
+    let fixture = fixture("minimo");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("sin_verdad.db");
+    std::fs::copy(&fixture.db, &copy).unwrap();
+    assert!(!dir.path().join("sin_verdad.verdad.jsonl").exists());
+    let (mut with, mut without) = (Client::new(&fixture.db), Client::new(&copy));
+    let calls = [
+        ("unidades_detenidas", json!({"minutos_minimos": 0})),
+        ("posicion_actual", json!({"placa": "P-456DEF"})),
+        (
+            "resumen_recorrido",
+            json!({"placa": "P-789GHJ", "fecha": "ayer"}),
+        ),
+        (
+            "alertas",
+            json!({"fecha_inicio": "ayer", "fecha_fin": "hoy"}),
+        ),
+        (
+            "verificar_geocerca",
+            json!({"placa": "P-123BCD", "nombre_geocerca": "cedis", "fecha": "ayer"}),
+        ),
+        (
+            "reporte_kilometraje",
+            json!({"fecha_inicio": "ayer", "fecha_fin": "hoy"}),
+        ),
+    ];
+    for (tool, arguments) in calls {
+        assert_eq!(
+            with.call(tool, arguments.clone()),
+            without.call(tool, arguments),
+            "{tool}"
+        );
+    }
+}
+
+/// `flota analizar` re-derives exactly what `flota simular` stored.
+#[test]
+fn analizar_is_idempotent() {
+    let fixture = fixture("minimo");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copia.db");
+    std::fs::copy(&fixture.db, &copy).unwrap();
+    let dump = |path: &std::path::Path| -> Vec<String> {
+        let db = Connection::open(path).unwrap();
+        let mut rows: Vec<String> = Vec::new();
+        for table in ["eventos", "resumen_diario"] {
+            let mut stmt = db.prepare(&format!("SELECT * FROM {table}")).unwrap();
+            let n = stmt.column_count();
+            let mut q = stmt.query([]).unwrap();
+            while let Some(r) = q.next().unwrap() {
+                let cells: Vec<String> = (0..n)
+                    .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                    .collect();
+                // Event ids are just insertion order.
+                let skip = usize::from(table == "eventos");
+                rows.push(format!("{table}: {}", cells[skip..].join("|")));
+            }
+        }
+        rows.sort();
+        rows
+    };
+    let before = dump(&copy);
+    for _ in 0..2 {
+        let out = std::process::Command::new(flota_bin())
+            .arg("analizar")
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(dump(&copy), before);
+    }
+    assert!(before.len() > 50);
+}

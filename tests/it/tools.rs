@@ -1,0 +1,346 @@
+//! The fleet tools' contract through the real server: names and arguments, normalisation,
+//! Spanish business errors, caps, schemas.
+
+use serde_json::{Value, json};
+
+use crate::ground_truth::{Client, fixture};
+use crate::support::Server;
+
+#[test]
+fn tools_list_has_the_reference_names_and_full_metadata() {
+    let fixture = fixture("minimo");
+    let mut server = Server::spawn(
+        crate::support::flota_bin(),
+        &["servir", "--db", fixture.db.to_str().unwrap()],
+    );
+    server.initialize("2025-11-25");
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let tools = server.recv()["result"]["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "posicion_actual",
+            "unidades_detenidas",
+            "resumen_recorrido",
+            "alertas",
+            "verificar_geocerca",
+            "reporte_kilometraje"
+        ]
+    );
+    for tool in &tools {
+        let schema = &tool["inputSchema"];
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(
+            flota::mcp::schema::unsupported_keywords(schema),
+            Vec::<String>::new(),
+            "{}",
+            tool["name"]
+        );
+        assert_eq!(
+            flota::mcp::schema::unsupported_keywords(&tool["outputSchema"]),
+            Vec::<String>::new()
+        );
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+        assert!(
+            tool["description"].as_str().unwrap().contains('«'),
+            "examples in {}",
+            tool["name"]
+        );
+    }
+    // The reference's argument names.
+    let args = |name: &str| -> Vec<String> {
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+        tool["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(args("posicion_actual"), ["placa"]);
+    assert_eq!(args("unidades_detenidas"), ["minutos_minimos"]);
+    assert_eq!(args("resumen_recorrido"), ["placa", "fecha"]);
+    assert_eq!(args("alertas"), ["tipo", "fecha_inicio", "fecha_fin"]);
+    assert_eq!(
+        args("verificar_geocerca"),
+        ["placa", "nombre_geocerca", "fecha"]
+    );
+    assert_eq!(args("reporte_kilometraje"), ["fecha_inicio", "fecha_fin"]);
+}
+
+/// Calls `tool` and returns either "ok" plus the value or the error text.
+fn check(client: &mut Client, tool: &str, arguments: Value, expected: &str) -> Option<Value> {
+    match client.call(tool, arguments.clone()) {
+        Ok(value) => {
+            assert_eq!(expected, "ok", "{tool} {arguments} answered {value}");
+            Some(value)
+        }
+        Err(text) => {
+            assert!(
+                text.contains(expected),
+                "{tool} {arguments}: expected {expected:?} in {text:?}"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn plates_names_and_dates_are_forgiving_and_errors_actionable() {
+    let fixture = fixture("semana");
+    let mut c = Client::new(&fixture.db);
+    let position = check(
+        &mut c,
+        "posicion_actual",
+        json!({"placa": "p 123 bcd"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(position["placa"], "P-123BCD");
+    check(
+        &mut c,
+        "posicion_actual",
+        json!({"placa": "P-123BCE"}),
+        "¿Quiso decir P-123BCD?",
+    );
+    check(
+        &mut c,
+        "posicion_actual",
+        json!({"placa": "ZZZ"}),
+        "Las placas registradas son: P-112GHK,",
+    );
+    check(
+        &mut c,
+        "posicion_actual",
+        json!({"placa": "P-667ZBC"}),
+        "está dada de baja",
+    );
+    check(
+        &mut c,
+        "posicion_actual",
+        json!({"placa": "'; DROP TABLE vehiculos; --"}),
+        "No existe la placa",
+    );
+    let day = check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "ayer"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(day["fecha"], "2026-08-18");
+    assert_eq!(day["dia_semana"], "martes");
+    assert_eq!(day["zona_horaria"], "America/Guatemala");
+    let monday = check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "lunes"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(monday["fecha"], "2026-08-17");
+    check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "2020-01-01"}),
+        "no tiene reportes el miércoles (2020-01-01)",
+    );
+    check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "18/08/2026"}),
+        "debe ser una fecha AAAA-MM-DD",
+    );
+    check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "domingo"}),
+        "no tiene reportes el domingo",
+    );
+    let fence = check(
+        &mut c,
+        "verificar_geocerca",
+        json!({"placa": "P-456DEF", "nombre_geocerca": "cedis", "fecha": "ayer"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(fence["geocerca"], "CEDIS Zona 12");
+    check(
+        &mut c,
+        "verificar_geocerca",
+        json!({"placa": "P-456DEF", "nombre_geocerca": "centro historico", "fecha": "ayer"}),
+        "ok",
+    );
+    check(
+        &mut c,
+        "verificar_geocerca",
+        json!({"placa": "P-456DEF", "nombre_geocerca": "bodega", "fecha": "ayer"}),
+        "es ambiguo: coincide con Bodega Villa Nueva, Bodega Mixco",
+    );
+    check(
+        &mut c,
+        "verificar_geocerca",
+        json!({"placa": "P-456DEF", "nombre_geocerca": "Marte", "fecha": "ayer"}),
+        "No existe la geocerca 'Marte'",
+    );
+    let never = check(
+        &mut c,
+        "verificar_geocerca",
+        json!({"placa": "P-789GHJ", "nombre_geocerca": "CD Zona 18", "fecha": "ayer"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(
+        (never["entro"].clone(), never["numero_visitas"].clone()),
+        (json!(false), json!(0))
+    );
+    check(
+        &mut c,
+        "alertas",
+        json!({"fecha_inicio": "hoy", "fecha_fin": "ayer"}),
+        "es anterior a fecha_inicio",
+    );
+    check(
+        &mut c,
+        "alertas",
+        json!({"fecha_inicio": "2026-01-01", "fecha_fin": "hoy"}),
+        "el máximo es 93",
+    );
+    check(
+        &mut c,
+        "reporte_kilometraje",
+        json!({"fecha_inicio": "2020-01-01", "fecha_fin": "2020-01-07"}),
+        "Ninguna unidad reportó",
+    );
+    let quiet = check(
+        &mut c,
+        "alertas",
+        json!({"tipo": "perdida_senal", "fecha_inicio": "2020-01-01", "fecha_fin": "2020-01-02"}),
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(quiet["total_eventos"], 0);
+}
+
+#[test]
+fn lists_are_capped_with_their_real_total() {
+    let fixture = fixture("semana");
+    let mut c = Client::new(&fixture.db);
+    let alerts = c.ok(
+        "alertas",
+        json!({"tipo": "geocerca_entrada", "fecha_inicio": "2026-08-13", "fecha_fin": "hoy"}),
+    );
+    assert!(alerts["total_eventos"].as_u64().unwrap() > 200);
+    assert!(alerts["detalle"][0]["eventos"].as_array().unwrap().len() <= 10);
+    assert_eq!(alerts["detalle"][0]["total"], alerts["total_eventos"]);
+    let all = c.ok("unidades_detenidas", json!({"minutos_minimos": 0}));
+    assert_eq!(
+        all["total"].as_u64().unwrap() as usize,
+        all["unidades"].as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn alert_severity_is_ordered_within_each_type() {
+    let fixture = fixture("semana");
+    let mut c = Client::new(&fixture.db);
+    let alerts = c.ok(
+        "alertas",
+        json!({"fecha_inicio": "2026-08-13", "fecha_fin": "hoy"}),
+    );
+    let detail = alerts["detalle"].as_array().unwrap();
+    assert!(
+        detail
+            .iter()
+            .all(|d| !d["tipo"].as_str().unwrap().starts_with("geocerca"))
+    );
+    let speeding = detail
+        .iter()
+        .find(|d| d["tipo"] == "exceso_velocidad")
+        .unwrap();
+    let over: Vec<f64> = speeding["eventos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["exceso_kmh"].as_f64().unwrap())
+        .collect();
+    assert!(over.windows(2).all(|w| w[0] >= w[1]), "{over:?}");
+    let long = detail
+        .iter()
+        .find(|d| d["tipo"] == "parada_prolongada")
+        .unwrap();
+    let minutes: Vec<f64> = long["eventos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["minutos"].as_f64().unwrap())
+        .collect();
+    assert!(minutes.windows(2).all(|w| w[0] >= w[1]), "{minutes:?}");
+    assert_eq!(alerts["por_tipo"]["exceso_velocidad"], 12);
+}
+
+#[test]
+fn a_missing_database_is_an_error_with_the_fix_and_the_server_still_starts() {
+    let mut server = Server::spawn(
+        crate::support::flota_bin(),
+        &["servir", "--db", "/nonexistent/dir/flota.db"],
+    );
+    let init = server.initialize("2025-11-25");
+    assert!(
+        init["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("no hay datos")
+    );
+    let answer = server.call(1, "posicion_actual", json!({"placa": "P-123BCD"}));
+    assert_eq!(answer["result"]["isError"], true);
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("flota simular --salida /nonexistent/dir/flota.db"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_server_answers_as_of_an_earlier_now() {
+    let fixture = fixture("semana");
+    let mut server = Server::spawn(
+        crate::support::flota_bin(),
+        &[
+            "servir",
+            "--db",
+            fixture.db.to_str().unwrap(),
+            "--ahora",
+            "2026-08-18T10:00",
+        ],
+    );
+    let init = server.initialize("2025-11-25");
+    assert!(
+        init["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("martes 2026-08-18, 10:00"),
+        "{}",
+        init["instructions"]
+    );
+    let answer = server.call(
+        1,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "hoy"}),
+    );
+    let day = &answer["result"]["structuredContent"];
+    assert_eq!(day["fecha"], "2026-08-18");
+    let position = server.call(2, "posicion_actual", json!({"placa": "P-456DEF"}));
+    assert!(
+        position["result"]["structuredContent"]["ultimo_reporte"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-08-18T09:59:")
+            || position["result"]["structuredContent"]["ultimo_reporte"]
+                .as_str()
+                .unwrap()
+                .starts_with("2026-08-18T10:00:00")
+    );
+}
