@@ -72,7 +72,13 @@ impl Printer {
         for block in blocks {
             match block["type"].as_str() {
                 Some("text") => {
-                    let text = block["text"].as_str().unwrap_or_default();
+                    let raw = block["text"].as_str().unwrap_or_default();
+                    // JSON text blocks are compact on the wire; show them indented.
+                    let text = serde_json::from_str::<Value>(raw)
+                        .ok()
+                        .filter(Value::is_object)
+                        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                        .unwrap_or_else(|| raw.to_owned());
                     self.paint(out, DIM, &format!("  texto{flag}:"));
                     for line in text.lines() {
                         let _ = writeln!(out, "    {line}");

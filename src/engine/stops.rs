@@ -169,12 +169,20 @@ impl StopDetector {
             // the middle of the silence, at a typical urban speed.
             let last = open.last_still;
             let centre = open.centre.point();
+            // A halt not yet long enough to be a stop when the silence began is not stretched
+            // into one: nobody saw it last.
+            let seen_long_enough = (last.ts_utc - open.start_utc) as f64 >= self.min_s;
             self.open = Some(open);
             if still {
                 let silence = (fix.ts_utc - last.ts_utc) as f64;
                 let travel = (distance_m(centre, fix.point()) * DETOUR / TYPICAL_MS).min(silence);
                 let middle = last.ts_utc as f64 + silence / 2.0;
-                self.close((middle - travel / 2.0).round() as i64);
+                let end = if seen_long_enough {
+                    (middle - travel / 2.0).round() as i64
+                } else {
+                    last.ts_utc
+                };
+                self.close(end);
                 self.start(fix);
                 if let Some(next) = &mut self.open {
                     next.start_utc = (middle + travel / 2.0).round() as i64;

@@ -239,7 +239,8 @@ impl<T: TypedTool> Tool for Typed<T> {
                 self.definition.name
             );
         }
-        let text = serde_json::to_string_pretty(&structured).unwrap_or_default();
+        // Compact: the model reads this block, and whitespace costs tokens.
+        let text = serde_json::to_string(&structured).unwrap_or_default();
         let mut content = vec![Content::Text(text)];
         content.extend(reply.extra);
         Ok(ToolResult {

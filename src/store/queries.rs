@@ -179,15 +179,54 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Visits ending (exits) in `[from_utc, to_utc)`, for counting `geocerca_salida`.
-    pub fn visits_ending(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2
-             AND inicio_utc < ?2 ORDER BY fin_utc"
-        );
+    /// Geofence entries (`exits == false`: visits starting in range, not already under way
+    /// when the data began) or exits (visits ending in range), counted per vehicle from the
+    /// covering indexes alone.
+    pub fn crossings_by_vehicle(
+        &self,
+        exits: bool,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<(i64, usize)>, StoreError> {
+        let sql = if exits {
+            "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2 GROUP BY vehiculo_id"
+        } else {
+            "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 GROUP BY vehiculo_id"
+        };
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(params![from_utc, to_utc], |r| {
+                    Ok((r.get(0)?, r.get::<_, i64>(1)? as usize))
+                })?
+                .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// The first `limit` geofence entries or exits in range, in time order.
+    pub fn first_crossings(
+        &self,
+        exits: bool,
+        from_utc: i64,
+        to_utc: i64,
+        limit: usize,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = if exits {
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2 ORDER BY fin_utc LIMIT ?3"
+            )
+        } else {
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 ORDER BY inicio_utc LIMIT ?3"
+            )
+        };
         self.conn
             .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_map(params![from_utc, to_utc], event)?.collect())
+            .and_then(|mut stmt| {
+                stmt.query_map(params![from_utc, to_utc, limit as i64], event)?
+                    .collect()
+            })
             .map_err(|e| self.err(e))
     }
 

@@ -92,7 +92,8 @@ CREATE TABLE eventos (
     desde_inicio_datos INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
-CREATE INDEX eventos_por_tipo ON eventos (tipo, inicio_utc);
+CREATE INDEX eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
+CREATE INDEX eventos_por_fin ON eventos (tipo, fin_utc, vehiculo_id);
 
 CREATE TABLE resumen_diario (
     vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),

@@ -86,13 +86,27 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, kind: Kind) {
+    fn slot(&mut self, kind: Kind) -> &mut usize {
         match kind {
-            Kind::ExcesoVelocidad => self.exceso_velocidad += 1,
-            Kind::ParadaProlongada => self.parada_prolongada += 1,
-            Kind::PerdidaSenal => self.perdida_senal += 1,
-            Kind::GeocercaEntrada => self.geocerca_entrada += 1,
-            Kind::GeocercaSalida => self.geocerca_salida += 1,
+            Kind::ExcesoVelocidad => &mut self.exceso_velocidad,
+            Kind::ParadaProlongada => &mut self.parada_prolongada,
+            Kind::PerdidaSenal => &mut self.perdida_senal,
+            Kind::GeocercaEntrada => &mut self.geocerca_entrada,
+            Kind::GeocercaSalida => &mut self.geocerca_salida,
+        }
+    }
+
+    fn add(&mut self, kind: Kind, n: usize) {
+        *self.slot(kind) += n;
+    }
+
+    fn get(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::ExcesoVelocidad => self.exceso_velocidad,
+            Kind::ParadaProlongada => self.parada_prolongada,
+            Kind::PerdidaSenal => self.perdida_senal,
+            Kind::GeocercaEntrada => self.geocerca_entrada,
+            Kind::GeocercaSalida => self.geocerca_salida,
         }
     }
 }
@@ -170,8 +184,10 @@ impl TypedTool for Alertas {
         let to = to.min(now + 1);
         let long_s = (snapshot.meta.config.parada_prolongada_min * 60.0) as i64;
         let wanted = |kind: Kind| params.tipo.is_none_or(|t| t == kind);
-        let mut events: Vec<(Kind, EventRow)> = self.fleet.query(|store| {
-            let mut all = Vec::new();
+        // Alerts proper come as rows; geofence crossings, routine and numerous, as counts per
+        // unit plus the first few rows when they are what was asked for.
+        let (mut events, crossings) = self.fleet.query(|store| {
+            let mut all: Vec<(Kind, EventRow)> = Vec::new();
             if wanted(Kind::ExcesoVelocidad) {
                 all.extend(
                     store
@@ -200,24 +216,19 @@ impl TypedTool for Alertas {
                         .map(|e| (Kind::ParadaProlongada, e)),
                 );
             }
-            if wanted(Kind::GeocercaEntrada) {
-                all.extend(
-                    store
-                        .events_starting("visita_geocerca", from, to)?
-                        .into_iter()
-                        .filter(|v| !v.from_data_start)
-                        .map(|e| (Kind::GeocercaEntrada, e)),
-                );
+            let mut crossings = Vec::new();
+            for (kind, exits) in [(Kind::GeocercaEntrada, false), (Kind::GeocercaSalida, true)] {
+                if wanted(kind) {
+                    let counts = store.crossings_by_vehicle(exits, from, to)?;
+                    let first = if params.tipo == Some(kind) {
+                        store.first_crossings(exits, from, to, DETAIL_PER_TYPE)?
+                    } else {
+                        Vec::new()
+                    };
+                    crossings.push((kind, counts, first));
+                }
             }
-            if wanted(Kind::GeocercaSalida) {
-                all.extend(
-                    store
-                        .visits_ending(from, to)?
-                        .into_iter()
-                        .map(|e| (Kind::GeocercaSalida, e)),
-                );
-            }
-            Ok(all)
+            Ok((all, crossings))
         })?;
 
         let plates: BTreeMap<i64, &str> = snapshot
@@ -228,11 +239,15 @@ impl TypedTool for Alertas {
         let mut por_tipo = Counts::default();
         let mut by_unit: BTreeMap<i64, (usize, Counts)> = BTreeMap::new();
         for (kind, event) in &events {
-            por_tipo.add(*kind);
+            por_tipo.add(*kind, 1);
             let unit = by_unit.entry(event.vehicle_id).or_default();
-            unit.1.add(*kind);
-            if !kind.routine() {
-                unit.0 += 1;
+            unit.1.add(*kind, 1);
+            unit.0 += 1;
+        }
+        for (kind, counts, _) in &crossings {
+            for (vehicle, n) in counts {
+                por_tipo.add(*kind, *n);
+                by_unit.entry(*vehicle).or_default().1.add(*kind, *n);
             }
         }
         let mut por_unidad: Vec<UnitCounts> = by_unit
@@ -261,19 +276,18 @@ impl TypedTool for Alertas {
                         + duration
                 }
                 Kind::ParadaProlongada | Kind::PerdidaSenal => duration,
-                Kind::GeocercaEntrada => -e.start_utc,
-                Kind::GeocercaSalida => -e.end_utc.unwrap_or(0),
+                Kind::GeocercaEntrada | Kind::GeocercaSalida => 0,
             }
         };
         events.sort_by(|a, b| {
             a.0.cmp(&b.0)
                 .then(severity(b.0, &b.1).cmp(&severity(a.0, &a.1)))
         });
+        for (kind, _, first) in crossings {
+            events.extend(first.into_iter().map(|e| (kind, e)));
+        }
         let mut detalle = Vec::new();
         for kind in Kind::ALL {
-            if kind.routine() && params.tipo.is_none() {
-                continue;
-            }
             let of_kind: Vec<&EventRow> = events
                 .iter()
                 .filter(|(k, _)| *k == kind)
@@ -290,14 +304,6 @@ impl TypedTool for Alertas {
                         .fence_id
                         .and_then(|id| snapshot.fence_name(id))
                         .map(str::to_owned);
-                    let (lat, lon) = match (
-                        kind.routine(),
-                        e.fence_id
-                            .and_then(|id| snapshot.fences.iter().find(|f| f.id == id)),
-                    ) {
-                        (true, Some(f)) => (f.fence.centre().lat, f.fence.centre().lon),
-                        _ => (e.lat, e.lon),
-                    };
                     let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
                     EventOut {
                         placa: plates.get(&e.vehicle_id).copied().unwrap_or("?").to_owned(),
@@ -317,7 +323,7 @@ impl TypedTool for Alertas {
                         ubicacion: if kind.routine() {
                             fence.clone().unwrap_or_default()
                         } else {
-                            place(&snapshot, lat, lon)
+                            place(&snapshot, e.lat, e.lon)
                         },
                         minutos: (!kind.routine()).then(|| minutes(duration)),
                         velocidad_max_kmh: e.max_kmh.map(round1),
@@ -332,10 +338,11 @@ impl TypedTool for Alertas {
                 .collect();
             detalle.push(Detail {
                 tipo: kind.name().into(),
-                total: of_kind.len(),
+                total: por_tipo.get(kind),
                 eventos,
             });
         }
+        let total_eventos = Kind::ALL.iter().map(|k| por_tipo.get(*k)).sum();
         let nota = (params.tipo.is_none() && por_tipo.geocerca_entrada + por_tipo.geocerca_salida > 0).then(|| {
             "Las entradas y salidas de geocercas se cuentan pero no se detallan; pida tipo geocerca_entrada o geocerca_salida para verlas.".to_owned()
         });
@@ -344,7 +351,7 @@ impl TypedTool for Alertas {
             fecha_fin: end.to_string(),
             zona_horaria: snapshot.zone_name(),
             tipo: params.tipo.map_or("todos", Kind::name).into(),
-            total_eventos: events.len(),
+            total_eventos,
             por_tipo,
             total_unidades,
             por_unidad,

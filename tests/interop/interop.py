@@ -10,6 +10,7 @@ probe, then the 2026-07-28 era). Exits non-zero on the first failure.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ async def example_with_client_session() -> None:
             # The SDK validates structuredContent against outputSchema on every call below.
             res = await session.call_tool("analizar_texto", {"texto": "Hola Mundo\nÁrbol"})
             check(not res.is_error and res.structured_content["palabras"] == 3, "analizar_texto")
-            check(res.content[0].type == "text" and "\"palabras\": 3" in res.content[0].text, "text block mirrors JSON")
+            check(res.content[0].type == "text" and json.loads(res.content[0].text) == res.structured_content, "text block mirrors JSON")
 
             res = await session.call_tool("calcular_estadisticas", {"numeros": [4, 8, 15, 16, 23, 42]})
             check(res.structured_content == {"cantidad": 6, "suma": 108.0, "media": 18.0, "minimo": 4.0, "maximo": 42.0}, "calcular_estadisticas")
