@@ -59,6 +59,7 @@ pub fn run(db: &Path) -> anyhow::Result<Summary> {
         "INSERT OR REPLACE INTO meta (clave, valor) VALUES ('analisis_version', ?1), ('deteccion', ?2)",
         rusqlite::params![ANALYSIS_VERSION.to_string(), meta.config.to_json()],
     )?;
+    analysis::analyze_tables(&tx)?;
     let events: i64 = tx.query_row("SELECT count(*) FROM eventos", [], |r| r.get(0))?;
     tx.commit()?;
     Ok(Summary {

@@ -107,24 +107,21 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
     }
 
     printer.heading(out, "Casos de error");
+    // 1. With fleet tools, an unknown plate: a business failure the model can act on.
+    //    Without them, a tool that does not exist: a protocol error.
     if has("posicion_actual") {
-        // A business failure: an isError result the model can act on.
         let answer = call(conn, out, "posicion_actual", json!({"placa": "P-000XXX"}))?;
         expect(conn, out, "placa inexistente", &answer, Expect::ToolError);
+    } else {
+        let answer = call(conn, out, "herramienta_inexistente", json!({}))?;
+        expect(
+            conn,
+            out,
+            "herramienta inexistente",
+            &answer,
+            Expect::RpcError(-32602),
+        );
     }
-    // 1. A tool that does not exist is a protocol error.
-    let answer = conn.request(
-        out,
-        "tools/call",
-        Some(json!({"name": "herramienta_inexistente", "arguments": {}})),
-    )?;
-    expect(
-        conn,
-        out,
-        "herramienta inexistente",
-        &answer,
-        Expect::RpcError(-32602),
-    );
 
     // 2. A missing required argument: an isError result from 2025-11-25 on (SEP-1303), a
     //    -32602 error before.

@@ -123,6 +123,11 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// Statistics for the query planner on the analysis tables (cheap: positions are left out).
+pub fn analyze_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("ANALYZE eventos; ANALYZE resumen_diario;")
+}
+
 /// Empties the analysis tables (before a full re-analysis).
 pub fn clear(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("DELETE FROM eventos; DELETE FROM resumen_diario;")

@@ -139,6 +139,22 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Every stop under way at `at_utc`, all vehicles (served by the end-time index: open
+    /// stops have a NULL end, the rest end after `at_utc`).
+    pub fn stops_at(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_por_fin
+             WHERE tipo = 'parada' AND fin_utc IS NULL AND inicio_utc <= ?1
+             UNION ALL
+             SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_por_fin
+             WHERE tipo = 'parada' AND fin_utc > ?1 AND inicio_utc <= ?1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_map(params![at_utc], event)?.collect())
+            .map_err(|e| self.err(e))
+    }
+
     /// A vehicle's events of `kind` overlapping `[from_utc, to_utc)`, in time order.
     pub fn vehicle_events(
         &self,
@@ -188,20 +204,26 @@ impl Store {
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<(i64, usize)>, StoreError> {
+        // Read the vehicle column straight off the covering index and count here: cheaper than
+        // SQLite's temporary B-tree for a GROUP BY over a range ordered by time.
         let sql = if exits {
-            "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2 GROUP BY vehiculo_id"
+            "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_fin WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2"
         } else {
-            "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 GROUP BY vehiculo_id"
+            "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_tipo WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
         };
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| {
-                stmt.query_map(params![from_utc, to_utc], |r| {
-                    Ok((r.get(0)?, r.get::<_, i64>(1)? as usize))
-                })?
-                .collect()
-            })
-            .map_err(|e| self.err(e))
+        let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![from_utc, to_utc])
+            .map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            *counts
+                .entry(row.get(0).map_err(|e| self.err(e))?)
+                .or_default() += 1;
+        }
+        let mut counts: Vec<(i64, usize)> = counts.into_iter().collect();
+        counts.sort_unstable();
+        Ok(counts)
     }
 
     /// The first `limit` geofence entries or exits in range, in time order.
@@ -230,12 +252,14 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Long stops overlapping `[from_utc, to_utc)` (they may have started earlier).
+    /// Long-stop candidates starting in `[from_utc, to_utc)`: flagged long, or still going
+    /// on (their length depends on "now"), never the end-of-day parking. A partial index holds
+    /// just these few rows.
     pub fn long_stops(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
         let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'parada' AND fin_de_jornada = 0
-             AND inicio_utc < ?2 AND (fin_utc IS NULL OR fin_utc > ?1) AND (prolongada = 1 OR fin_utc IS NULL)
-             ORDER BY inicio_utc"
+            "SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_prolongadas
+             WHERE tipo = 'parada' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
+             AND inicio_utc >= ?1 AND inicio_utc < ?2 ORDER BY inicio_utc"
         );
         self.conn
             .prepare_cached(&sql)

@@ -94,6 +94,8 @@ CREATE TABLE eventos (
 CREATE INDEX eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
 CREATE INDEX eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
 CREATE INDEX eventos_por_fin ON eventos (tipo, fin_utc, vehiculo_id);
+CREATE INDEX eventos_prolongadas ON eventos (inicio_utc)
+    WHERE tipo = 'parada' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL);
 
 CREATE TABLE resumen_diario (
     vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),

@@ -52,7 +52,7 @@ impl Writer {
         let conn = Connection::open(path).map_err(wrap)?;
         // A half-written temporary file is thrown away, never repaired: no journal needed.
         conn.execute_batch(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA page_size = 65536;",
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA page_size = 16384;",
         )
         .map_err(wrap)?;
         conn.execute_batch(DDL).map_err(wrap)?;
@@ -259,9 +259,10 @@ impl Writer {
         Ok(())
     }
 
-    /// Commits and closes the file.
+    /// Commits, gathers planner statistics for the analysis tables, and closes the file.
     pub fn finish(mut self) -> Result<(), WriteError> {
         self.commit_open()?;
+        super::analysis::analyze_tables(&self.conn).map_err(|e| self.wrap(e))?;
         let path = self.path.clone();
         self.conn
             .close()

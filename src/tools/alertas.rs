@@ -148,6 +148,9 @@ pub struct Output {
     pub tipo: String,
     pub total_eventos: usize,
     pub por_tipo: Counts,
+    #[schemars(
+        description = "Unidades con alertas (o con cruces de geocerca si se pidió ese tipo)"
+    )]
     pub total_unidades: usize,
     pub por_unidad: Vec<UnitCounts>,
     pub detalle: Vec<Detail>,
@@ -250,17 +253,22 @@ impl TypedTool for Alertas {
                 by_unit.entry(*vehicle).or_default().1.add(*kind, *n);
             }
         }
+        // Units with nothing but routine crossings are listed only when crossings were asked for.
+        let crossings_asked = params.tipo.is_some_and(Kind::routine);
         let mut por_unidad: Vec<UnitCounts> = by_unit
             .into_iter()
+            .filter(|(_, (alerts, _))| *alerts > 0 || crossings_asked)
             .map(|(id, (alerts, counts))| UnitCounts {
                 placa: plates.get(&id).copied().unwrap_or("?").to_owned(),
                 alertas: alerts,
                 por_tipo: counts,
             })
             .collect();
+        let routine = |u: &UnitCounts| u.por_tipo.geocerca_entrada + u.por_tipo.geocerca_salida;
         por_unidad.sort_by(|a, b| {
             b.alertas
                 .cmp(&a.alertas)
+                .then(routine(b).cmp(&routine(a)))
                 .then_with(|| a.placa.cmp(&b.placa))
         });
         let total_unidades = por_unidad.len();

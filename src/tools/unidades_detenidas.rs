@@ -89,18 +89,21 @@ impl TypedTool for UnidadesDetenidas {
         let threshold = params.minutos_minimos.unwrap_or(30);
         let now = snapshot.now_utc;
         let gap_s = snapshot.meta.config.perdida_senal_s as i64;
-        let active: Vec<_> = snapshot
-            .vehicles
-            .iter()
-            .filter(|v| v.active)
-            .cloned()
-            .collect();
+        let min_s = i64::from(threshold) * 60;
         let rows = self.fleet.query(|store| {
             let mut rows = Vec::new();
-            for vehicle in &active {
-                if let Some(stop) = store.stop_at(vehicle.id, now)?
-                    && let Some(fix) = store.last_fix(vehicle.id, now)?
-                {
+            for stop in store.stops_at(now)? {
+                if now - stop.start_utc < min_s {
+                    continue;
+                }
+                let Some(vehicle) = snapshot
+                    .vehicles
+                    .iter()
+                    .find(|v| v.id == stop.vehicle_id && v.active)
+                else {
+                    continue;
+                };
+                if let Some(fix) = store.last_fix(vehicle.id, now)? {
                     rows.push((vehicle.clone(), stop, fix));
                 }
             }
@@ -108,7 +111,6 @@ impl TypedTool for UnidadesDetenidas {
         })?;
         let mut units: Vec<(u8, Stopped)> = rows
             .into_iter()
-            .filter(|(_, stop, _)| now - stop.start_utc >= i64::from(threshold) * 60)
             .map(|(vehicle, stop, fix)| {
                 let (rank, estado) = if !fix.ignition {
                     (2, "apagada")
