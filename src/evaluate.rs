@@ -463,13 +463,21 @@ pub fn run(db: &Path, truth: &Path) -> anyhow::Result<Evaluation> {
         );
     }
     drop(stmt);
+    // Kilometres driven after the last report of a unit silent at "now" cannot be known.
+    let silent_now: Vec<(String, String)> = of("perdida_senal")
+        .filter(|l| int(&l["fin_utc"]).is_some_and(|f| f > now))
+        .filter_map(|l| {
+            let date = crate::fleet::dates::local_date(meta.zone, int(&l["inicio_utc"])?);
+            Some((plate(l), date.to_string()))
+        })
+        .collect();
     let mut errors = Vec::new();
     for l in of("km_dia") {
         let truth_km = l["km"].as_f64().unwrap_or(0.0);
-        if truth_km < 1.0 {
+        let key = (plate(l), l["fecha"].as_str().unwrap_or_default().to_owned());
+        if truth_km < 1.0 || silent_now.contains(&key) {
             continue;
         }
-        let key = (plate(l), l["fecha"].as_str().unwrap_or_default().to_owned());
         let (km, gps) = days.get(&key).copied().unwrap_or((0.0, 0.0));
         errors.push((
             (km - truth_km).abs() / truth_km * 100.0,

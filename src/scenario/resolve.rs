@@ -841,7 +841,10 @@ fn injections(
         let on_from = rule.start_min[1] * 60;
         let on_until = rule.start_min[0] * 60 + (rule.length_h[0] * 3600.0) as u32;
         let end = start + (s.minutos * 60.0) as u32;
-        if start < on_from || end > on_until {
+        // A loss still going on at --ahora (a unit silent right now) only has to start on
+        // shift; any other must fit in it whole.
+        let ongoing = date == today && end > now_s;
+        if start < on_from || (end > on_until && !ongoing) || start > on_until {
             return check.fail(format!(
                 "{what}: {}–{} no cae siempre dentro del turno ({} a {})",
                 hhmm(start),
@@ -850,8 +853,8 @@ fn injections(
                 hhmm(on_until)
             ));
         }
-        if date == today && end > now_s {
-            return check.fail(format!("{what}: termina después de --ahora"));
+        if ongoing && start + 60 > now_s {
+            return check.fail(format!("{what}: empieza después de --ahora"));
         }
         push_unique(
             check,

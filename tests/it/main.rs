@@ -8,6 +8,7 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
@@ -19,6 +20,7 @@
 
 mod cli;
 mod example_server;
+mod geocoding;
 mod ground_truth;
 mod in_process;
 mod protocol;

@@ -55,7 +55,7 @@ fn syntax_errors_have_file_line_column_and_key() {
         replace("sigma_m = 5.0", "sigma = 5.0"),
         "clave desconocida 'sigma'",
     );
-    check(replace("sigma_m = 5.0", "sigma = 5.0"), "malo.toml:18:1");
+    check(replace("sigma_m = 5.0", "sigma = 5.0"), "malo.toml:19:1");
     check(replace("dias = 2", "dias = \"dos\""), "tipo inválido");
     check(replace("dias = 2", "dias = \"dos\""), "clave 'dias'");
     check(

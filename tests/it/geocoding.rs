@@ -1,0 +1,182 @@
+//! Online addresses through loopback mock services: Google's Geocoding API and a
+//! Nominatim-compatible server, answered, hanging, or broken. The offline phrase must always
+//! come back when the service fails, and the API key must never leak.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::ground_truth::fixture;
+use crate::support::{Server, flota_bin};
+
+/// How the mock answers.
+#[derive(Clone, Copy)]
+enum Mode {
+    Google,
+    Nominatim,
+    Hang,
+    Garbage,
+}
+
+/// A one-thread HTTP server on a free loopback port; returns its base URL and the request
+/// lines (with the User-Agent) it received.
+fn mock(mode: Mode) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            reader.read_line(&mut request).unwrap_or(0);
+            let mut agent = String::new();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+                if header.to_lowercase().starts_with("user-agent:") {
+                    agent = header.trim().to_owned();
+                }
+            }
+            log.lock()
+                .unwrap()
+                .push(format!("{} | {agent}", request.trim()));
+            let body = match mode {
+                Mode::Google => json!({"status": "OK", "results": [{"formatted_address": "7a Avenida 1-23, Zona 1, Ciudad de Guatemala"}]}).to_string(),
+                Mode::Nominatim => json!({"display_name": "Calzada Roosevelt, Zona 11, Guatemala"}).to_string(),
+                Mode::Garbage => "<html>no es JSON</html>".to_owned(),
+                Mode::Hang => {
+                    std::thread::sleep(Duration::from_secs(30));
+                    continue;
+                }
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+fn position(env: &[(&str, &str)]) -> (serde_json::Value, serde_json::Value) {
+    let db = fixture("minimo").db.to_str().unwrap().to_owned();
+    let mut server = Server::spawn_with_env(flota_bin(), &["servir", "--db", &db], env);
+    server.initialize("2025-11-25");
+    let first = server.call(1, "posicion_actual", json!({"placa": "P-123BCD"}));
+    let second = server.call(2, "posicion_actual", json!({"placa": "P-123BCD"}));
+    (
+        first["result"]["structuredContent"].clone(),
+        second["result"]["structuredContent"].clone(),
+    )
+}
+
+#[test]
+fn google_answers_are_used_and_cached() {
+    let (url, seen) = mock(Mode::Google);
+    let (first, second) = position(&[
+        ("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123"),
+        (
+            "FLOTA_GOOGLE_GEOCODE_URL",
+            &format!("{url}/maps/api/geocode/json"),
+        ),
+    ]);
+    assert_eq!(
+        first["direccion"],
+        "7a Avenida 1-23, Zona 1, Ciudad de Guatemala"
+    );
+    assert_ne!(first["referencia"], first["direccion"]);
+    assert_eq!(second["direccion"], first["direccion"]);
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1, "second call not cached: {requests:?}");
+    let request = &requests[0];
+    assert!(
+        request.starts_with("GET /maps/api/geocode/json?"),
+        "{request}"
+    );
+    assert!(
+        request.contains("key=CLAVE-SECRETA-123") && request.contains("language=es"),
+        "{request}"
+    );
+    let lat = first["lat"].as_f64().unwrap();
+    assert!(request.contains(&format!("latlng={lat}%2C")), "{request}");
+    assert!(
+        request.to_lowercase().contains("user-agent: flota/"),
+        "{request}"
+    );
+}
+
+#[test]
+fn nominatim_answers_are_used() {
+    let (url, seen) = mock(Mode::Nominatim);
+    let (first, _) = position(&[("FLOTA_GEOCODER_URL", &url)]);
+    assert_eq!(first["direccion"], "Calzada Roosevelt, Zona 11, Guatemala");
+    let request = seen.lock().unwrap()[0].clone();
+    assert!(
+        request.starts_with("GET /reverse?format=jsonv2&lat="),
+        "{request}"
+    );
+    assert!(
+        request.contains("accept-language=es") && request.contains("zoom=17"),
+        "{request}"
+    );
+}
+
+#[test]
+fn a_hanging_or_broken_service_falls_back_to_the_local_reference() {
+    for mode in [Mode::Hang, Mode::Garbage] {
+        let (url, seen) = mock(mode);
+        let (first, second) = position(&[
+            ("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123"),
+            ("FLOTA_GOOGLE_GEOCODE_URL", &url),
+        ]);
+        assert_eq!(first["direccion"], first["referencia"]);
+        assert_eq!(second["direccion"], second["referencia"]);
+        // After a failure the service is paused: the second call did not ask again.
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn the_key_never_reaches_the_logs() {
+    let (url, _) = mock(Mode::Hang);
+    let db = fixture("minimo").db.to_str().unwrap().to_owned();
+    let mut child = std::process::Command::new(flota_bin())
+        .args(["servir", "--db", &db])
+        .env("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123")
+        .env("FLOTA_GOOGLE_GEOCODE_URL", &url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25"}}}}"#).unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"posicion_actual","arguments":{{"placa":"P-123BCD"}}}}}}"#).unwrap();
+    let mut lines = String::new();
+    for _ in 0..2 {
+        stdout.read_line(&mut lines).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("geocodificación Google sin respuesta"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("CLAVE-SECRETA-123"), "{stderr}");
+    assert!(!lines.contains("CLAVE-SECRETA-123"), "{lines}");
+}
