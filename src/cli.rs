@@ -45,6 +45,11 @@ pub enum Verb {
     /// Serve the fleet tools over MCP (stdio).
     #[command(about = "Sirve las herramientas de la flota por MCP sobre stdio (JSON-RPC 2.0)")]
     Servir(ServeArgs),
+    /// Export one unit's day as GeoJSON, GPX or PNG.
+    #[command(
+        about = "Exporta el día de una unidad: GeoJSON (QGIS, geojson.io), GPX 1.1 o el mapa PNG"
+    )]
+    Exportar(ExportArgs),
     /// Talk to an MCP server by hand, run the demo tour or replay a file.
     #[command(
         about = "Cliente MCP: interactivo, recorrido de demostración (--demo) o reproducción (--replay)"
@@ -122,6 +127,43 @@ pub struct ServeArgs {
     pub ahora: Option<chrono::NaiveDateTime>,
     #[arg(short, long, help = "Registra en stderr cada mensaje que entra y sale")]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[arg(
+        long,
+        value_name = "PLACA",
+        help = "Placa de la unidad, p. ej. P-456DEF"
+    )]
+    pub placa: String,
+    #[arg(
+        long,
+        value_name = "FECHA",
+        help = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana"
+    )]
+    pub fecha: String,
+    #[arg(long, value_name = "FORMATO", help = "geojson, gpx o png")]
+    pub formato: crate::export::Format,
+    #[arg(
+        long,
+        value_name = "ARCHIVO",
+        help = "Archivo de salida (por defecto PLACA_FECHA.ext; '-' = salida estándar)"
+    )]
+    pub salida: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db)"
+    )]
+    pub db: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "AAAA-MM-DDTHH:MM",
+        value_parser = crate::simulate::parse_ahora,
+        help = "Instante 'ahora' de la flota para hoy/ayer (por defecto $FLOTA_AHORA o el fin de los datos)"
+    )]
+    pub ahora: Option<chrono::NaiveDateTime>,
 }
 
 #[derive(Debug, Args)]

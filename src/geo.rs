@@ -6,6 +6,9 @@
 
 use geo::{Bearing, Destination, Distance, Haversine, Point};
 
+/// Mean Earth radius, metres (what `geo`'s `Haversine` uses).
+pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
+
 /// Metres per degree of latitude on the mean sphere (2πR/360).
 pub const M_PER_DEG_LAT: f64 = 111_195.08;
 

@@ -61,6 +61,26 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
         Verb::Servir(args) => {
             app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
         }
+        Verb::Exportar(args) => {
+            let exported = flota::export::run(&flota::export::Options {
+                db: app::db_path(args.db.as_deref()),
+                placa: args.placa,
+                fecha: args.fecha,
+                format: args.formato,
+                output: args.salida,
+                ahora: app::ahora(args.ahora)?,
+                tiles: flota::map::TileConfig::from_env(),
+            })?;
+            match &exported.path {
+                Some(path) => eprintln!("{} → {}", exported.summary, path.display()),
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&exported.bytes)?;
+                    out.flush()?;
+                    eprintln!("{}", exported.summary);
+                }
+            }
+        }
         Verb::Cliente(args) => {
             let color = std::io::stdout().is_terminal();
             let mut out = std::io::stdout().lock();

@@ -79,6 +79,36 @@ pub fn weekday_es(date: NaiveDate) -> &'static str {
     ][date.weekday().num_days_from_monday() as usize]
 }
 
+/// A date as a Spanish speaker writes it: `martes 18 de agosto de 2026`.
+pub fn long_es(date: NaiveDate) -> String {
+    const MONTHS: [&str; 12] = [
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+    ];
+    format!(
+        "{} {} de {} de {}",
+        weekday_es(date),
+        date.day(),
+        MONTHS[date.month0() as usize],
+        date.year()
+    )
+}
+
+/// `HH:MM` in local time (labels on a map, where seconds are noise).
+pub fn clock_hm(zone: Tz, ts_utc: i64) -> String {
+    local(zone, ts_utc).format("%H:%M").to_string()
+}
+
 /// The local date holding `ts_utc`.
 pub fn local_date(zone: Tz, ts_utc: i64) -> NaiveDate {
     local(zone, ts_utc).date_naive()
@@ -158,5 +188,10 @@ mod tests {
         let zone: Tz = "America/Guatemala".parse().unwrap();
         assert_eq!(iso(zone, 1_787_175_000), "2026-08-19T15:30:00-06:00");
         assert_eq!(clock(zone, 1_787_175_059), "15:30:59");
+        assert_eq!(clock_hm(zone, 1_787_175_059), "15:30");
+        assert_eq!(
+            long_es(NaiveDate::from_ymd_opt(2026, 8, 18).unwrap()),
+            "martes 18 de agosto de 2026"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! from `meta`, else the wall clock (a live database).
 
 pub mod dates;
+mod day;
 pub mod places;
 pub mod text;
 
@@ -22,6 +23,17 @@ use crate::store::{ANALYSIS_VERSION, Meta, Store, StoreError, StoredFence, Vehic
 use places::{Geocoder, Places};
 use text::Found;
 
+use crate::geo::LatLon;
+pub use day::DayTrack;
+
+/// A route of the fleet as a line on the map, with its named stops.
+#[derive(Debug, Clone)]
+pub struct RouteLine {
+    pub name: String,
+    pub points: Vec<LatLon>,
+    pub stops: Vec<(String, LatLon)>,
+}
+
 /// Reference data loaded once per database file.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -29,6 +41,8 @@ pub struct Snapshot {
     pub vehicles: Vec<Vehicle>,
     pub fences: Vec<StoredFence>,
     pub places: Places,
+    /// The fleet's routes, decoded: the offline basemap's roads.
+    pub routes: Vec<RouteLine>,
     /// The fleet's "now", UTC seconds, and its local date.
     pub now_utc: i64,
     pub today: NaiveDate,
@@ -197,11 +211,22 @@ impl Fleet {
         }
         let vehicles = store.vehicles().map_err(|e| self.store_error(e))?;
         let fences = store.fences().map_err(|e| self.store_error(e))?;
-        let stops: Vec<_> = store
-            .routes()
-            .map_err(|e| self.store_error(e))?
+        let stored_routes = store.routes().map_err(|e| self.store_error(e))?;
+        let stops: Vec<_> = stored_routes
+            .iter()
+            .flat_map(|r| r.stops.iter().skip(1).cloned())
+            .collect();
+        let routes = stored_routes
             .into_iter()
-            .flat_map(|r| r.stops.into_iter().skip(1))
+            .filter_map(|r| {
+                // The writer validated every polyline; a bad one only loses its road.
+                let line = polyline::decode_polyline(&r.polyline, 5).ok()?;
+                Some(RouteLine {
+                    name: r.name,
+                    points: line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect(),
+                    stops: r.stops,
+                })
+            })
             .collect();
         let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
         let now_utc = match self.ahora {
@@ -219,6 +244,7 @@ impl Fleet {
         let today = dates::local_date(meta.zone, now_utc);
         let snapshot = Arc::new(Snapshot {
             places: Places::new(&fence_list, &stops),
+            routes,
             meta,
             vehicles,
             fences,

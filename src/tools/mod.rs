@@ -5,6 +5,7 @@
 
 mod alertas;
 mod common;
+mod mapa_recorrido;
 mod posicion_actual;
 mod reporte_kilometraje;
 mod resumen_recorrido;
@@ -14,12 +15,18 @@ mod verificar_geocerca;
 use std::sync::Arc;
 
 use crate::fleet::Fleet;
+use crate::map::{TileConfig, TileFetcher};
 use crate::mcp::{Tool, typed};
 
 pub use common::MAX_ROWS;
 
-/// Every fleet tool, in the reference's order.
+/// Every fleet tool, in the reference's order; map tiles as the environment says.
 pub fn all(fleet: &Arc<Fleet>) -> Vec<Box<dyn Tool>> {
+    with_tiles(fleet, TileConfig::from_env())
+}
+
+/// Every fleet tool, with maps drawn over tiles from `tiles`.
+pub fn with_tiles(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
     vec![
         typed(posicion_actual::PosicionActual {
             fleet: Arc::clone(fleet),
@@ -29,6 +36,10 @@ pub fn all(fleet: &Arc<Fleet>) -> Vec<Box<dyn Tool>> {
         }),
         typed(resumen_recorrido::ResumenRecorrido {
             fleet: Arc::clone(fleet),
+        }),
+        typed(mapa_recorrido::MapaRecorrido {
+            fleet: Arc::clone(fleet),
+            tiles: Arc::new(TileFetcher::new(tiles)),
         }),
         typed(alertas::Alertas {
             fleet: Arc::clone(fleet),

@@ -8,7 +8,12 @@ use serde_json::Value;
 use crate::support::{example_bin, flota_bin};
 
 fn flota(args: &[&str]) -> std::process::Output {
-    Command::new(flota_bin()).args(args).output().unwrap()
+    // Maps are drawn offline: no test reaches a real tile server.
+    Command::new(flota_bin())
+        .args(args)
+        .env("FLOTA_TILES_URL", "no")
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -64,6 +69,7 @@ fn cliente_demo_tours_the_fleet_tools() {
         "unidades_detenidas",
         "posicion_actual",
         "resumen_recorrido",
+        "mapa_recorrido",
         "alertas",
         "verificar_geocerca",
         "reporte_kilometraje",
@@ -77,6 +83,10 @@ fn cliente_demo_tours_the_fleet_tools() {
         );
     }
     assert!(!text.contains("\x1b["), "colour codes without a terminal");
+    assert!(
+        text.contains("[imagen image/png, "),
+        "the map's image block:\n{text}"
+    );
 }
 
 #[test]

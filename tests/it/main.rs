@@ -9,6 +9,7 @@
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
+//! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
@@ -23,6 +24,7 @@ mod example_server;
 mod geocoding;
 mod ground_truth;
 mod in_process;
+mod maps;
 mod protocol;
 mod rmcp_client;
 mod scenario_errors;

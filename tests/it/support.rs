@@ -49,6 +49,8 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        // No test reaches a real tile server; the map tests point at loopback mocks.
+        command.env("FLOTA_TILES_URL", "no");
         for (key, value) in env {
             command.env(key, value);
         }

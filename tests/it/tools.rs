@@ -23,6 +23,7 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
             "posicion_actual",
             "unidades_detenidas",
             "resumen_recorrido",
+            "mapa_recorrido",
             "alertas",
             "verificar_geocerca",
             "reporte_kilometraje"
@@ -43,6 +44,12 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
             Vec::<String>::new()
         );
         assert_eq!(tool["annotations"]["readOnlyHint"], true);
+        // Tiles are switched off here, so even the map touches nothing outside.
+        assert_eq!(
+            tool["annotations"]["openWorldHint"], false,
+            "{}",
+            tool["name"]
+        );
         assert!(
             tool["description"].as_str().unwrap().contains('«'),
             "examples in {}",
@@ -62,6 +69,7 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
     assert_eq!(args("posicion_actual"), ["placa"]);
     assert_eq!(args("unidades_detenidas"), ["minutos_minimos"]);
     assert_eq!(args("resumen_recorrido"), ["placa", "fecha"]);
+    assert_eq!(args("mapa_recorrido"), ["placa", "fecha"]);
     assert_eq!(args("alertas"), ["tipo", "fecha_inicio", "fecha_fin"]);
     assert_eq!(
         args("verificar_geocerca"),

@@ -1,0 +1,1117 @@
+//! Drawing a [`Scene`] onto a [`View`]: background, geofences, the speed-coloured track,
+//! stops, markers, labels that do not collide, legend, scale bar, north arrow, attribution.
+//!
+//! Owns pixels. Everything is drawn with plotters' bitmap backend at twice the output size
+//! and averaged down 2×2, which anti-aliases lines, circles and text alike (plotters'
+//! rasteriser does not). Tile pixels are doubled on the way in, so they come out exactly as
+//! the server sent them. Text uses the embedded DejaVu Sans through ab_glyph: no system font
+//! is ever looked up. No I/O.
+
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters_backend::{BackendColor, DrawingBackend, DrawingErrorKind};
+
+use super::MapError;
+use super::projection::{TILE_PX, TileRef, View};
+use super::scene::Scene;
+use super::simplify::rdp_indices;
+use crate::geo::LatLon;
+
+/// Output size in pixels.
+pub const WIDTH: u32 = 800;
+pub const HEIGHT: u32 = 600;
+/// Supersampling factor.
+const SS: u32 = 2;
+/// Height of the title band.
+pub const TITLE_BAND: f64 = 48.0;
+
+/// What lies under the data.
+pub enum Basemap<'a> {
+    /// Decoded 256 × 256 RGB tiles and the attribution their licence requires.
+    Tiles {
+        tiles: &'a [(TileRef, Vec<u8>)],
+        attribution: &'a str,
+    },
+    /// Flota's own data: routes as roads, named stops, a coordinate grid.
+    Offline,
+}
+
+/// A drawn picture, before encoding.
+pub struct Picture {
+    /// `WIDTH × HEIGHT` RGB.
+    pub rgb: Vec<u8>,
+    /// Vertices of the track line after simplification.
+    pub drawn_points: usize,
+    /// Stop markers drawn (nearby stops share one).
+    pub stop_markers: usize,
+    /// Labels that found no free room and were left out.
+    pub labels_skipped: usize,
+}
+
+/// The colours of the map, named by what they mean.
+mod palette {
+    use plotters::style::RGBColor;
+    pub const LAND: RGBColor = RGBColor(0xf2, 0xef, 0xe9);
+    pub const GRID: RGBColor = RGBColor(0xdc, 0xd6, 0xcc);
+    pub const GRID_TEXT: RGBColor = RGBColor(0x8a, 0x82, 0x76);
+    pub const ROAD: RGBColor = RGBColor(0xff, 0xff, 0xff);
+    pub const ROAD_CASING: RGBColor = RGBColor(0xcf, 0xc6, 0xb8);
+    pub const LANDMARK: RGBColor = RGBColor(0x80, 0x78, 0x6c);
+    /// Geofences are purple: no speed band uses it.
+    pub const FENCE: RGBColor = RGBColor(0x7b, 0x32, 0x94);
+    pub const FENCE_TEXT: RGBColor = RGBColor(0x54, 0x27, 0x88);
+    pub const CASING: RGBColor = RGBColor(0xff, 0xff, 0xff);
+    /// Speed bands, cold to hot as every sports tracker draws them: up to a third of the
+    /// limit, two thirds, the limit, above it.
+    pub const BANDS: [RGBColor; 4] = [
+        RGBColor(0x2b, 0x83, 0xba),
+        RGBColor(0x1a, 0x96, 0x41),
+        RGBColor(0xf0, 0xa3, 0x0a),
+        RGBColor(0xd7, 0x19, 0x1c),
+    ];
+    pub const SPEEDING_CASING: RGBColor = RGBColor(0x40, 0x00, 0x00);
+    /// Stops are black and white, apart from every colour of the track.
+    pub const STOP: RGBColor = RGBColor(0xff, 0xff, 0xff);
+    pub const LONG_STOP: RGBColor = RGBColor(0x67, 0x00, 0x1f);
+    pub const GAP: RGBColor = RGBColor(0x55, 0x55, 0x55);
+    pub const START: RGBColor = RGBColor(0x00, 0xa6, 0x50);
+    pub const INK: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
+    pub const SOFT_INK: RGBColor = RGBColor(0x55, 0x55, 0x55);
+    pub const PAPER: RGBColor = RGBColor(0xff, 0xff, 0xff);
+}
+
+/// The band (index into `palette::BANDS`) of a speed under a limit.
+pub fn band(speed_kmh: f64, limit_kmh: f64) -> usize {
+    if speed_kmh > limit_kmh {
+        3
+    } else if speed_kmh > limit_kmh * 2.0 / 3.0 {
+        2
+    } else if speed_kmh > limit_kmh / 3.0 {
+        1
+    } else {
+        0
+    }
+}
+
+/// The colour of a band, as `(r, g, b)`.
+pub fn band_rgb(band: usize) -> (u8, u8, u8) {
+    let c = palette::BANDS[band.min(3)];
+    (c.0, c.1, c.2)
+}
+
+static FONTS: Once = Once::new();
+
+/// Registers DejaVu Sans with plotters, once per process.
+fn register_fonts() {
+    FONTS.call_once(|| {
+        // Both faces are valid TrueType files compiled into the binary; a failure would
+        // only mean text is missing, which `Canvas::text` reports as a drawing error.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+/// A rectangle in output pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rect {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl Rect {
+    fn new(x0: f64, y0: f64, w: f64, h: f64) -> Rect {
+        Rect {
+            x0,
+            y0,
+            x1: x0 + w,
+            y1: y0 + h,
+        }
+    }
+    fn overlaps(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+    fn inside(&self, width: f64, height: f64) -> bool {
+        self.x0 >= 2.0 && self.y0 >= 2.0 && self.x1 <= width - 2.0 && self.y1 <= height - 2.0
+    }
+    fn contains(&self, (x, y): (f64, f64)) -> bool {
+        x >= self.x0 && x <= self.x1 && y >= self.y0 && y <= self.y1
+    }
+    fn grow(&self, by: f64) -> Rect {
+        Rect {
+            x0: self.x0 - by,
+            y0: self.y0 - by,
+            x1: self.x1 + by,
+            y1: self.y1 + by,
+        }
+    }
+}
+
+fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
+    BackendColor {
+        alpha,
+        rgb: (c.0, c.1, c.2),
+    }
+}
+
+/// The bitmap backend, spoken to in output pixels.
+struct Canvas<'a> {
+    backend: BitMapBackend<'a>,
+    /// Where labels may no longer go.
+    occupied: Vec<Rect>,
+}
+
+type DrawResult = Result<(), MapError>;
+
+fn failed<E: std::error::Error + Send + Sync>(e: DrawingErrorKind<E>) -> MapError {
+    MapError::Draw(e.to_string())
+}
+
+fn s(v: f64) -> i32 {
+    (v * f64::from(SS)).round() as i32
+}
+
+fn sp((x, y): (f64, f64)) -> (i32, i32) {
+    (s(x), s(y))
+}
+
+impl Canvas<'_> {
+    fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
+        let style = ShapeStyle {
+            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+            filled: true,
+            stroke_width: 1,
+        };
+        self.backend
+            .fill_polygon(points.iter().map(|p| sp(*p)), &style)
+            .map_err(failed)
+    }
+
+    fn disc(&mut self, centre: (f64, f64), radius: f64, colour: BackendColor) -> DrawResult {
+        let style = ShapeStyle {
+            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+            filled: true,
+            stroke_width: 1,
+        };
+        let r = (radius * f64::from(SS)).round().max(1.0) as u32;
+        self.backend
+            .draw_circle(sp(centre), r, &style, true)
+            .map_err(failed)
+    }
+
+    fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
+        let style = ShapeStyle {
+            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+            filled: true,
+            stroke_width: 1,
+        };
+        self.backend
+            .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &style, true)
+            .map_err(failed)
+    }
+
+    /// A thick opaque polyline with round joins and caps: each segment a quad, each vertex a
+    /// disc. (Mitred joins spike at the U-turns delivery trucks make.)
+    fn polyline(&mut self, points: &[(f64, f64)], colour: RGBColor, width: f64) -> DrawResult {
+        let half = width / 2.0;
+        let solid = rgba(colour, 1.0);
+        for pair in points.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+            let length = (dx * dx + dy * dy).sqrt();
+            if length < 1e-6 {
+                continue;
+            }
+            let (nx, ny) = (-dy / length * half, dx / length * half);
+            self.polygon(
+                &[
+                    (a.0 + nx, a.1 + ny),
+                    (b.0 + nx, b.1 + ny),
+                    (b.0 - nx, b.1 - ny),
+                    (a.0 - nx, a.1 - ny),
+                ],
+                solid,
+            )?;
+        }
+        for p in points {
+            self.disc(*p, half, solid)?;
+        }
+        Ok(())
+    }
+
+    /// A thin line, translucent allowed (grid, outlines).
+    fn thin_line(&mut self, points: &[(f64, f64)], colour: BackendColor, width: f64) -> DrawResult {
+        let style = ShapeStyle {
+            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+            filled: false,
+            stroke_width: (width * f64::from(SS)).round().max(1.0) as u32,
+        };
+        if style.stroke_width == 1 {
+            return self
+                .backend
+                .draw_path(points.iter().map(|p| sp(*p)), &style)
+                .map_err(failed);
+        }
+        for pair in points.windows(2) {
+            let (a, b) = (sp(pair[0]), sp(pair[1]));
+            if a != b {
+                self.backend.draw_path([a, b], &style).map_err(failed)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn dashed(&mut self, a: (f64, f64), b: (f64, f64), colour: RGBColor, width: f64) -> DrawResult {
+        let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+        let length = (dx * dx + dy * dy).sqrt();
+        let (dash, gap) = (7.0, 5.0);
+        let mut at = 0.0;
+        while at < length {
+            let end = (at + dash).min(length);
+            let p = (a.0 + dx * at / length, a.1 + dy * at / length);
+            let q = (a.0 + dx * end / length, a.1 + dy * end / length);
+            self.polyline(&[p, q], colour, width)?;
+            at = end + gap;
+        }
+        Ok(())
+    }
+
+    fn font(size: f64, bold: bool) -> TextStyle<'static> {
+        let style = if bold {
+            FontStyle::Bold
+        } else {
+            FontStyle::Normal
+        };
+        TextStyle::from(
+            ("sans-serif", size * f64::from(SS))
+                .into_font()
+                .style(style),
+        )
+        .pos(Pos::new(HPos::Left, VPos::Top))
+    }
+
+    fn text_width(&self, text: &str, size: f64, bold: bool) -> Result<f64, MapError> {
+        let (w, _) = self
+            .backend
+            .estimate_text_size(text, &Self::font(size, bold))
+            .map_err(failed)?;
+        Ok(f64::from(w) / f64::from(SS))
+    }
+
+    /// Text whose baseline starts at `(x, baseline)`. (ab_glyph in plotters puts the
+    /// baseline half an em below the anchor.)
+    fn text(
+        &mut self,
+        text: &str,
+        (x, baseline): (f64, f64),
+        size: f64,
+        bold: bool,
+        colour: RGBColor,
+    ) -> DrawResult {
+        let style = Self::font(size, bold).color(&colour);
+        self.backend
+            .draw_text(text, &style, sp((x, baseline - size / 2.0)))
+            .map_err(failed)
+    }
+
+    /// Unboxed background text (grid coordinates), left out where furniture will go.
+    fn free_text(
+        &mut self,
+        text: &str,
+        (x, baseline): (f64, f64),
+        size: f64,
+        colour: RGBColor,
+    ) -> DrawResult {
+        let width = self.text_width(text, size, false)?;
+        let r = Rect::new(x, baseline - size, width, size * 1.3);
+        if self.occupied.iter().any(|o| o.overlaps(&r)) {
+            return Ok(());
+        }
+        self.text(text, (x, baseline), size, false, colour)
+    }
+
+    /// The box a one-line label of `size` occupies with its padding, left edge at `x`,
+    /// vertically centred on `y`.
+    fn label_box(
+        &self,
+        text: &str,
+        (x, y): (f64, f64),
+        size: f64,
+        bold: bool,
+    ) -> Result<Rect, MapError> {
+        let w = self.text_width(text, size, bold)?;
+        let h = size * 1.25;
+        Ok(Rect::new(x, y - h / 2.0, w + 6.0, h))
+    }
+
+    /// Draws a label on a white box at the first of several spots around `anchor` that is
+    /// free; returns false when none is.
+    fn place_label(
+        &mut self,
+        text: &str,
+        anchor: (f64, f64),
+        clearance: f64,
+        size: f64,
+        bold: bool,
+        colour: RGBColor,
+    ) -> Result<bool, MapError> {
+        let probe = self.label_box(text, (0.0, 0.0), size, bold)?;
+        let (w, h) = (probe.x1 - probe.x0, probe.y1 - probe.y0);
+        let (ax, ay) = anchor;
+        let c = clearance + 2.0;
+        let spots = [
+            (ax + c, ay - h / 2.0),
+            (ax - c - w, ay - h / 2.0),
+            (ax - w / 2.0, ay - c - h),
+            (ax - w / 2.0, ay + c),
+            (ax + c * 0.7, ay - c * 0.7 - h),
+            (ax + c * 0.7, ay + c * 0.7),
+            (ax - c * 0.7 - w, ay - c * 0.7 - h),
+            (ax - c * 0.7 - w, ay + c * 0.7),
+        ];
+        for (x, y) in spots {
+            let r = Rect::new(x, y, w, h);
+            if !r.inside(f64::from(WIDTH), f64::from(HEIGHT))
+                || self.occupied.iter().any(|o| o.overlaps(&r))
+            {
+                continue;
+            }
+            self.rect(r, rgba(palette::PAPER, 0.82))?;
+            self.text(
+                text,
+                (x + 3.0, y + h / 2.0 + size * 0.36),
+                size,
+                bold,
+                colour,
+            )?;
+            self.occupied.push(r.grow(1.0));
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// Draws `scene` over `basemap` in `view`.
+pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture, MapError> {
+    register_fonts();
+    let (w, h) = (WIDTH * SS, HEIGHT * SS);
+    let mut buffer = vec![0u8; (w * h * 3) as usize];
+    match basemap {
+        Basemap::Tiles { tiles, .. } => {
+            fill(&mut buffer, palette::LAND);
+            for (tile, pixels) in tiles.iter() {
+                blit_tile(&mut buffer, tile, pixels);
+            }
+        }
+        Basemap::Offline => fill(&mut buffer, palette::LAND),
+    }
+    let project = |p: LatLon| view.project(p);
+    let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| project(t.p)).collect();
+    let mut skipped = 0usize;
+    let (drawn_points, stop_markers) = {
+        let backend = BitMapBackend::with_buffer(&mut buffer, (w, h));
+        let mut canvas = Canvas {
+            backend,
+            occupied: Vec::new(),
+        };
+        // Fixed furniture first, so labels keep clear of it.
+        let title_box = Rect::new(0.0, 0.0, f64::from(WIDTH), TITLE_BAND);
+        let legend = legend_box(&track_px);
+        let scale_box = Rect::new(
+            f64::from(WIDTH) / 2.0 - 75.0,
+            f64::from(HEIGHT) - 34.0,
+            150.0,
+            30.0,
+        );
+        let attribution_box = Rect::new(
+            f64::from(WIDTH) - 300.0,
+            f64::from(HEIGHT) - 18.0,
+            300.0,
+            18.0,
+        );
+        let north_box = Rect::new(f64::from(WIDTH) - 44.0, TITLE_BAND + 6.0, 36.0, 46.0);
+        canvas
+            .occupied
+            .extend([title_box, legend, scale_box, attribution_box, north_box]);
+
+        if let Basemap::Offline = basemap {
+            skipped += draw_offline_base(&mut canvas, scene, view)?;
+        }
+        draw_fences(&mut canvas, scene, view)?;
+        for gap in &scene.gaps {
+            if let Some(to) = gap.to {
+                canvas.dashed(project(gap.from), project(to), palette::GAP, 2.0)?;
+            }
+        }
+        let drawn_points = draw_track(&mut canvas, scene, &track_px)?;
+        draw_speeding(&mut canvas, scene, &track_px)?;
+        let groups = group_stops(scene, view);
+        for group in &groups {
+            let radius = stop_radius(group.minutes);
+            let fill = if group.long {
+                palette::LONG_STOP
+            } else {
+                palette::STOP
+            };
+            canvas.disc(group.at, radius + 1.5, rgba(palette::INK, 1.0))?;
+            canvas.disc(group.at, radius, rgba(fill, 1.0))?;
+            canvas.occupied.push(Rect::new(
+                group.at.0 - radius,
+                group.at.1 - radius,
+                2.0 * radius,
+                2.0 * radius,
+            ));
+        }
+        draw_start_end(&mut canvas, scene, &track_px)?;
+
+        // Labels, most important first: a label that finds no room is dropped, never
+        // drawn over another.
+        for fence in &scene.fences {
+            let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| project(*p)).collect();
+            let centre = centroid(&outline);
+            if visible(centre)
+                && !canvas.place_label(&fence.name, centre, 0.0, 11.0, true, palette::FENCE_TEXT)?
+            {
+                skipped += 1;
+            }
+        }
+        for group in &groups {
+            let text = if group.count == 1 {
+                format!("{} · {} min", group.start, group.minutes.round())
+            } else {
+                format!("{} paradas · {} min", group.count, group.minutes.round())
+            };
+            let colour = if group.long {
+                palette::LONG_STOP
+            } else {
+                palette::INK
+            };
+            if !canvas.place_label(
+                &text,
+                group.at,
+                stop_radius(group.minutes),
+                11.0,
+                group.long,
+                colour,
+            )? {
+                skipped += 1;
+            }
+        }
+        for mark in &scene.speeding {
+            let text = format!("{:.0} km/h", mark.max_kmh);
+            if !canvas.place_label(&text, project(mark.p), 5.0, 11.0, true, palette::BANDS[3])? {
+                skipped += 1;
+            }
+        }
+        for gap in &scene.gaps {
+            let at = match gap.to {
+                Some(to) => {
+                    let (a, b) = (project(gap.from), project(to));
+                    ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0)
+                }
+                None => project(gap.from),
+            };
+            if !canvas.place_label(&gap.label, at, 4.0, 10.0, false, palette::GAP)? {
+                skipped += 1;
+            }
+        }
+        if let Basemap::Offline = basemap {
+            for (name, p) in &scene.landmarks {
+                let at = project(*p);
+                if visible(at) {
+                    // Landmarks are background: no count of the ones left out.
+                    canvas.place_label(name, at, 3.0, 9.0, false, palette::LANDMARK)?;
+                }
+            }
+        }
+
+        draw_title(&mut canvas, scene)?;
+        draw_legend(&mut canvas, legend, scene.limit_kmh)?;
+        draw_scale(&mut canvas, view, scale_box)?;
+        draw_north(&mut canvas, north_box)?;
+        let attribution = match basemap {
+            Basemap::Tiles { attribution, .. } => attribution.to_string(),
+            Basemap::Offline => "Fondo sin conexión: rutas y geocercas de la flota".to_owned(),
+        };
+        let width = canvas.text_width(&attribution, 9.0, false)?;
+        let r = Rect::new(
+            f64::from(WIDTH) - width - 8.0,
+            f64::from(HEIGHT) - 15.0,
+            width + 8.0,
+            15.0,
+        );
+        canvas.rect(r, rgba(palette::PAPER, 0.8))?;
+        canvas.text(
+            &attribution,
+            (r.x0 + 4.0, f64::from(HEIGHT) - 4.0),
+            9.0,
+            false,
+            palette::SOFT_INK,
+        )?;
+        canvas.backend.present().map_err(failed)?;
+        (drawn_points, groups.len())
+    };
+    Ok(Picture {
+        rgb: downsample(&buffer, w, h),
+        drawn_points,
+        stop_markers,
+        labels_skipped: skipped,
+    })
+}
+
+fn visible((x, y): (f64, f64)) -> bool {
+    x >= 0.0 && y >= TITLE_BAND && x < f64::from(WIDTH) && y < f64::from(HEIGHT)
+}
+
+fn fill(buffer: &mut [u8], colour: RGBColor) {
+    for pixel in buffer.chunks_exact_mut(3) {
+        pixel.copy_from_slice(&[colour.0, colour.1, colour.2]);
+    }
+}
+
+/// Copies a 256 × 256 RGB tile into the supersampled buffer, each pixel doubled.
+fn blit_tile(buffer: &mut [u8], tile: &TileRef, pixels: &[u8]) {
+    let side = TILE_PX as i32;
+    if pixels.len() != (side * side * 3) as usize {
+        return;
+    }
+    let (w, h) = ((WIDTH * SS) as i32, (HEIGHT * SS) as i32);
+    let ss = SS as i32;
+    for ty in 0..side {
+        let oy = (tile.top_px + ty) * ss;
+        if oy < 0 || oy >= h {
+            continue;
+        }
+        for tx in 0..side {
+            let ox = (tile.left_px + tx) * ss;
+            if ox < 0 || ox >= w {
+                continue;
+            }
+            let src = ((ty * side + tx) * 3) as usize;
+            let rgb = &pixels[src..src + 3];
+            for dy in 0..ss {
+                for dx in 0..ss {
+                    let (x, y) = (ox + dx, oy + dy);
+                    if x < w && y < h {
+                        let dst = ((y * w + x) * 3) as usize;
+                        buffer[dst..dst + 3].copy_from_slice(rgb);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Averages each 2 × 2 block: the anti-aliasing step.
+fn downsample(buffer: &[u8], w: u32, h: u32) -> Vec<u8> {
+    let (ow, oh) = ((w / SS) as usize, (h / SS) as usize);
+    let w = w as usize;
+    let mut out = vec![0u8; ow * oh * 3];
+    for y in 0..oh {
+        let row0 = 2 * y * w * 3;
+        let row1 = row0 + w * 3;
+        for x in 0..ow {
+            let a = row0 + 2 * x * 3;
+            let b = row1 + 2 * x * 3;
+            for c in 0..3 {
+                let sum = u16::from(buffer[a + c])
+                    + u16::from(buffer[a + 3 + c])
+                    + u16::from(buffer[b + c])
+                    + u16::from(buffer[b + 3 + c]);
+                out[(y * ow + x) * 3 + c] = ((sum + 2) / 4) as u8;
+            }
+        }
+    }
+    out
+}
+
+/// The legend goes in the bottom corner the track crosses least.
+fn legend_box(track: &[(f64, f64)]) -> Rect {
+    let (w, h) = (198.0, 152.0);
+    let candidates = [
+        Rect::new(8.0, f64::from(HEIGHT) - h - 22.0, w, h),
+        Rect::new(
+            f64::from(WIDTH) - w - 8.0,
+            f64::from(HEIGHT) - h - 22.0,
+            w,
+            h,
+        ),
+        Rect::new(8.0, TITLE_BAND + 8.0, w, h),
+    ];
+    let mut best = candidates[0];
+    let mut best_count = usize::MAX;
+    for candidate in candidates {
+        let count = track.iter().filter(|p| candidate.contains(**p)).count();
+        if count < best_count {
+            best = candidate;
+            best_count = count;
+        }
+    }
+    best
+}
+
+/// A light basemap from flota's own data; returns how many labels were left out.
+fn draw_offline_base(
+    canvas: &mut Canvas<'_>,
+    scene: &Scene,
+    view: &View,
+) -> Result<usize, MapError> {
+    // Coordinate grid at a round step at least ~110 px apart.
+    let steps = [
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+    ];
+    let top_left = view.unproject(0.0, 0.0);
+    let bottom_right = view.unproject(f64::from(WIDTH), f64::from(HEIGHT));
+    let px_per_deg = f64::from(WIDTH) / (bottom_right.lon - top_left.lon);
+    let step = steps
+        .iter()
+        .copied()
+        .find(|s| s * px_per_deg >= 110.0)
+        .unwrap_or(10.0);
+    let decimals = (-step.log10()).ceil().max(0.0) as usize;
+    let grid = rgba(palette::GRID, 1.0);
+    let mut lon = (top_left.lon / step).ceil() * step;
+    while lon < bottom_right.lon {
+        let (x, _) = view.project(LatLon::new(top_left.lat, lon));
+        canvas.thin_line(&[(x, 0.0), (x, f64::from(HEIGHT))], grid, 1.0)?;
+        let label = format!(
+            "{:.*}° {}",
+            decimals,
+            lon.abs(),
+            if lon < 0.0 { "O" } else { "E" }
+        );
+        canvas.free_text(
+            &label,
+            (x + 3.0, TITLE_BAND + 12.0),
+            9.0,
+            palette::GRID_TEXT,
+        )?;
+        lon += step;
+    }
+    let mut lat = (bottom_right.lat / step).ceil() * step;
+    while lat < top_left.lat {
+        let (_, y) = view.project(LatLon::new(lat, top_left.lon));
+        canvas.thin_line(&[(0.0, y), (f64::from(WIDTH), y)], grid, 1.0)?;
+        if y > TITLE_BAND + 20.0 {
+            let label = format!(
+                "{:.*}° {}",
+                decimals,
+                lat.abs(),
+                if lat < 0.0 { "S" } else { "N" }
+            );
+            canvas.free_text(&label, (3.0, y - 3.0), 9.0, palette::GRID_TEXT)?;
+        }
+        lat += step;
+    }
+    // Roads: the fleet's route lines, casing under fill so crossings read as streets.
+    let roads: Vec<Vec<(f64, f64)>> = scene
+        .roads
+        .iter()
+        .map(|road| {
+            let px: Vec<(f64, f64)> = road.iter().map(|p| view.project(*p)).collect();
+            rdp_indices(&px, 0.5).into_iter().map(|i| px[i]).collect()
+        })
+        .collect();
+    for road in &roads {
+        canvas.polyline(road, palette::ROAD_CASING, 6.0)?;
+    }
+    for road in &roads {
+        canvas.polyline(road, palette::ROAD, 4.0)?;
+    }
+    for (_, p) in &scene.landmarks {
+        let at = view.project(*p);
+        if visible(at) {
+            canvas.disc(at, 2.5, rgba(palette::LANDMARK, 1.0))?;
+        }
+    }
+    Ok(0)
+}
+
+fn draw_fences(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
+    for fence in &scene.fences {
+        let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| view.project(*p)).collect();
+        if outline.len() < 3 {
+            continue;
+        }
+        canvas.polygon(&outline, rgba(palette::FENCE, 0.16))?;
+        let mut closed = outline.clone();
+        closed.push(outline[0]);
+        canvas.thin_line(&closed, rgba(palette::FENCE, 0.9), 1.5)?;
+    }
+    Ok(())
+}
+
+/// The track: a white casing, then runs of one speed band each, simplified per run so no
+/// colour change is smoothed away. Returns the vertices drawn.
+fn draw_track(
+    canvas: &mut Canvas<'_>,
+    scene: &Scene,
+    px: &[(f64, f64)],
+) -> Result<usize, MapError> {
+    let mut runs: Vec<(usize, Vec<(f64, f64)>)> = Vec::new();
+    let mut current: Option<(usize, Vec<(f64, f64)>)> = None;
+    for i in 1..scene.track.len() {
+        if scene.track[i].after_gap {
+            runs.extend(current.take());
+            continue;
+        }
+        // A segment takes the faster end's band, so a speeding report is never hidden.
+        let speed = scene.track[i - 1].speed_kmh.max(scene.track[i].speed_kmh);
+        let b = band(speed, scene.limit_kmh);
+        match &mut current {
+            Some((run_band, points)) if *run_band == b => points.push(px[i]),
+            _ => {
+                runs.extend(current.take());
+                current = Some((b, vec![px[i - 1], px[i]]));
+            }
+        }
+    }
+    runs.extend(current);
+    let simplified: Vec<(usize, Vec<(f64, f64)>)> = runs
+        .into_iter()
+        .map(|(b, points)| {
+            let keep = rdp_indices(&points, 0.6);
+            (b, keep.into_iter().map(|i| points[i]).collect())
+        })
+        .collect();
+    for (_, points) in &simplified {
+        canvas.polyline(points, palette::CASING, 6.0)?;
+    }
+    for (b, points) in &simplified {
+        canvas.polyline(points, palette::BANDS[*b], 3.5)?;
+    }
+    // Runs share their joint vertex.
+    let vertices = simplified.iter().map(|(_, p)| p.len()).sum::<usize>();
+    Ok(vertices
+        .saturating_sub(simplified.len().saturating_sub(1))
+        .min(scene.track.len()))
+}
+
+/// Detected speeding episodes drawn over the track, thick and cased: unmistakable.
+fn draw_speeding(canvas: &mut Canvas<'_>, scene: &Scene, px: &[(f64, f64)]) -> DrawResult {
+    for mark in &scene.speeding {
+        let points: Vec<(f64, f64)> = scene
+            .track
+            .iter()
+            .zip(px)
+            .filter(|(t, _)| t.ts_utc >= mark.from_utc && t.ts_utc <= mark.to_utc)
+            .map(|(_, p)| *p)
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        canvas.polyline(&points, palette::SPEEDING_CASING, 8.0)?;
+        canvas.polyline(&points, palette::BANDS[3], 5.0)?;
+    }
+    Ok(())
+}
+
+struct StopGroup {
+    at: (f64, f64),
+    minutes: f64,
+    count: usize,
+    long: bool,
+    start: String,
+}
+
+fn stop_radius(minutes: f64) -> f64 {
+    (4.0 + 1.4 * minutes.max(0.0).sqrt()).min(20.0)
+}
+
+/// Stops closer than a marker's size share one marker: "3 paradas · 75 min".
+fn group_stops(scene: &Scene, view: &View) -> Vec<StopGroup> {
+    let mut order: Vec<usize> = (0..scene.stops.len()).collect();
+    order.sort_by(|a, b| scene.stops[*b].minutes.total_cmp(&scene.stops[*a].minutes));
+    let mut groups: Vec<StopGroup> = Vec::new();
+    for i in order {
+        let stop = &scene.stops[i];
+        let at = view.project(stop.p);
+        if let Some(group) = groups.iter_mut().find(|g| {
+            let (dx, dy) = (g.at.0 - at.0, g.at.1 - at.1);
+            (dx * dx + dy * dy).sqrt() < 12.0
+        }) {
+            group.minutes += stop.minutes;
+            group.count += 1;
+            group.long |= stop.long;
+        } else {
+            groups.push(StopGroup {
+                at,
+                minutes: stop.minutes,
+                count: 1,
+                long: stop.long,
+                start: stop.start.clone(),
+            });
+        }
+    }
+    groups
+}
+
+fn draw_start_end(canvas: &mut Canvas<'_>, scene: &Scene, px: &[(f64, f64)]) -> DrawResult {
+    let (Some(first), Some(last)) = (px.first(), px.last()) else {
+        return Ok(());
+    };
+    // A loop ends where it began: set the markers side by side.
+    let close = (first.0 - last.0).hypot(first.1 - last.1) < 14.0;
+    let start = if close {
+        (first.0 - 8.0, first.1)
+    } else {
+        *first
+    };
+    let end = if close { (last.0 + 8.0, last.1) } else { *last };
+    let square = 6.0;
+    canvas.rect(
+        Rect::new(
+            end.0 - square - 1.5,
+            end.1 - square - 1.5,
+            2.0 * square + 3.0,
+            2.0 * square + 3.0,
+        ),
+        rgba(palette::PAPER, 1.0),
+    )?;
+    canvas.rect(
+        Rect::new(end.0 - square, end.1 - square, 2.0 * square, 2.0 * square),
+        rgba(palette::INK, 1.0),
+    )?;
+    let triangle = |size: f64| {
+        [
+            (start.0, start.1 - size),
+            (start.0 + size * 0.9, start.1 + size * 0.6),
+            (start.0 - size * 0.9, start.1 + size * 0.6),
+        ]
+    };
+    canvas.polygon(&triangle(11.0), rgba(palette::INK, 1.0))?;
+    canvas.polygon(&triangle(8.5), rgba(palette::START, 1.0))?;
+    canvas
+        .occupied
+        .push(Rect::new(start.0 - 10.0, start.1 - 11.0, 20.0, 18.0));
+    canvas
+        .occupied
+        .push(Rect::new(end.0 - 8.0, end.1 - 8.0, 16.0, 16.0));
+    let end_label = if scene.ongoing {
+        "última posición"
+    } else {
+        "fin"
+    };
+    canvas.place_label(end_label, end, 8.0, 10.0, true, palette::INK)?;
+    canvas.place_label("inicio", start, 10.0, 10.0, true, palette::START)?;
+    Ok(())
+}
+
+fn centroid(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len().max(1) as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(x, y), p| (x + p.0, y + p.1));
+    (sx / n, sy / n)
+}
+
+fn draw_title(canvas: &mut Canvas<'_>, scene: &Scene) -> DrawResult {
+    canvas.rect(
+        Rect::new(0.0, 0.0, f64::from(WIDTH), TITLE_BAND),
+        rgba(palette::PAPER, 0.9),
+    )?;
+    canvas.thin_line(
+        &[(0.0, TITLE_BAND), (f64::from(WIDTH), TITLE_BAND)],
+        rgba(palette::GRID, 1.0),
+        1.0,
+    )?;
+    canvas.text(&scene.title, (10.0, 21.0), 16.0, true, palette::INK)?;
+    let mut subtitle = scene.subtitle.clone();
+    // Keep the subtitle on one line: trim whole clauses from the end.
+    while canvas.text_width(&subtitle, 11.0, false)? > f64::from(WIDTH) - 20.0 {
+        match subtitle.rfind(" · ") {
+            Some(cut) => subtitle.truncate(cut),
+            None => break,
+        }
+    }
+    canvas.text(&subtitle, (10.0, 39.0), 11.0, false, palette::SOFT_INK)
+}
+
+fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
+    canvas.rect(r, rgba(palette::PAPER, 0.88))?;
+    canvas.thin_line(
+        &[
+            (r.x0, r.y0),
+            (r.x1, r.y0),
+            (r.x1, r.y1),
+            (r.x0, r.y1),
+            (r.x0, r.y0),
+        ],
+        rgba(palette::GRID, 1.0),
+        1.0,
+    )?;
+    let third = limit_kmh / 3.0;
+    let bands = [
+        format!("hasta {:.0} km/h", third),
+        format!("{:.0}–{:.0} km/h", third, 2.0 * third),
+        format!("{:.0}–{:.0} km/h", 2.0 * third, limit_kmh),
+        format!("más de {:.0} km/h (exceso)", limit_kmh),
+    ];
+    let x = r.x0 + 10.0;
+    let text_x = r.x0 + 40.0;
+    let mut y = r.y0 + 14.0;
+    canvas.text("Velocidad", (x, y + 4.0), 10.0, true, palette::INK)?;
+    y += 15.0;
+    for (i, label) in bands.iter().enumerate() {
+        let width = if i == 3 { 5.0 } else { 3.5 };
+        canvas.polyline(&[(x, y), (x + 22.0, y)], palette::BANDS[i], width)?;
+        canvas.text(label, (text_x, y + 4.0), 10.0, false, palette::INK)?;
+        y += 14.0;
+    }
+    canvas.disc((x + 11.0, y), 6.0, rgba(palette::INK, 1.0))?;
+    canvas.disc((x + 11.0, y), 4.8, rgba(palette::STOP, 1.0))?;
+    canvas.text(
+        "parada (tamaño = minutos)",
+        (text_x, y + 4.0),
+        10.0,
+        false,
+        palette::INK,
+    )?;
+    y += 14.0;
+    canvas.disc((x + 11.0, y), 6.0, rgba(palette::INK, 1.0))?;
+    canvas.disc((x + 11.0, y), 4.8, rgba(palette::LONG_STOP, 1.0))?;
+    canvas.text(
+        "parada prolongada",
+        (text_x, y + 4.0),
+        10.0,
+        false,
+        palette::INK,
+    )?;
+    y += 14.0;
+    canvas.dashed((x, y), (x + 22.0, y), palette::GAP, 2.0)?;
+    canvas.text("sin señal", (text_x, y + 4.0), 10.0, false, palette::INK)?;
+    y += 14.0;
+    canvas.rect(
+        Rect::new(x + 2.0, y - 5.0, 18.0, 10.0),
+        rgba(palette::FENCE, 0.25),
+    )?;
+    canvas.thin_line(
+        &[
+            (x + 2.0, y - 5.0),
+            (x + 20.0, y - 5.0),
+            (x + 20.0, y + 5.0),
+            (x + 2.0, y + 5.0),
+            (x + 2.0, y - 5.0),
+        ],
+        rgba(palette::FENCE, 1.0),
+        1.0,
+    )?;
+    canvas.text("geocerca", (text_x, y + 4.0), 10.0, false, palette::INK)?;
+    y += 14.0;
+    canvas.polygon(
+        &[(x + 6.0, y - 5.0), (x + 11.0, y + 4.0), (x + 1.0, y + 4.0)],
+        rgba(palette::START, 1.0),
+    )?;
+    canvas.rect(
+        Rect::new(x + 15.0, y - 4.0, 8.0, 8.0),
+        rgba(palette::INK, 1.0),
+    )?;
+    canvas.text("inicio · fin", (text_x, y + 4.0), 10.0, false, palette::INK)
+}
+
+/// A scale bar of a round length no longer than 120 px.
+fn draw_scale(canvas: &mut Canvas<'_>, view: &View, r: Rect) -> DrawResult {
+    let mpp = view.metres_per_px();
+    let max_m = 120.0 * mpp;
+    let magnitude = 10f64.powf(max_m.log10().floor());
+    let length_m = [5.0, 2.0, 1.0]
+        .iter()
+        .map(|f| f * magnitude)
+        .find(|m| *m <= max_m)
+        .unwrap_or(magnitude);
+    let length_px = length_m / mpp;
+    let label = if length_m >= 1000.0 {
+        format!("{} km", length_m / 1000.0)
+    } else {
+        format!("{length_m} m")
+    };
+    let x0 = (r.x0 + r.x1) / 2.0 - length_px / 2.0;
+    let y = r.y1 - 8.0;
+    canvas.rect(
+        Rect::new(x0 - 6.0, r.y0 + 2.0, length_px + 12.0, r.y1 - r.y0 - 4.0),
+        rgba(palette::PAPER, 0.8),
+    )?;
+    let ink = rgba(palette::INK, 1.0);
+    canvas.thin_line(&[(x0, y), (x0 + length_px, y)], ink, 2.0)?;
+    canvas.thin_line(&[(x0, y - 5.0), (x0, y + 1.0)], ink, 1.5)?;
+    canvas.thin_line(
+        &[(x0 + length_px, y - 5.0), (x0 + length_px, y + 1.0)],
+        ink,
+        1.5,
+    )?;
+    let width = canvas.text_width(&label, 10.0, false)?;
+    canvas.text(
+        &label,
+        (x0 + length_px / 2.0 - width / 2.0, y - 7.0),
+        10.0,
+        false,
+        palette::INK,
+    )
+}
+
+fn draw_north(canvas: &mut Canvas<'_>, r: Rect) -> DrawResult {
+    let cx = (r.x0 + r.x1) / 2.0;
+    canvas.disc((cx, r.y0 + 26.0), 15.0, rgba(palette::PAPER, 0.85))?;
+    canvas.polygon(
+        &[
+            (cx, r.y0 + 14.0),
+            (cx + 7.0, r.y0 + 34.0),
+            (cx, r.y0 + 29.0),
+            (cx - 7.0, r.y0 + 34.0),
+        ],
+        rgba(palette::INK, 1.0),
+    )?;
+    let width = canvas.text_width("N", 11.0, true)?;
+    canvas.text(
+        "N",
+        (cx - width / 2.0, r.y0 + 11.0),
+        11.0,
+        true,
+        palette::INK,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bands_split_the_limit_in_thirds() {
+        let check =
+            |speed: f64, expected: usize| assert_eq!(band(speed, 60.0), expected, "{speed}");
+        check(0.0, 0);
+        check(20.0, 0);
+        check(20.1, 1);
+        check(40.1, 2);
+        check(60.0, 2);
+        check(60.1, 3);
+    }
+
+    #[test]
+    fn downsampling_averages_blocks() {
+        let (w, h) = (WIDTH * SS, HEIGHT * SS);
+        let mut buffer = vec![0u8; (w * h * 3) as usize];
+        // Top-left block: two white pixels and two black.
+        buffer[0..3].copy_from_slice(&[255, 255, 255]);
+        buffer[3..6].copy_from_slice(&[255, 255, 255]);
+        let out = downsample(&buffer, w, h);
+        assert_eq!(out.len(), (WIDTH * HEIGHT * 3) as usize);
+        assert_eq!(&out[0..3], &[128, 128, 128]);
+        assert_eq!(&out[3..6], &[0, 0, 0]);
+    }
+
+    #[test]
+    fn labels_avoid_what_is_occupied() {
+        let a = Rect::new(0.0, 0.0, 10.0, 10.0);
+        assert!(a.overlaps(&Rect::new(5.0, 5.0, 10.0, 10.0)));
+        assert!(!a.overlaps(&Rect::new(10.0, 0.0, 10.0, 10.0)));
+        assert!(a.grow(1.0).overlaps(&Rect::new(10.5, 0.0, 10.0, 10.0)));
+    }
+}

@@ -1,0 +1,213 @@
+//! What a route map shows, decided before anything is drawn: the track with speeds and
+//! breaks, stops, speeding episodes, signal losses, geofences, the basemap's roads and
+//! landmarks, and the words of the title.
+//!
+//! Owns turning a [`DayTrack`] (positions and detections, never the truth log) into plain
+//! geometry and Spanish labels. Knows nothing of pixels; `draw` does.
+
+use crate::fleet::{DayTrack, Snapshot, dates};
+use crate::geo::LatLon;
+
+/// One report on the drawn line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrackPoint {
+    pub p: LatLon,
+    pub speed_kmh: f64,
+    pub ts_utc: i64,
+    /// The line is not drawn from the previous point to this one (a signal loss between).
+    pub after_gap: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopMark {
+    pub p: LatLon,
+    pub minutes: f64,
+    pub long: bool,
+    /// Local `HH:MM` the stop began.
+    pub start: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeedingMark {
+    /// Where the top speed was reported.
+    pub p: LatLon,
+    pub max_kmh: f64,
+    pub limit_kmh: f64,
+    pub from_utc: i64,
+    pub to_utc: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GapMark {
+    pub from: LatLon,
+    /// `None` while the unit is still silent.
+    pub to: Option<LatLon>,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FenceMark {
+    pub name: String,
+    pub outline: Vec<LatLon>,
+}
+
+/// Everything one map shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scene {
+    pub title: String,
+    pub subtitle: String,
+    pub track: Vec<TrackPoint>,
+    /// The unit's speed limit: the colour bands are thirds of it.
+    pub limit_kmh: f64,
+    pub stops: Vec<StopMark>,
+    pub speeding: Vec<SpeedingMark>,
+    pub gaps: Vec<GapMark>,
+    pub fences: Vec<FenceMark>,
+    /// The fleet's route lines: the offline basemap's roads.
+    pub roads: Vec<Vec<LatLon>>,
+    /// Named places (route stops) for the offline basemap.
+    pub landmarks: Vec<(String, LatLon)>,
+    /// The day was still running at the fleet's "now": the last point is not an end.
+    pub ongoing: bool,
+}
+
+impl Scene {
+    /// Builds the scene of one day.
+    pub fn from_day(track: &DayTrack, snapshot: &Snapshot) -> Scene {
+        let zone = snapshot.zone();
+        let hm = |t: i64| dates::clock_hm(zone, t);
+        let gap_starts: Vec<i64> = track.gaps.iter().map(|g| g.start_utc).collect();
+        let mut points = Vec::with_capacity(track.fixes.len());
+        let mut previous_ts = None;
+        for fix in &track.fixes {
+            let after_gap = previous_ts.is_some_and(|t| gap_starts.contains(&t));
+            points.push(TrackPoint {
+                p: fix.point(),
+                speed_kmh: fix.speed_kmh,
+                ts_utc: fix.ts_utc,
+                after_gap,
+            });
+            previous_ts = Some(fix.ts_utc);
+        }
+        let position_at = |ts: i64| {
+            track
+                .fixes
+                .binary_search_by_key(&ts, |f| f.ts_utc)
+                .ok()
+                .map(|i| track.fixes[i].point())
+        };
+        let now = snapshot.now_utc;
+        let stops: Vec<StopMark> = track
+            .working_stops()
+            .map(|s| {
+                let start = s.start_utc.max(track.from_utc);
+                let end = s.end_utc.unwrap_or(now).min(track.to_utc);
+                StopMark {
+                    p: LatLon::new(s.lat, s.lon),
+                    minutes: (end - start).max(0) as f64 / 60.0,
+                    long: s.long,
+                    start: hm(s.start_utc),
+                }
+            })
+            .collect();
+        let speeding = track
+            .speeding
+            .iter()
+            .map(|e| {
+                let to = e.end_utc.unwrap_or(now);
+                // The label sits where the top speed was reported.
+                let top = track
+                    .fixes
+                    .iter()
+                    .filter(|f| f.ts_utc >= e.start_utc && f.ts_utc <= to)
+                    .max_by(|a, b| a.speed_kmh.total_cmp(&b.speed_kmh))
+                    .map_or(LatLon::new(e.lat, e.lon), |f| f.point());
+                SpeedingMark {
+                    p: top,
+                    max_kmh: e.max_kmh.unwrap_or(0.0),
+                    limit_kmh: e.limit_kmh.unwrap_or(track.vehicle.limit_kmh),
+                    from_utc: e.start_utc,
+                    to_utc: to,
+                }
+            })
+            .collect();
+        let gaps = track
+            .gaps
+            .iter()
+            .map(|g| {
+                let minutes = ((g.end_utc.unwrap_or(now) - g.start_utc) as f64 / 60.0).round();
+                GapMark {
+                    from: position_at(g.start_utc).unwrap_or(LatLon::new(g.lat, g.lon)),
+                    to: g.end_utc.and_then(position_at),
+                    label: match g.end_utc {
+                        Some(_) => format!("sin señal {minutes:.0} min"),
+                        None => format!("sin señal desde {}", hm(g.start_utc)),
+                    },
+                }
+            })
+            .collect();
+        let fences = snapshot
+            .fences
+            .iter()
+            .map(|f| FenceMark {
+                name: f.fence.name.clone(),
+                outline: f.fence.outline(),
+            })
+            .collect();
+        let roads = snapshot.routes.iter().map(|r| r.points.clone()).collect();
+        let mut landmarks: Vec<(String, LatLon)> = Vec::new();
+        for route in &snapshot.routes {
+            // The first stop is the depot, which is a geofence with its own label.
+            for (name, p) in route.stops.iter().skip(1) {
+                if !landmarks.iter().any(|(n, _)| n == name) {
+                    landmarks.push((name.replace('_', " "), *p));
+                }
+            }
+        }
+        let day = &track.day;
+        let mut subtitle = track.vehicle.driver.clone();
+        if let (Some(a), Some(b)) = (day.first_move_utc, day.last_move_utc) {
+            subtitle.push_str(&format!(" · salida {} · última llegada {}", hm(a), hm(b)));
+        }
+        subtitle.push_str(&format!(
+            " · {} paradas · vel. máx. {:.0} km/h · hora de {}",
+            stops.len(),
+            day.max_speed_kmh,
+            zone.name()
+        ));
+        Scene {
+            title: format!(
+                "{} · {} · {:.1} km",
+                track.vehicle.plate,
+                dates::long_es(track.date),
+                day.km
+            ),
+            subtitle,
+            track: points,
+            limit_kmh: track.vehicle.limit_kmh,
+            stops,
+            speeding,
+            gaps,
+            fences,
+            roads,
+            landmarks,
+            ongoing: track.to_utc < snapshot.day_bounds(track.date).1,
+        }
+    }
+
+    /// South-west and north-east corners of what must be visible: the track and its stops.
+    pub fn bounds(&self) -> Option<(LatLon, LatLon)> {
+        let mut points = self
+            .track
+            .iter()
+            .map(|t| t.p)
+            .chain(self.stops.iter().map(|s| s.p));
+        let first = points.next()?;
+        let (mut sw, mut ne) = (first, first);
+        for p in points {
+            sw = LatLon::new(sw.lat.min(p.lat), sw.lon.min(p.lon));
+            ne = LatLon::new(ne.lat.max(p.lat), ne.lon.max(p.lon));
+        }
+        Some((sw, ne))
+    }
+}

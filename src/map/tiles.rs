@@ -1,0 +1,538 @@
+//! Map tiles from a URL template, fetched concurrently with a deadline and cached on disk.
+//!
+//! Owns the network and the tile cache, nothing else. The default is OpenStreetMap's tile
+//! server, used as its policy asks: an identifying User-Agent (`flota/<version>`, plus
+//! `FLOTA_CONTACTO`), the attribution on every map, a local cache that keeps tiles at least
+//! seven days, a handful of parallel requests for one picture, never bulk downloads. Any
+//! failure — no network, a hanging server, an error status, a body that is not a PNG of the
+//! right size — makes the caller draw the offline basemap instead; after a network failure
+//! the fetcher rests for a minute so the next maps do not wait for the same timeout. A stale
+//! cached tile is better than none and is used when the server cannot be reached.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::png_io::decode_tile;
+use super::projection::{TILE_PX, TileRef, View};
+
+/// OpenStreetMap's standard tile layer.
+pub const OSM_TEMPLATE: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
+pub const OSM_ATTRIBUTION: &str = "© colaboradores de OpenStreetMap";
+/// A cached tile is fresh this long (the OSM policy's minimum).
+const FRESH: Duration = Duration::from_secs(7 * 24 * 3600);
+/// A network failure rests the fetcher this long.
+const PAUSE: Duration = Duration::from_secs(60);
+/// Largest tile body read.
+const MAX_TILE_BYTES: u64 = 2 * 1024 * 1024;
+/// Requests in flight for one picture.
+const PARALLEL: usize = 4;
+
+/// Where tiles come from and where they are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileConfig {
+    /// `{z}`, `{x}`, `{y}` (and `{s}`) template; `None` = always offline.
+    pub template: Option<String>,
+    pub attribution: String,
+    /// `None` = no disk cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Whole-picture deadline; each request gets what remains of it.
+    pub deadline: Duration,
+}
+
+impl TileConfig {
+    /// From the environment: `FLOTA_TILES_URL` (a template; `no`, `sin`, `off` or empty
+    /// disable tiles), `FLOTA_TILES_ATRIBUCION`, `FLOTA_TILES_DIR` (default: the per-user
+    /// cache folder).
+    pub fn from_env() -> TileConfig {
+        let var = |name: &str| std::env::var(name).ok();
+        let template = match var("FLOTA_TILES_URL") {
+            None => Some(OSM_TEMPLATE.to_owned()),
+            Some(v) if disabled(&v) => None,
+            Some(v) => Some(v.trim().to_owned()),
+        };
+        let attribution = var("FLOTA_TILES_ATRIBUCION")
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| OSM_ATTRIBUTION.to_owned());
+        let cache_dir = match var("FLOTA_TILES_DIR") {
+            Some(v) if disabled(&v) => None,
+            Some(v) => Some(PathBuf::from(v.trim())),
+            None => default_cache_dir(),
+        };
+        TileConfig {
+            template,
+            attribution,
+            cache_dir,
+            deadline: Duration::from_secs(4),
+        }
+    }
+
+    /// Offline only.
+    pub fn offline() -> TileConfig {
+        TileConfig {
+            template: None,
+            attribution: String::new(),
+            cache_dir: None,
+            deadline: Duration::ZERO,
+        }
+    }
+
+    /// Where tiles of this template live in the cache: one folder per template.
+    fn folder(&self) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        let template = self.template.as_ref()?;
+        let host: String = template
+            .split("//")
+            .nth(1)
+            .unwrap_or(template)
+            .split('/')
+            .next()
+            .unwrap_or("teselas")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        Some(dir.join(format!("{host}-{:016x}", fnv1a(template.as_bytes()))))
+    }
+
+    fn url(&self, tile: &TileRef) -> Option<String> {
+        let template = self.template.as_ref()?;
+        let subdomain = ["a", "b", "c"][((tile.x + tile.y) % 3) as usize];
+        Some(
+            template
+                .replace("{z}", &tile.zoom.to_string())
+                .replace("{x}", &tile.x.to_string())
+                .replace("{y}", &tile.y.to_string())
+                .replace("{s}", subdomain)
+                .replace("{r}", ""),
+        )
+    }
+}
+
+fn disabled(value: &str) -> bool {
+    matches!(
+        value.trim().to_lowercase().as_str(),
+        "" | "no" | "sin" | "off" | "ninguno" | "0"
+    )
+}
+
+/// The per-user cache folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux,
+/// `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows; `flota/teselas` inside.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(target_os = "windows") {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
+    };
+    base.map(|b| b.join("flota").join("teselas"))
+}
+
+/// 64-bit FNV-1a: a stable folder name for a template.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Why a map has no tiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offline {
+    /// Tiles are switched off (`FLOTA_TILES_URL=no`).
+    Disabled,
+    /// A recent failure; the fetcher is resting.
+    Resting,
+    /// This picture's tiles could not all be had.
+    Failed {
+        missing: usize,
+        total: usize,
+        reason: String,
+    },
+    /// The request was cancelled while tiles loaded.
+    Cancelled,
+}
+
+impl Offline {
+    /// One Spanish clause for the tool's text.
+    pub fn describe(&self) -> String {
+        match self {
+            Offline::Disabled => "teselas desactivadas (FLOTA_TILES_URL)".into(),
+            Offline::Resting => {
+                "el servidor de teselas falló hace menos de un minuto; se reintentará después"
+                    .into()
+            }
+            Offline::Failed {
+                missing,
+                total,
+                reason,
+            } => format!("faltaron {missing} de {total} teselas ({reason})"),
+            Offline::Cancelled => "solicitud cancelada".into(),
+        }
+    }
+}
+
+/// Where each tile of a picture came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TileStats {
+    pub total: usize,
+    pub from_cache: usize,
+    pub downloaded: usize,
+    /// Expired cache entries used because the server could not be reached.
+    pub stale: usize,
+}
+
+/// Fetches tiles for pictures; one per process, shared by calls.
+pub struct TileFetcher {
+    pub config: TileConfig,
+    client: Mutex<Option<reqwest::blocking::Client>>,
+    resting_until: Mutex<Option<Instant>>,
+}
+
+type Decoded = (TileRef, Vec<u8>);
+
+impl TileFetcher {
+    pub fn new(config: TileConfig) -> TileFetcher {
+        TileFetcher {
+            config,
+            client: Mutex::new(None),
+            resting_until: Mutex::new(None),
+        }
+    }
+
+    /// Every tile of `view`, decoded, or why not. `progress(done, total)` is called on this
+    /// thread as tiles arrive; `cancelled()` is polled and abandons the wait.
+    pub fn fetch(
+        &self,
+        view: &View,
+        progress: &dyn Fn(usize, usize),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(Vec<Decoded>, TileStats), Offline> {
+        if self.config.template.is_none() {
+            return Err(Offline::Disabled);
+        }
+        let tiles = view.tiles();
+        let mut stats = TileStats {
+            total: tiles.len(),
+            ..TileStats::default()
+        };
+        let folder = self.config.folder();
+        let side = TILE_PX as u32;
+        let mut have: Vec<Decoded> = Vec::with_capacity(tiles.len());
+        let mut stale: Vec<(TileRef, Vec<u8>)> = Vec::new();
+        let mut wanted: Vec<TileRef> = Vec::new();
+        for tile in tiles {
+            match folder.as_deref().map(|f| read_cached(f, &tile, side)) {
+                Some(Some((pixels, true))) => {
+                    have.push((tile, pixels));
+                    stats.from_cache += 1;
+                }
+                Some(Some((pixels, false))) => {
+                    stale.push((tile, pixels));
+                    wanted.push(tile);
+                }
+                _ => wanted.push(tile),
+            }
+        }
+        progress(have.len(), stats.total);
+        if wanted.is_empty() {
+            return Ok((have, stats));
+        }
+        let resting = lock(&self.resting_until).is_some_and(|until| Instant::now() < until);
+        let failure = if resting {
+            Some(Offline::Resting)
+        } else {
+            self.download(
+                &wanted,
+                folder.as_deref(),
+                &mut have,
+                &mut stats,
+                progress,
+                cancelled,
+            )
+            .err()
+        };
+        let Some(failure) = failure else {
+            return Ok((have, stats));
+        };
+        if failure == Offline::Cancelled {
+            return Err(failure);
+        }
+        // Whatever did not come, an expired copy may stand in for.
+        for (tile, pixels) in stale {
+            if !have.iter().any(|(t, _)| *t == tile) {
+                have.push((tile, pixels));
+                stats.stale += 1;
+            }
+        }
+        if have.len() == stats.total {
+            return Ok((have, stats));
+        }
+        Err(match failure {
+            Offline::Failed { reason, .. } => Offline::Failed {
+                missing: stats.total - have.len(),
+                total: stats.total,
+                reason,
+            },
+            other => other,
+        })
+    }
+
+    fn client(&self) -> Result<reqwest::blocking::Client, String> {
+        let mut slot = lock(&self.client);
+        if let Some(client) = slot.as_ref() {
+            return Ok(client.clone());
+        }
+        crate::net::install_crypto();
+        let client = reqwest::blocking::Client::builder()
+            .user_agent(crate::net::user_agent())
+            .connect_timeout(Duration::from_millis(1500))
+            .build()
+            .map_err(|e| e.to_string())?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Downloads `wanted` with a few worker threads until the deadline; decoded tiles are
+    /// appended to `have` and written to the cache.
+    fn download(
+        &self,
+        wanted: &[TileRef],
+        folder: Option<&Path>,
+        have: &mut Vec<Decoded>,
+        stats: &mut TileStats,
+        progress: &dyn Fn(usize, usize),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), Offline> {
+        let client = self.client().map_err(|reason| Offline::Failed {
+            missing: wanted.len(),
+            total: stats.total,
+            reason,
+        })?;
+        let deadline = Instant::now() + self.config.deadline;
+        let queue: Arc<Mutex<Vec<(TileRef, String)>>> = Arc::new(Mutex::new(
+            wanted
+                .iter()
+                .filter_map(|t| self.config.url(t).map(|u| (*t, u)))
+                .rev()
+                .collect(),
+        ));
+        let (sender, receiver) = mpsc::channel::<(TileRef, Result<Vec<u8>, String>)>();
+        // Detached workers: if the deadline passes they finish their one request and exit;
+        // nobody waits for them.
+        for _ in 0..PARALLEL.min(wanted.len()) {
+            let queue = Arc::clone(&queue);
+            let sender = sender.clone();
+            let client = client.clone();
+            std::thread::spawn(move || {
+                loop {
+                    let Some((tile, url)) = lock(&queue).pop() else {
+                        return;
+                    };
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return;
+                    }
+                    let result = get(&client, &url, remaining);
+                    if sender.send((tile, result)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let side = TILE_PX as u32;
+        let mut reason: Option<String> = None;
+        let mut received = 0usize;
+        while received < wanted.len() {
+            if cancelled() {
+                return Err(Offline::Cancelled);
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                reason.get_or_insert_with(|| {
+                    format!("sin respuesta en {} s", self.config.deadline.as_secs_f64())
+                });
+                break;
+            }
+            match receiver.recv_timeout(remaining.min(Duration::from_millis(100))) {
+                Ok((tile, Ok(body))) => {
+                    received += 1;
+                    match decode_tile(&body, side) {
+                        Ok(pixels) => {
+                            if let Some(folder) = folder {
+                                write_cached(folder, &tile, &body);
+                            }
+                            have.push((tile, pixels));
+                            stats.downloaded += 1;
+                            progress(have.len(), stats.total);
+                        }
+                        Err(why) => {
+                            reason.get_or_insert(why);
+                        }
+                    }
+                }
+                Ok((_, Err(why))) => {
+                    received += 1;
+                    reason.get_or_insert(why);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        match reason {
+            None if received == wanted.len() => Ok(()),
+            reason => {
+                let reason = reason.unwrap_or_else(|| "respuestas incompletas".into());
+                crate::log_warn!("teselas: {reason}; se dibuja el mapa base sin conexión");
+                *lock(&self.resting_until) = Some(Instant::now() + PAUSE);
+                Err(Offline::Failed {
+                    missing: wanted.len(),
+                    total: stats.total,
+                    reason,
+                })
+            }
+        }
+    }
+}
+
+/// One GET with a timeout; the body, bounded, or a Spanish reason.
+fn get(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
+    let response = client.get(url).timeout(timeout).send().map_err(|e| {
+        if e.is_timeout() {
+            "tiempo de espera agotado".to_owned()
+        } else if e.is_connect() {
+            "no se pudo conectar con el servidor de teselas".to_owned()
+        } else {
+            crate::net::redact(&e.to_string())
+        }
+    })?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!(
+            "el servidor de teselas respondió HTTP {}",
+            status.as_u16()
+        ));
+    }
+    let mut body = Vec::new();
+    response
+        .take(MAX_TILE_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| {
+            if e.to_string().contains("timed out") {
+                "tiempo de espera agotado".to_owned()
+            } else {
+                format!("respuesta interrumpida: {e}")
+            }
+        })?;
+    if body.len() as u64 > MAX_TILE_BYTES {
+        return Err("tesela demasiado grande".into());
+    }
+    Ok(body)
+}
+
+fn tile_path(folder: &Path, tile: &TileRef) -> PathBuf {
+    folder
+        .join(tile.zoom.to_string())
+        .join(tile.x.to_string())
+        .join(format!("{}.png", tile.y))
+}
+
+/// A cached tile, decoded, and whether it is still fresh. A corrupt file is removed.
+fn read_cached(folder: &Path, tile: &TileRef, side: u32) -> Option<(Vec<u8>, bool)> {
+    let path = tile_path(folder, tile);
+    let bytes = std::fs::read(&path).ok()?;
+    let fresh = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < FRESH);
+    match decode_tile(&bytes, side) {
+        Ok(pixels) => Some((pixels, fresh)),
+        Err(_) => {
+            let _ = std::fs::remove_file(&path);
+            None
+        }
+    }
+}
+
+/// Stores a tile: temp file then rename, so a reader never sees half a tile. Failures only
+/// cost the cache.
+fn write_cached(folder: &Path, tile: &TileRef, body: &[u8]) {
+    let path = tile_path(folder, tile);
+    let Some(parent) = path.parent() else {
+        return;
+    };
+    if std::fs::create_dir_all(parent).is_err() {
+        return;
+    }
+    let temp = parent.join(format!(".{}.{}.parcial", tile.y, std::process::id()));
+    if std::fs::write(&temp, body).is_ok() && std::fs::rename(&temp, &path).is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_and_cache_folders_are_per_template() {
+        let config = TileConfig {
+            template: Some("https://{s}.tiles.example.org/{z}/{x}/{y}{r}.png".into()),
+            attribution: String::new(),
+            cache_dir: Some(PathBuf::from("/cache")),
+            deadline: Duration::from_secs(1),
+        };
+        let tile = TileRef {
+            zoom: 12,
+            x: 1018,
+            y: 1883,
+            left_px: 0,
+            top_px: 0,
+        };
+        assert_eq!(
+            config.url(&tile).unwrap(),
+            "https://a.tiles.example.org/12/1018/1883.png"
+        );
+        let folder = config.folder().unwrap();
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("_s_.tiles.example.org-"), "{name}");
+        assert_eq!(folder.parent(), Some(Path::new("/cache")));
+        let other = TileConfig {
+            template: Some(OSM_TEMPLATE.into()),
+            ..config.clone()
+        };
+        assert_ne!(other.folder(), config.folder());
+    }
+
+    #[test]
+    fn disabled_values() {
+        for value in ["", "no", "SIN", " off ", "ninguno", "0"] {
+            assert!(disabled(value), "{value:?}");
+        }
+        assert!(!disabled(OSM_TEMPLATE));
+    }
+}

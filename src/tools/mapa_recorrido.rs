@@ -1,0 +1,214 @@
+//! `mapa_recorrido`: one unit's day as a map — a PNG in the chat plus the figures behind it.
+//!
+//! Owns the tool's contract: the same `placa`/`fecha` rules as the other tools, a text block
+//! and `structuredContent` that say what was drawn and over which background, and an `image`
+//! block. Drawing is `crate::map`'s; tiles load with progress notifications when the client
+//! asked for them, and without network the offline basemap is used — the tool never fails
+//! for lack of tiles.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{coord, round1};
+use crate::fleet::{Fleet, dates};
+use crate::map::{self, Background, Scene, TileFetcher};
+use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
+
+pub struct MapaRecorrido {
+    pub fleet: Arc<Fleet>,
+    pub tiles: Arc<TileFetcher>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[schemars(
+        description = "Placa de la unidad, p. ej. P-456DEF",
+        length(min = 1, max = 40)
+    )]
+    pub placa: String,
+    #[schemars(
+        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
+        length(min = 1, max = 40)
+    )]
+    pub fecha: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ImageOut {
+    pub formato: String,
+    pub ancho_px: u32,
+    pub alto_px: u32,
+    pub bytes: usize,
+}
+
+/// The picture's extent, so a client can place it on its own map.
+#[derive(Serialize, JsonSchema)]
+pub struct FrameOut {
+    pub zoom: u8,
+    pub norte: f64,
+    pub sur: f64,
+    pub este: f64,
+    pub oeste: f64,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    pub placa: String,
+    pub conductor: String,
+    pub fecha: String,
+    pub dia_semana: String,
+    pub zona_horaria: String,
+    pub kilometros: f64,
+    #[schemars(description = "Reportes del día en la base")]
+    pub reportes_del_dia: usize,
+    #[schemars(description = "Vértices del trazo tras simplificarlo (Douglas-Peucker a 0.6 px)")]
+    pub reportes_dibujados: usize,
+    #[schemars(description = "Paradas de la jornada (de la primera salida a la última llegada)")]
+    pub paradas: usize,
+    pub paradas_prolongadas: usize,
+    pub minutos_en_paradas: f64,
+    pub excesos_de_velocidad: usize,
+    pub perdidas_de_senal: usize,
+    pub geocercas_visitadas: Vec<String>,
+    #[schemars(description = "OpenStreetMap (u otro servidor de teselas) o «sin conexión»")]
+    pub fondo: String,
+    #[schemars(description = "Qué fondo se usó y, si fue el mapa base sin conexión, por qué")]
+    pub fondo_detalle: String,
+    pub leyenda: String,
+    pub imagen: ImageOut,
+    pub encuadre: FrameOut,
+    pub nota_para_el_asistente: String,
+}
+
+impl TypedTool for MapaRecorrido {
+    type Params = Params;
+    type Output = Output;
+
+    fn name(&self) -> &'static str {
+        "mapa_recorrido"
+    }
+    fn title(&self) -> &'static str {
+        "Mapa del recorrido de un día"
+    }
+    fn description(&self) -> String {
+        "Dibuja el recorrido de un día de una unidad como imagen PNG: trazo coloreado por \
+         velocidad (excesos en rojo), inicio y fin, paradas con su duración, pérdidas de señal \
+         y geocercas, sobre un mapa de calles o, sin conexión, sobre las rutas de la flota. \
+         Úsela cuando el usuario quiera VER la ruta; para cifras use resumen_recorrido. \
+         Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana. Ejemplos: «muéstrame \
+         en un mapa la ruta de ayer de P-456DEF», «¿por dónde anduvo P-123BCD el lunes?»"
+            .into()
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            // Tiles come from an outside server unless they are switched off.
+            open_world: self.tiles.config.template.is_some(),
+            ..Annotations::READ_ONLY
+        }
+    }
+
+    fn call(&self, params: Params, ctx: &CallContext) -> Result<Reply<Output>, ToolError> {
+        let snapshot = self.fleet.snapshot()?;
+        let track = self
+            .fleet
+            .day_track(&snapshot, &params.placa, &params.fecha)?;
+        let scene = Scene::from_day(&track, &snapshot);
+        let progress = |done: usize, total: usize| {
+            if total > 0 {
+                ctx.progress(
+                    done as f64,
+                    Some(total as f64),
+                    Some(&format!("teselas del mapa: {done} de {total}")),
+                );
+            }
+        };
+        let cancelled = || ctx.is_cancelled();
+        let rendered = map::render(&scene, &self.tiles, &progress, &cancelled)
+            .map_err(|e| ToolError::Failed(format!("{e}.")))?;
+        let corner_nw = rendered.view.unproject(0.0, 0.0);
+        let corner_se = rendered
+            .view
+            .unproject(f64::from(rendered.width), f64::from(rendered.height));
+        let mut visited: Vec<String> = Vec::new();
+        for visit in &track.visits {
+            if let Some(name) = visit.fence_id.and_then(|id| snapshot.fence_name(id))
+                && !visited.iter().any(|v| v == name)
+            {
+                visited.push(name.to_owned());
+            }
+        }
+        let limit = track.vehicle.limit_kmh;
+        let fondo = match &rendered.background {
+            Background::Tiles { .. } => {
+                if self
+                    .tiles
+                    .config
+                    .template
+                    .as_deref()
+                    .is_some_and(|t| t == map::tiles::OSM_TEMPLATE)
+                {
+                    "OpenStreetMap".to_owned()
+                } else {
+                    "teselas de mapa".to_owned()
+                }
+            }
+            Background::Offline(_) => "sin conexión".to_owned(),
+        };
+        let output = Output {
+            placa: track.vehicle.plate.clone(),
+            conductor: track.vehicle.driver.clone(),
+            fecha: track.date.to_string(),
+            dia_semana: dates::weekday_es(track.date).into(),
+            zona_horaria: snapshot.zone_name(),
+            kilometros: round1(track.day.km),
+            reportes_del_dia: track.fixes.len(),
+            reportes_dibujados: rendered.drawn_points,
+            paradas: scene.stops.len(),
+            paradas_prolongadas: scene.stops.iter().filter(|s| s.long).count(),
+            minutos_en_paradas: round1(scene.stops.iter().map(|s| s.minutes).sum()),
+            excesos_de_velocidad: scene.speeding.len(),
+            perdidas_de_senal: scene.gaps.len(),
+            geocercas_visitadas: visited,
+            fondo,
+            fondo_detalle: rendered.background.describe(),
+            leyenda: format!(
+                "Trazo coloreado por velocidad: azul hasta {a:.0} km/h, verde hasta {b:.0}, \
+                 ámbar hasta el límite de {limit:.0} km/h, rojo por encima (los excesos \
+                 detectados van resaltados con su velocidad máxima); triángulo verde = \
+                 inicio; cuadrado negro = fin (o última posición si el día sigue); círculos \
+                 blancos = paradas, más grandes cuanto más largas, granate si son \
+                 prolongadas; línea gris discontinua = sin señal; áreas moradas = geocercas.",
+                a = limit / 3.0,
+                b = 2.0 * limit / 3.0
+            ),
+            imagen: ImageOut {
+                formato: "image/png".into(),
+                ancho_px: rendered.width,
+                alto_px: rendered.height,
+                bytes: rendered.png.len(),
+            },
+            encuadre: FrameOut {
+                zoom: rendered.view.zoom,
+                norte: coord(corner_nw.lat),
+                sur: coord(corner_se.lat),
+                este: coord(corner_se.lon),
+                oeste: coord(corner_nw.lon),
+            },
+            nota_para_el_asistente: "La imagen PNG del mapa va adjunta en este mismo resultado. \
+                 Dígale al usuario que el mapa está en la tarjeta de la herramienta, justo encima \
+                 de su respuesta, y que puede hacer clic en ella para ampliarla. Para cifras \
+                 exactas use los campos de este resultado."
+                .into(),
+        };
+        let mut reply = Reply::new(output);
+        reply.extra.push(Content::Image {
+            data_base64: base64::engine::general_purpose::STANDARD.encode(&rendered.png),
+            mime_type: "image/png".into(),
+        });
+        Ok(reply)
+    }
+}
