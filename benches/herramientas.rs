@@ -1,4 +1,5 @@
 //! Tool round trips through the real server: p50/p95 per tool, and the server's memory.
+//! Maps are drawn over the offline basemap (`FLOTA_TILES_URL=no`).
 //!
 //! `cargo bench --bench herramientas` simulates the reference week into a temp dir and times
 //! each tool over many calls (varied arguments) through `flota servir` on pipes, as a client
@@ -26,6 +27,8 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_flota"))
             .args(["servir", "--db", db])
             .env("FLOTA_LOG", "error")
+            // Maps over the offline basemap: the number measures flota, not a tile server.
+            .env("FLOTA_TILES_URL", "no")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -129,6 +132,7 @@ fn main() {
         "posicion_actual",
         "unidades_detenidas",
         "resumen_recorrido",
+        "mapa_recorrido",
         "alertas",
         "verificar_geocerca",
         "reporte_kilometraje",
@@ -140,7 +144,9 @@ fn main() {
             let arguments = match tool {
                 "posicion_actual" => json!({"placa": plate}),
                 "unidades_detenidas" => json!({"minutos_minimos": 30}),
-                "resumen_recorrido" => json!({"placa": plate, "fecha": yesterday}),
+                "resumen_recorrido" | "mapa_recorrido" => {
+                    json!({"placa": plate, "fecha": yesterday})
+                }
                 "alertas" => json!({"fecha_inicio": week, "fecha_fin": "hoy"}),
                 "verificar_geocerca" => {
                     json!({"placa": plate, "nombre_geocerca": fence, "fecha": yesterday})

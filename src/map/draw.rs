@@ -15,6 +15,7 @@ use plotters_backend::{BackendColor, DrawingBackend, DrawingErrorKind};
 
 use super::MapError;
 use super::projection::{TILE_PX, TileRef, View};
+use super::raster::Pixels;
 use super::scene::Scene;
 use super::simplify::rdp_indices;
 use crate::geo::LatLon;
@@ -161,9 +162,10 @@ fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
     }
 }
 
-/// The bitmap backend, spoken to in output pixels.
+/// The supersampled buffer, spoken to in output pixels: strokes and discs through
+/// [`Pixels`], polygons, rectangles and text through a plotters backend borrowed per call.
 struct Canvas<'a> {
-    backend: BitMapBackend<'a>,
+    pixels: Pixels<'a>,
     /// Where labels may no longer go.
     occupied: Vec<Rect>,
 }
@@ -183,27 +185,32 @@ fn sp((x, y): (f64, f64)) -> (i32, i32) {
 }
 
 impl Canvas<'_> {
+    /// Plotters over the same buffer; making one is free (it borrows, never copies).
+    fn backend(&mut self) -> BitMapBackend<'_> {
+        let size = (self.pixels.width as u32, self.pixels.height as u32);
+        BitMapBackend::with_buffer(self.pixels.buf, size)
+    }
+
     fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
         let style = ShapeStyle {
             color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
             filled: true,
             stroke_width: 1,
         };
-        self.backend
+        self.backend()
             .fill_polygon(points.iter().map(|p| sp(*p)), &style)
             .map_err(failed)
     }
 
     fn disc(&mut self, centre: (f64, f64), radius: f64, colour: BackendColor) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: true,
-            stroke_width: 1,
-        };
-        let r = (radius * f64::from(SS)).round().max(1.0) as u32;
-        self.backend
-            .draw_circle(sp(centre), r, &style, true)
-            .map_err(failed)
+        let ss = f64::from(SS);
+        self.pixels.disc(
+            (centre.0 * ss, centre.1 * ss),
+            (radius * ss).max(1.0),
+            colour.rgb,
+            colour.alpha,
+        );
+        Ok(())
     }
 
     fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
@@ -212,60 +219,31 @@ impl Canvas<'_> {
             filled: true,
             stroke_width: 1,
         };
-        self.backend
+        self.backend()
             .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &style, true)
             .map_err(failed)
     }
 
-    /// A thick opaque polyline with round joins and caps: each segment a quad, each vertex a
-    /// disc. (Mitred joins spike at the U-turns delivery trucks make.)
+    /// A thick opaque polyline with round joins and caps. (Mitred joins spike at the U-turns
+    /// delivery trucks make.)
     fn polyline(&mut self, points: &[(f64, f64)], colour: RGBColor, width: f64) -> DrawResult {
-        let half = width / 2.0;
-        let solid = rgba(colour, 1.0);
-        for pair in points.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            let (dx, dy) = (b.0 - a.0, b.1 - a.1);
-            let length = (dx * dx + dy * dy).sqrt();
-            if length < 1e-6 {
-                continue;
-            }
-            let (nx, ny) = (-dy / length * half, dx / length * half);
-            self.polygon(
-                &[
-                    (a.0 + nx, a.1 + ny),
-                    (b.0 + nx, b.1 + ny),
-                    (b.0 - nx, b.1 - ny),
-                    (a.0 - nx, a.1 - ny),
-                ],
-                solid,
-            )?;
-        }
-        for p in points {
-            self.disc(*p, half, solid)?;
-        }
+        self.stroke(points, rgba(colour, 1.0), width);
         Ok(())
     }
 
     /// A thin line, translucent allowed (grid, outlines).
     fn thin_line(&mut self, points: &[(f64, f64)], colour: BackendColor, width: f64) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: false,
-            stroke_width: (width * f64::from(SS)).round().max(1.0) as u32,
-        };
-        if style.stroke_width == 1 {
-            return self
-                .backend
-                .draw_path(points.iter().map(|p| sp(*p)), &style)
-                .map_err(failed);
-        }
-        for pair in points.windows(2) {
-            let (a, b) = (sp(pair[0]), sp(pair[1]));
-            if a != b {
-                self.backend.draw_path([a, b], &style).map_err(failed)?;
-            }
-        }
+        self.stroke(points, colour, width);
         Ok(())
+    }
+
+    fn stroke(&mut self, points: &[(f64, f64)], colour: BackendColor, width: f64) {
+        let ss = f64::from(SS);
+        let scaled: Vec<(f64, f64)> = points.iter().map(|(x, y)| (x * ss, y * ss)).collect();
+        // At least one buffer pixel each side of the centre line: half an output pixel.
+        let radius = (width * ss / 2.0).max(1.0);
+        self.pixels
+            .polyline(&scaled, radius, colour.rgb, colour.alpha);
     }
 
     fn dashed(&mut self, a: (f64, f64), b: (f64, f64), colour: RGBColor, width: f64) -> DrawResult {
@@ -298,11 +276,11 @@ impl Canvas<'_> {
     }
 
     fn text_width(&self, text: &str, size: f64, bold: bool) -> Result<f64, MapError> {
-        let (w, _) = self
-            .backend
-            .estimate_text_size(text, &Self::font(size, bold))
-            .map_err(failed)?;
-        Ok(f64::from(w) / f64::from(SS))
+        let ((x0, _), (x1, _)) = Self::font(size, bold)
+            .font
+            .layout_box(text)
+            .map_err(|e| MapError::Draw(e.to_string()))?;
+        Ok(f64::from(x1.abs_diff(x0)) / f64::from(SS))
     }
 
     /// Text whose baseline starts at `(x, baseline)`. (ab_glyph in plotters puts the
@@ -316,7 +294,7 @@ impl Canvas<'_> {
         colour: RGBColor,
     ) -> DrawResult {
         let style = Self::font(size, bold).color(&colour);
-        self.backend
+        self.backend()
             .draw_text(text, &style, sp((x, baseline - size / 2.0)))
             .map_err(failed)
     }
@@ -416,9 +394,12 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
     let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| project(t.p)).collect();
     let mut skipped = 0usize;
     let (drawn_points, stop_markers) = {
-        let backend = BitMapBackend::with_buffer(&mut buffer, (w, h));
         let mut canvas = Canvas {
-            backend,
+            pixels: Pixels {
+                buf: &mut buffer,
+                width: w as usize,
+                height: h as usize,
+            },
             occupied: Vec::new(),
         };
         // Fixed furniture first, so labels keep clear of it.
@@ -555,7 +536,6 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
             false,
             palette::SOFT_INK,
         )?;
-        canvas.backend.present().map_err(failed)?;
         (drawn_points, groups.len())
     };
     Ok(Picture {
@@ -677,6 +657,8 @@ fn draw_offline_base(
         .unwrap_or(10.0);
     let decimals = (-step.log10()).ceil().max(0.0) as usize;
     let grid = rgba(palette::GRID, 1.0);
+    // Grid labels go on top of the roads, which would otherwise cut through them.
+    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
     let mut lon = (top_left.lon / step).ceil() * step;
     while lon < bottom_right.lon {
         let (x, _) = view.project(LatLon::new(top_left.lat, lon));
@@ -687,26 +669,21 @@ fn draw_offline_base(
             lon.abs(),
             if lon < 0.0 { "O" } else { "E" }
         );
-        canvas.free_text(
-            &label,
-            (x + 3.0, TITLE_BAND + 12.0),
-            9.0,
-            palette::GRID_TEXT,
-        )?;
+        labels.push((label, (x + 3.0, TITLE_BAND + 12.0)));
         lon += step;
     }
     let mut lat = (bottom_right.lat / step).ceil() * step;
     while lat < top_left.lat {
         let (_, y) = view.project(LatLon::new(lat, top_left.lon));
         canvas.thin_line(&[(0.0, y), (f64::from(WIDTH), y)], grid, 1.0)?;
-        if y > TITLE_BAND + 20.0 {
+        if y > TITLE_BAND + 30.0 {
             let label = format!(
                 "{:.*}° {}",
                 decimals,
                 lat.abs(),
                 if lat < 0.0 { "S" } else { "N" }
             );
-            canvas.free_text(&label, (3.0, y - 3.0), 9.0, palette::GRID_TEXT)?;
+            labels.push((label, (3.0, y - 3.0)));
         }
         lat += step;
     }
@@ -724,6 +701,9 @@ fn draw_offline_base(
     }
     for road in &roads {
         canvas.polyline(road, palette::ROAD, 4.0)?;
+    }
+    for (label, at) in &labels {
+        canvas.free_text(label, *at, 9.0, palette::GRID_TEXT)?;
     }
     for (_, p) in &scene.landmarks {
         let at = view.project(*p);

@@ -10,6 +10,7 @@
 mod draw;
 mod png_io;
 pub mod projection;
+mod raster;
 pub mod scene;
 pub mod simplify;
 pub mod tiles;

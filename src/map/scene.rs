@@ -159,8 +159,10 @@ impl Scene {
         for route in &snapshot.routes {
             // The first stop is the depot, which is a geofence with its own label.
             for (name, p) in route.stops.iter().skip(1) {
-                if !landmarks.iter().any(|(n, _)| n == name) {
-                    landmarks.push((name.replace('_', " "), *p));
+                // Routes share stops; one label per place.
+                let name = name.replace('_', " ");
+                if !landmarks.iter().any(|(n, _)| *n == name) {
+                    landmarks.push((name, *p));
                 }
             }
         }

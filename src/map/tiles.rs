@@ -169,7 +169,7 @@ impl Offline {
     /// One Spanish clause for the tool's text.
     pub fn describe(&self) -> String {
         match self {
-            Offline::Disabled => "teselas desactivadas (FLOTA_TILES_URL)".into(),
+            Offline::Disabled => "teselas desactivadas con FLOTA_TILES_URL".into(),
             Offline::Resting => {
                 "el servidor de teselas falló hace menos de un minuto; se reintentará después"
                     .into()

@@ -1,0 +1,279 @@
+//! A scanline rasteriser for the strokes a route map is made of: thick segments with round
+//! caps ("capsules") and filled discs, written straight into an RGB buffer.
+//!
+//! Owns nothing but pixel spans. Plotters draws a thick line as a general polygon (allocate,
+//! sort edges, per pixel calls), which made a day's track the bulk of a map's cost; a capsule
+//! is convex, so each row it touches is one span computed in closed form. Round caps make
+//! round joins for free, so a polyline is just its segments. Coordinates are buffer pixels
+//! (the supersampled grid); a pixel is covered when its centre is. No I/O, no plotters.
+
+/// A mutable RGB8 image, row-major, `width × height × 3` bytes.
+pub struct Pixels<'a> {
+    pub buf: &'a mut [u8],
+    pub width: usize,
+    pub height: usize,
+}
+
+impl Pixels<'_> {
+    /// Fills the capsule of radius `radius` around segment `a`–`b` with `rgb` at opacity
+    /// `alpha` (1.0 overwrites).
+    pub fn capsule(
+        &mut self,
+        a: (f64, f64),
+        b: (f64, f64),
+        radius: f64,
+        rgb: (u8, u8, u8),
+        alpha: f64,
+    ) {
+        if radius.is_nan() || radius <= 0.0 || ![a.0, a.1, b.0, b.1].iter().all(|v| v.is_finite()) {
+            return;
+        }
+        let top = (a.1.min(b.1) - radius - 0.5).ceil().max(0.0);
+        let bottom = (a.1.max(b.1) + radius - 0.5)
+            .floor()
+            .min(self.height as f64 - 1.0);
+        if top > bottom {
+            return;
+        }
+        let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+        let length_sq = dx * dx + dy * dy;
+        let length = length_sq.sqrt();
+        for row in top as usize..=bottom as usize {
+            let y = row as f64 + 0.5;
+            let mut span = Span::EMPTY;
+            span.union(disc_span(a, radius, y));
+            if length > 1e-9 {
+                span.union(disc_span(b, radius, y));
+                span.union(band_span(a, (dx, dy), length, length_sq, radius, y));
+            }
+            self.fill_span(row, span, rgb, alpha);
+        }
+    }
+
+    /// A filled disc.
+    pub fn disc(&mut self, centre: (f64, f64), radius: f64, rgb: (u8, u8, u8), alpha: f64) {
+        self.capsule(centre, centre, radius, rgb, alpha);
+    }
+
+    /// Every segment of `points` as a capsule. With `alpha < 1` the joints are blended
+    /// twice; callers use that only for thin outlines, where it cannot be seen.
+    pub fn polyline(&mut self, points: &[(f64, f64)], radius: f64, rgb: (u8, u8, u8), alpha: f64) {
+        match points {
+            [] => {}
+            [p] => self.disc(*p, radius, rgb, alpha),
+            _ => {
+                for pair in points.windows(2) {
+                    self.capsule(pair[0], pair[1], radius, rgb, alpha);
+                }
+            }
+        }
+    }
+
+    fn fill_span(&mut self, row: usize, span: Span, rgb: (u8, u8, u8), alpha: f64) {
+        if span.is_empty() {
+            return;
+        }
+        // Pixel i is covered when its centre i + 0.5 lies in [from, to].
+        let first = (span.from - 0.5).ceil().max(0.0);
+        let last = (span.to - 0.5).floor().min(self.width as f64 - 1.0);
+        if first > last {
+            return;
+        }
+        let start = (row * self.width + first as usize) * 3;
+        let end = (row * self.width + last as usize + 1) * 3;
+        let pixels = &mut self.buf[start..end];
+        if alpha >= 1.0 {
+            for p in pixels.chunks_exact_mut(3) {
+                p.copy_from_slice(&[rgb.0, rgb.1, rgb.2]);
+            }
+        } else {
+            let a = alpha.clamp(0.0, 1.0);
+            let mix =
+                |dst: u8, src: u8| (f64::from(src) * a + f64::from(dst) * (1.0 - a)).round() as u8;
+            for p in pixels.chunks_exact_mut(3) {
+                p[0] = mix(p[0], rgb.0);
+                p[1] = mix(p[1], rgb.1);
+                p[2] = mix(p[2], rgb.2);
+            }
+        }
+    }
+}
+
+/// A closed interval of x on one row; empty when `from > to`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Span {
+    from: f64,
+    to: f64,
+}
+
+impl Span {
+    const EMPTY: Span = Span {
+        from: f64::INFINITY,
+        to: f64::NEG_INFINITY,
+    };
+
+    fn is_empty(&self) -> bool {
+        self.from > self.to
+    }
+
+    /// The parts of a convex shape meet on every row they share, so the union of their
+    /// spans is a span.
+    fn union(&mut self, other: Span) {
+        if !other.is_empty() {
+            self.from = self.from.min(other.from);
+            self.to = self.to.max(other.to);
+        }
+    }
+
+    fn intersect(self, other: Span) -> Span {
+        Span {
+            from: self.from.max(other.from),
+            to: self.to.min(other.to),
+        }
+    }
+}
+
+fn disc_span(c: (f64, f64), r: f64, y: f64) -> Span {
+    let dy = y - c.1;
+    let sq = r * r - dy * dy;
+    if sq < 0.0 {
+        return Span::EMPTY;
+    }
+    let half = sq.sqrt();
+    Span {
+        from: c.0 - half,
+        to: c.0 + half,
+    }
+}
+
+/// The row's span of the rectangle swept by the segment: points within `r` of the line
+/// whose projection falls on the segment. Both conditions are linear in x.
+fn band_span(a: (f64, f64), d: (f64, f64), length: f64, length_sq: f64, r: f64, y: f64) -> Span {
+    let ry = y - a.1;
+    // |cross(d, p − a)| ≤ r·length, with cross = d.x·ry − d.y·rx.
+    let across = linear_span(-d.1, d.0 * ry, -r * length, r * length);
+    // 0 ≤ dot(d, p − a) ≤ length², with dot = d.x·rx + d.y·ry.
+    let along = linear_span(d.0, d.1 * ry, 0.0, length_sq);
+    across.intersect(along).shift(a.0)
+}
+
+impl Span {
+    fn shift(self, by: f64) -> Span {
+        if self.is_empty() {
+            self
+        } else {
+            Span {
+                from: self.from + by,
+                to: self.to + by,
+            }
+        }
+    }
+}
+
+/// The `rx` with `lo ≤ k·rx + c ≤ hi`.
+fn linear_span(k: f64, c: f64, lo: f64, hi: f64) -> Span {
+    if k.abs() < 1e-12 {
+        return if (lo..=hi).contains(&c) {
+            Span {
+                from: f64::NEG_INFINITY,
+                to: f64::INFINITY,
+            }
+        } else {
+            Span::EMPTY
+        };
+    }
+    let (p, q) = ((lo - c) / k, (hi - c) / k);
+    Span {
+        from: p.min(q),
+        to: p.max(q),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RED: (u8, u8, u8) = (255, 0, 0);
+
+    fn covered(draw: impl Fn(&mut Pixels<'_>), w: usize, h: usize) -> Vec<(usize, usize)> {
+        let mut buf = vec![0u8; w * h * 3];
+        draw(&mut Pixels {
+            buf: &mut buf,
+            width: w,
+            height: h,
+        });
+        (0..w * h)
+            .filter(|i| buf[i * 3] == 255)
+            .map(|i| (i % w, i / w))
+            .collect()
+    }
+
+    /// The reference: a pixel is covered when its centre is within `r` of the segment.
+    fn brute(a: (f64, f64), b: (f64, f64), r: f64, w: usize, h: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                let p = (x as f64 + 0.5, y as f64 + 0.5);
+                let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+                let len_sq = dx * dx + dy * dy;
+                let t = if len_sq == 0.0 {
+                    0.0
+                } else {
+                    (((p.0 - a.0) * dx + (p.1 - a.1) * dy) / len_sq).clamp(0.0, 1.0)
+                };
+                let (qx, qy) = (a.0 + t * dx - p.0, a.1 + t * dy - p.1);
+                if qx * qx + qy * qy <= r * r {
+                    out.push((x, y));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn capsules_cover_exactly_the_pixels_within_the_radius() {
+        let check = |a: (f64, f64), b: (f64, f64), r: f64| {
+            let got = covered(|p| p.capsule(a, b, r, RED, 1.0), 40, 30);
+            let want = brute(a, b, r, 40, 30);
+            // Closed-form spans and the brute force may differ on a centre exactly at the
+            // boundary; allow a pixel or two of rounding, no more.
+            let diff = got.iter().filter(|p| !want.contains(p)).count()
+                + want.iter().filter(|p| !got.contains(p)).count();
+            assert!(diff <= 2, "{a:?}→{b:?} r {r}: {diff} pixels differ");
+            assert!(!want.is_empty());
+        };
+        check((5.0, 5.0), (30.0, 20.0), 3.0); // diagonal
+        check((5.0, 10.0), (35.0, 10.0), 2.5); // horizontal
+        check((20.0, 2.0), (20.0, 28.0), 4.0); // vertical
+        check((12.3, 14.7), (12.3, 14.7), 5.0); // a disc
+        check((-10.0, -5.0), (25.0, 40.0), 3.0); // clipped on every side
+        check((33.0, 4.0), (3.0, 26.0), 1.0); // thin, right to left
+    }
+
+    #[test]
+    fn translucent_fill_blends() {
+        let mut buf = vec![100u8; 4 * 4 * 3];
+        Pixels {
+            buf: &mut buf,
+            width: 4,
+            height: 4,
+        }
+        .disc((2.0, 2.0), 1.0, (200, 200, 200), 0.5);
+        assert_eq!(buf[(4 + 1) * 3], 150);
+        assert_eq!(buf[0], 100);
+    }
+
+    #[test]
+    fn nonsense_coordinates_draw_nothing() {
+        let got = covered(
+            |p| {
+                p.capsule((f64::NAN, 1.0), (3.0, 3.0), 2.0, RED, 1.0);
+                p.capsule((1.0, 1.0), (3.0, 3.0), -2.0, RED, 1.0);
+                p.capsule((1e12, 1e12), (2e12, 2e12), 2.0, RED, 1.0);
+            },
+            8,
+            8,
+        );
+        assert!(got.is_empty());
+    }
+}
