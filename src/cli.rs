@@ -50,6 +50,12 @@ pub enum Verb {
         about = "Exporta el día de una unidad: GeoJSON (QGIS, geojson.io), GPX 1.1 o el mapa PNG"
     )]
     Exportar(ExportArgs),
+    /// Regenerate, create and summarise route files.
+    #[command(
+        subcommand,
+        about = "Rutas (rutas/*.json): regenerarlas o crearlas con Google Directions u OSRM, y resumirlas"
+    )]
+    Rutas(RoutesVerb),
     /// Talk to an MCP server by hand, run the demo tour or replay a file.
     #[command(
         about = "Cliente MCP: interactivo, recorrido de demostración (--demo) o reproducción (--replay)"
@@ -192,6 +198,129 @@ pub struct ClientArgs {
         help = "Servidor a lanzar (por defecto: este mismo binario con 'servir')"
     )]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RoutesVerb {
+    /// Re-request each route's geometry, keeping its stops.
+    #[command(
+        about = "Vuelve a pedir la geometría de cada ruta (o de las nombradas) conservando sus paradas"
+    )]
+    Regenerar(RegenerateArgs),
+    /// Create a route file from stops.
+    #[command(about = "Crea un archivo de ruta a partir de sus paradas, en orden")]
+    Nueva(NewRouteArgs),
+    /// Summarise routes, or export them as GeoJSON.
+    #[command(
+        about = "Resume las rutas (longitud, paradas, caja, fuente) o las exporta como GeoJSON"
+    )]
+    Ver(ShowRoutesArgs),
+}
+
+/// How to reach a directions service.
+#[derive(Debug, Args)]
+pub struct ProviderArgs {
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROVEEDOR",
+        help = "google (por defecto si GOOGLE_MAPS_API_KEY está definida) u osrm"
+    )]
+    pub proveedor: Option<crate::route_command::ProviderChoice>,
+    #[arg(
+        long,
+        value_name = "URL",
+        help = "Servidor OSRM (por defecto $FLOTA_OSRM_URL), o el endpoint de Directions con google"
+    )]
+    pub url: Option<String>,
+    #[arg(
+        long,
+        value_name = "PERFIL",
+        default_value = "driving",
+        help = "Perfil de OSRM"
+    )]
+    pub perfil: String,
+    #[arg(
+        long = "tiempo-limite",
+        value_name = "SEGUNDOS",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u64).range(1..=600),
+        help = "Tiempo máximo por solicitud"
+    )]
+    pub tiempo_limite: u64,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(0..=10),
+        help = "Reintentos ante 429, 5xx o cuota excedida (con espera creciente)"
+    )]
+    pub reintentos: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct RegenerateArgs {
+    #[arg(value_name = "NOMBRE", help = "Rutas a regenerar (por defecto todas)")]
+    pub nombres: Vec<String>,
+    #[arg(
+        long,
+        value_name = "CARPETA",
+        default_value = "rutas",
+        help = "Carpeta de las rutas"
+    )]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub proveedor: ProviderArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NewRouteArgs {
+    #[arg(
+        value_name = "NOMBRE",
+        help = "Nombre de la ruta (y del archivo NOMBRE.json)"
+    )]
+    pub nombre: String,
+    #[arg(
+        long = "parada",
+        value_name = "NOMBRE:LAT,LON",
+        required = true,
+        value_parser = crate::route_command::parse_stop,
+        help = "Parada, en orden; la primera es la salida y la última la llegada (repita la primera para volver al depósito)"
+    )]
+    pub paradas: Vec<crate::route::StopFile>,
+    #[arg(
+        long,
+        value_name = "CARPETA",
+        default_value = "rutas",
+        help = "Carpeta de las rutas"
+    )]
+    pub dir: PathBuf,
+    #[arg(long, help = "Reemplaza el archivo si ya existe")]
+    pub sobrescribir: bool,
+    #[command(flatten)]
+    pub proveedor: ProviderArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowRoutesArgs {
+    #[arg(
+        value_name = "NOMBRE",
+        help = "Una ruta en detalle (por defecto, tabla de todas)"
+    )]
+    pub nombre: Option<String>,
+    #[arg(
+        long,
+        value_name = "CARPETA",
+        default_value = "rutas",
+        help = "Carpeta de las rutas"
+    )]
+    pub dir: PathBuf,
+    #[arg(
+        long,
+        value_name = "ARCHIVO",
+        help = "Exporta las rutas y sus paradas como GeoJSON ('-' = salida estándar)"
+    )]
+    pub geojson: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

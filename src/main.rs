@@ -7,7 +7,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use flota::cli::{self, ConfigVerb, Parsed, SimulateArgs, Verb};
+use flota::cli::{self, ConfigVerb, Parsed, ProviderArgs, RoutesVerb, SimulateArgs, Verb};
 use flota::scenario::{Ahora, Source};
 use flota::{app, claude_config, client};
 
@@ -81,6 +81,7 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Verb::Rutas(verb) => return routes(verb),
         Verb::Cliente(args) => {
             let color = std::io::stdout().is_terminal();
             let mut out = std::io::stdout().lock();
@@ -109,6 +110,86 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `flota rutas`: progress and failures on stderr, tables and GeoJSON on stdout; exit 1 when
+/// any route failed.
+fn routes(verb: RoutesVerb) -> anyhow::Result<ExitCode> {
+    use flota::route_command as rc;
+    let failed = match verb {
+        RoutesVerb::Regenerar(args) => {
+            let connection = connection(&args.proveedor)?;
+            eprintln!(
+                "Regenerando rutas de {} con {}",
+                args.dir.display(),
+                connection.provider.describe()
+            );
+            let outcome = rc::regenerate(&args.dir, &args.nombres, &connection, &mut |line| {
+                eprintln!("{line}")
+            })
+            .map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "{} reescritas, {} sin cambios, {} con error",
+                outcome.written,
+                outcome.unchanged,
+                outcome.failed.len()
+            );
+            outcome.failed.len()
+        }
+        RoutesVerb::Nueva(args) => {
+            let connection = connection(&args.proveedor)?;
+            let (path, summary) = rc::create(
+                &args.dir,
+                &args.nombre,
+                &args.paradas,
+                args.sobrescribir,
+                &connection,
+            )
+            .map_err(anyhow::Error::msg)?;
+            eprintln!("{summary} → {}", path.display());
+            0
+        }
+        RoutesVerb::Ver(args) => match &args.geojson {
+            Some(target) => {
+                let (text, broken) =
+                    rc::geojson(&args.dir, args.nombre.as_deref()).map_err(anyhow::Error::msg)?;
+                if target.as_os_str() == "-" {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())?;
+                    out.flush()?;
+                } else {
+                    rc::save(target, &text).map_err(anyhow::Error::msg)?;
+                    eprintln!("GeoJSON → {}", target.display());
+                }
+                broken
+            }
+            None => {
+                let (text, broken) =
+                    rc::show(&args.dir, args.nombre.as_deref()).map_err(anyhow::Error::msg)?;
+                print!("{text}");
+                broken
+            }
+        },
+    };
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn connection(args: &ProviderArgs) -> anyhow::Result<flota::route_command::Connection> {
+    let provider =
+        flota::route_command::resolve_provider(args.proveedor, args.url.as_deref(), &args.perfil)
+            .map_err(anyhow::Error::msg)?;
+    Ok(flota::route_command::Connection {
+        provider,
+        timeout: std::time::Duration::from_secs(args.tiempo_limite),
+        retry: flota::directions::RetryPolicy {
+            retries: args.reintentos,
+            ..Default::default()
+        },
+    })
 }
 
 /// Resolves the command-line edge of `flota simular`: the wall clock is read here, never in

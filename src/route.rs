@@ -2,8 +2,9 @@
 //!
 //! Owns reading and checking a route file (the polyline decodes, stops lie near the line and
 //! in order, the first and last stop sit on the line's ends) and answering "where is the point
-//! `s` metres along this route, and which way does it face". Writing and regenerating route
-//! files from a directions API belong to `flota rutas`, not here. Format: docs/rutas.md.
+//! `s` metres along this route, and which way does it face", plus the file's exact text form.
+//! Fetching geometry and deciding which files to rewrite belong to `directions` and
+//! `route_command`, not here. Format: docs/rutas.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -91,16 +92,57 @@ pub enum RouteError {
     Empty { path: PathBuf },
 }
 
-impl Route {
-    /// Parses and validates one route file's text.
-    pub fn parse(text: &str, path: &Path) -> Result<Route, RouteError> {
-        let file: RouteFile = serde_json::from_str(text).map_err(|err| RouteError::Json {
+impl RouteFile {
+    /// Parses one route file's text (keys and types only; [`Route::from_file`] checks the
+    /// geometry).
+    pub fn parse(text: &str, path: &Path) -> Result<RouteFile, RouteError> {
+        serde_json::from_str(text).map_err(|err| RouteError::Json {
             path: path.to_path_buf(),
             line: err.line(),
             column: err.column(),
             message: err.to_string(),
-        })?;
-        Route::from_file(file, path)
+        })
+    }
+
+    /// The file's text as flota and the reference write it: pretty-printed, two-space
+    /// indent, keys in format order, no final newline.
+    pub fn to_json(&self) -> String {
+        // Serialising plain strings, numbers and lists cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Encodes `points` as this format's polyline.
+    pub fn encode(points: &[LatLon]) -> String {
+        let line: geo::LineString<f64> = points.iter().map(|p| (p.lon, p.lat)).collect();
+        // Encoding only fails for coordinates outside ±90/±180, which callers rule out;
+        // an empty string then fails the route's own checks.
+        polyline::encode_coordinates(line, POLYLINE_PRECISION).unwrap_or_default()
+    }
+}
+
+/// Whether `name` can be a route's name and file stem: letters, digits, `_`, `-`, `.`, not
+/// starting with a dot, at most 100 characters.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.chars().count() <= 100
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "nombre de ruta inválido '{name}': use letras, dígitos, '_', '-' o '.' \
+             (será el nombre del archivo)"
+        ))
+    }
+}
+
+impl Route {
+    /// Parses and validates one route file's text.
+    pub fn parse(text: &str, path: &Path) -> Result<Route, RouteError> {
+        Route::from_file(RouteFile::parse(text, path)?, path)
     }
 
     pub fn from_file(file: RouteFile, path: &Path) -> Result<Route, RouteError> {
@@ -320,8 +362,8 @@ impl RouteCursor<'_> {
     }
 }
 
-/// Loads every `*.json` in `dir`, keyed by route name. Names must match their file stems.
-pub fn load_dir(dir: &Path) -> Result<BTreeMap<String, Route>, RouteError> {
+/// The `*.json` files in `dir`, sorted; none is an error.
+pub fn route_paths(dir: &Path) -> Result<Vec<PathBuf>, RouteError> {
     let entries = std::fs::read_dir(dir).map_err(|source| RouteError::Read {
         path: dir.to_path_buf(),
         source,
@@ -336,24 +378,34 @@ pub fn load_dir(dir: &Path) -> Result<BTreeMap<String, Route>, RouteError> {
             path: dir.to_path_buf(),
         });
     }
+    Ok(paths)
+}
+
+/// A route file's `nombre` must be its file stem.
+pub fn check_stem(path: &Path, name: &str) -> Result<(), RouteError> {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    if stem.as_deref() == Some(name) {
+        return Ok(());
+    }
+    Err(RouteError::Invalid {
+        path: path.to_path_buf(),
+        message: format!(
+            "'nombre' es '{name}' pero el archivo se llama '{}'",
+            stem.unwrap_or_default()
+        ),
+    })
+}
+
+/// Loads every `*.json` in `dir`, keyed by route name. Names must match their file stems.
+pub fn load_dir(dir: &Path) -> Result<BTreeMap<String, Route>, RouteError> {
     let mut routes = BTreeMap::new();
-    for path in paths {
+    for path in route_paths(dir)? {
         let text = std::fs::read_to_string(&path).map_err(|source| RouteError::Read {
             path: path.clone(),
             source,
         })?;
         let route = Route::parse(&text, &path)?;
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-        if stem.as_deref() != Some(route.name.as_str()) {
-            return Err(RouteError::Invalid {
-                path: path.clone(),
-                message: format!(
-                    "'nombre' es '{}' pero el archivo se llama '{}'",
-                    route.name,
-                    stem.unwrap_or_default()
-                ),
-            });
-        }
+        check_stem(&path, &route.name)?;
         routes.insert(route.name.clone(), route);
     }
     Ok(routes)
@@ -368,6 +420,37 @@ mod tests {
             .join("rutas")
             .join(format!("{name}.json"));
         Route::parse(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
+    }
+
+    #[test]
+    fn shipped_files_are_written_back_byte_for_byte() {
+        for path in route_paths(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rutas")).unwrap() {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = RouteFile::parse(&text, &path).unwrap();
+            assert_eq!(file.to_json(), text, "{}", path.display());
+            // The polyline survives decode and encode.
+            let route = Route::from_file(file.clone(), &path).unwrap();
+            let again = RouteFile::encode(&route.points);
+            let back = Route::from_file(
+                RouteFile {
+                    polilinea: again,
+                    ..file
+                },
+                &path,
+            )
+            .unwrap();
+            assert_eq!(back.points, route.points, "{}", path.display());
+        }
+    }
+
+    #[test]
+    fn route_names_are_file_stems() {
+        for good in ["r01_cedis_z1_z4", "ruta-norte.2", "Zona_18"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "../x", "a/b", ".oculta", "con espacio", "x;rm"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
+//! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
@@ -23,10 +24,12 @@ mod cli;
 mod example_server;
 mod geocoding;
 mod ground_truth;
+mod http_mock;
 mod in_process;
 mod maps;
 mod protocol;
 mod rmcp_client;
+mod routes;
 mod scenario_errors;
 mod simulation;
 mod support;

@@ -1,0 +1,395 @@
+//! Directions services: the road geometry between a route's stops, from Google's Directions
+//! API or an OSRM `route` service.
+//!
+//! Owns the HTTP conversation — request building, bounded retries with backoff, response
+//! parsing into a [`Directions`], and one Spanish sentence per failure. It knows nothing of
+//! files: `route_command` decides what to write. The API key travels only in the request;
+//! every message that leaves this module has passed through `net::redact`.
+
+mod google;
+mod osrm;
+
+use std::io::Read;
+use std::time::Duration;
+
+use crate::geo::LatLon;
+use crate::route::StopFile;
+
+/// Google's Directions API endpoint (`FLOTA_GOOGLE_DIRECTIONS_URL` overrides it, for tests
+/// and proxies).
+pub const GOOGLE_DIRECTIONS_URL: &str = "https://maps.googleapis.com/maps/api/directions/json";
+/// Largest response body read (a long route with every step is a few hundred KB).
+const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
+/// Longest `Retry-After` honoured; a server asking for more is treated as a failure.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Where directions come from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Provider {
+    Google { key: String, url: String },
+    Osrm { url: String, profile: String },
+}
+
+impl std::fmt::Debug for Provider {
+    // Never print the key, not even in a debug dump.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provider::Google { url, .. } => write!(f, "Google {{ url: {url:?}, key: *** }}"),
+            Provider::Osrm { url, profile } => write!(f, "Osrm {{ url: {url:?}, {profile:?} }}"),
+        }
+    }
+}
+
+impl Provider {
+    /// The `fuente` a route file records.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Provider::Google { .. } => "google_directions",
+            Provider::Osrm { .. } => "osrm",
+        }
+    }
+
+    /// How the provider is named in messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Provider::Google { url, .. } if url == GOOGLE_DIRECTIONS_URL => {
+                "Google Directions API".into()
+            }
+            Provider::Google { url, .. } => format!("Google Directions API en {url}"),
+            Provider::Osrm { url, profile } => format!("OSRM en {url} (perfil {profile})"),
+        }
+    }
+
+    /// Stops a single request may carry.
+    fn max_stops(&self) -> usize {
+        match self {
+            // Origin, destination and at most 25 waypoints.
+            Provider::Google { .. } => 27,
+            // The public demo server's default `max-viaroute-size` is far larger; 100 keeps
+            // URLs reasonable.
+            Provider::Osrm { .. } => 100,
+        }
+    }
+}
+
+/// The road between the stops, as a provider routed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Directions {
+    /// Full-resolution geometry, consecutive duplicates removed.
+    pub points: Vec<LatLon>,
+    pub distance_m: u64,
+    pub duration_s: u64,
+    /// Requests it took (1 when the first answer was good).
+    pub attempts: u32,
+}
+
+/// Why a route could not be had: one sentence, key-free.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DirectionsError(pub String);
+
+/// Retries on 429, 5xx and the provider's "try again" statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first request.
+    pub retries: u32,
+    /// Wait before the first retry; doubled each time, unless the server says `Retry-After`.
+    pub first_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            retries: 3,
+            first_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What one response means.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Route(Parsed),
+    /// Worth asking again (rate limit, transient server error).
+    Retry(String),
+    Fail(String),
+}
+
+/// A provider's answer before the geometry is checked.
+#[derive(Debug, PartialEq)]
+struct Parsed {
+    points: Vec<LatLon>,
+    distance_m: f64,
+    duration_s: f64,
+}
+
+/// A directions client for one provider.
+pub struct Client {
+    provider: Provider,
+    http: reqwest::blocking::Client,
+    retry: RetryPolicy,
+}
+
+impl Client {
+    /// `timeout` bounds each request, connection included.
+    pub fn new(
+        provider: Provider,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<Client, DirectionsError> {
+        crate::net::install_crypto();
+        let http = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .user_agent(crate::net::user_agent())
+            .build()
+            .map_err(|e| DirectionsError(format!("no se pudo preparar HTTP: {e}")))?;
+        Ok(Client {
+            provider,
+            http,
+            retry,
+        })
+    }
+
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// The road from the first stop to the last through the others, in order.
+    pub fn route(&self, stops: &[StopFile]) -> Result<Directions, DirectionsError> {
+        if stops.len() < 2 {
+            return Err(DirectionsError(
+                "se necesitan al menos dos paradas para pedir una ruta".into(),
+            ));
+        }
+        if stops.len() > self.provider.max_stops() {
+            return Err(DirectionsError(format!(
+                "{} paradas; {} admite como máximo {} por solicitud",
+                stops.len(),
+                self.provider.describe(),
+                self.provider.max_stops()
+            )));
+        }
+        let request = match &self.provider {
+            Provider::Google { key, url } => google::request(&self.http, url, key, stops),
+            Provider::Osrm { url, profile } => osrm::request(&self.http, url, profile, stops),
+        }
+        .map_err(|e| DirectionsError(crate::net::redact(&e)))?;
+        let mut wait = self.retry.first_wait;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (answer, retry_after) = self.once(&request, stops);
+            let reason = match answer {
+                Answer::Route(parsed) => return finish(parsed, attempt),
+                Answer::Fail(reason) => return Err(DirectionsError(crate::net::redact(&reason))),
+                Answer::Retry(reason) => reason,
+            };
+            if attempt > self.retry.retries {
+                return Err(DirectionsError(crate::net::redact(&format!(
+                    "{reason} (tras {attempt} intentos)"
+                ))));
+            }
+            let pause = match retry_after {
+                Some(asked) if asked > MAX_RETRY_AFTER => {
+                    return Err(DirectionsError(crate::net::redact(&format!(
+                        "{reason}; el servidor pide esperar {} s",
+                        asked.as_secs()
+                    ))));
+                }
+                Some(asked) => asked,
+                None => wait,
+            };
+            std::thread::sleep(pause);
+            wait = wait.saturating_mul(2);
+        }
+    }
+
+    /// One request: what it means, and the server's `Retry-After` if any.
+    fn once(
+        &self,
+        request: &reqwest::blocking::Request,
+        stops: &[StopFile],
+    ) -> (Answer, Option<Duration>) {
+        let Some(request) = request.try_clone() else {
+            return (Answer::Fail("solicitud no repetible".into()), None);
+        };
+        let response = match self
+            .http
+            .execute(request)
+            .map_err(reqwest::Error::without_url)
+        {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() => {
+                return (
+                    Answer::Fail(format!(
+                        "{} no respondió a tiempo ({})",
+                        self.provider.describe(),
+                        e
+                    )),
+                    None,
+                );
+            }
+            Err(e) => {
+                return (
+                    Answer::Fail(format!(
+                        "no se pudo conectar con {}: {}",
+                        self.provider.describe(),
+                        error_chain(&e)
+                    )),
+                    None,
+                );
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = Vec::new();
+        if let Err(e) = response.take(MAX_BODY_BYTES).read_to_end(&mut body) {
+            let reason = format!("la respuesta se cortó: {e}");
+            return (
+                if e.to_string().contains("timed out") {
+                    Answer::Fail(reason)
+                } else {
+                    Answer::Retry(reason)
+                },
+                None,
+            );
+        }
+        let answer = match &self.provider {
+            Provider::Google { .. } => google::parse(status, &body, stops),
+            Provider::Osrm { .. } => osrm::parse(status, &body),
+        };
+        (answer, retry_after)
+    }
+}
+
+/// An error and its causes on one line (reqwest hides the useful part in `source`).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Checks a parsed answer into [`Directions`].
+fn finish(parsed: Parsed, attempts: u32) -> Result<Directions, DirectionsError> {
+    let mut points = parsed.points;
+    points.dedup();
+    if points.len() < 2 {
+        return Err(DirectionsError(
+            "la respuesta no trae geometría (menos de dos puntos)".into(),
+        ));
+    }
+    if let Some(bad) = points
+        .iter()
+        .find(|p| !(-90.0..=90.0).contains(&p.lat) || !(-180.0..=180.0).contains(&p.lon))
+    {
+        return Err(DirectionsError(format!(
+            "la respuesta trae una coordenada imposible ({}, {})",
+            bad.lat, bad.lon
+        )));
+    }
+    let positive = |v: f64| v.is_finite() && v >= 0.5;
+    if !positive(parsed.distance_m) || !positive(parsed.duration_s) {
+        return Err(DirectionsError(format!(
+            "la respuesta trae distancia {} m y duración {} s; se esperaban valores positivos",
+            parsed.distance_m, parsed.duration_s
+        )));
+    }
+    Ok(Directions {
+        points,
+        distance_m: parsed.distance_m.round() as u64,
+        duration_s: parsed.duration_s.round() as u64,
+        attempts,
+    })
+}
+
+/// Decodes a Google-format polyline of precision 1e-5.
+fn decode(encoded: &str) -> Result<Vec<LatLon>, String> {
+    polyline::decode_polyline(encoded, crate::route::POLYLINE_PRECISION)
+        .map(|line| line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect())
+        .map_err(|e| format!("polilínea ilegible en la respuesta: {e}"))
+}
+
+/// The JSON of a response, or a sentence saying what came instead.
+fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], who: &str) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| {
+        let start: String = String::from_utf8_lossy(&body[..body.len().min(60)])
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        format!("{who} respondió algo que no es el JSON esperado ({e}); empieza con «{start}»")
+    })
+}
+
+/// The HTTP statuses worth retrying.
+fn retryable_http(status: u16) -> bool {
+    status == 429 || (500..600).contains(&status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_rejects_what_cannot_be_a_route() {
+        let check = |points: Vec<LatLon>, distance_m: f64, duration_s: f64, ok: bool| {
+            let got = finish(
+                Parsed {
+                    points,
+                    distance_m,
+                    duration_s,
+                },
+                1,
+            );
+            assert_eq!(got.is_ok(), ok, "{got:?}");
+        };
+        let a = LatLon::new(14.6, -90.5);
+        let b = LatLon::new(14.61, -90.51);
+        check(vec![a, b], 1500.0, 120.0, true);
+        check(vec![a, a, a], 1500.0, 120.0, false);
+        check(vec![a, LatLon::new(95.0, 0.0)], 1500.0, 120.0, false);
+        check(vec![a, b], 0.0, 120.0, false);
+        check(vec![a, b], 1500.0, f64::NAN, false);
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let provider = Provider::Google {
+            key: "CLAVE-MUY-SECRETA".into(),
+            url: GOOGLE_DIRECTIONS_URL.into(),
+        };
+        assert!(!format!("{provider:?}").contains("CLAVE"));
+    }
+
+    #[test]
+    fn too_many_stops_fail_before_any_request() {
+        let provider = Provider::Google {
+            key: "k".into(),
+            // Nothing listens here; a request would fail differently.
+            url: "http://127.0.0.1:9/".into(),
+        };
+        let client = Client::new(provider, Duration::from_secs(1), RetryPolicy::default()).unwrap();
+        let stops: Vec<StopFile> = (0..30)
+            .map(|i| StopFile {
+                nombre: format!("p{i}"),
+                lat: 14.6,
+                lon: -90.5 + f64::from(i) * 0.001,
+            })
+            .collect();
+        let err = client.route(&stops).unwrap_err();
+        assert!(err.0.contains("30 paradas"), "{err}");
+    }
+}
