@@ -127,8 +127,17 @@ pub fn serve(
         log_info!("direcciones en línea: {}", service.name());
     }
     let fleet = Arc::new(Fleet::new(&db, ahora, geocoder));
+    let limit = match args.limite_llamada {
+        Some(seconds) => seconds,
+        None => match std::env::var("FLOTA_LIMITE_LLAMADA_S") {
+            Ok(text) => crate::cli::parse_limit(&text)
+                .map_err(|e| anyhow::anyhow!("FLOTA_LIMITE_LLAMADA_S: {e}"))?,
+            Err(_) => 30.0,
+        },
+    };
     let options = ServeOptions {
         verbose: args.verbose,
+        call_timeout: (limit > 0.0).then(|| std::time::Duration::from_secs_f64(limit)),
         ..ServeOptions::default()
     };
     mcp::serve(service(&fleet), input, output, options)?;

@@ -131,8 +131,24 @@ pub struct ServeArgs {
         help = "Instante 'ahora' de la flota, hora local (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
+    #[arg(
+        long = "limite-llamada",
+        value_name = "SEGUNDOS",
+        value_parser = parse_limit,
+        help = "Tiempo máximo por llamada a una herramienta; 0 = sin límite (por defecto $FLOTA_LIMITE_LLAMADA_S o 30)"
+    )]
+    pub limite_llamada: Option<f64>,
     #[arg(short, long, help = "Registra en stderr cada mensaje que entra y sale")]
     pub verbose: bool,
+}
+
+/// Seconds: a non-negative number, at most a day.
+pub fn parse_limit(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (0.0..=86_400.0).contains(v))
+        .ok_or_else(|| format!("'{text}' no es un número de segundos entre 0 y 86400"))
 }
 
 #[derive(Debug, Args)]

@@ -121,9 +121,20 @@ impl Snapshot {
         }
     }
 
-    /// A date argument resolved against today, or an argument error.
+    /// A date argument resolved against today, or an argument error. A day after today has
+    /// no data by definition; saying so beats "no reports that day".
     pub fn date(&self, argument: &str, text: &str) -> Result<NaiveDate, ToolError> {
-        dates::resolve(argument, text, self.today).map_err(ToolError::InvalidArguments)
+        let date =
+            dates::resolve(argument, text, self.today).map_err(ToolError::InvalidArguments)?;
+        if date > self.today {
+            return Err(ToolError::Failed(format!(
+                "La fecha {date} ('{argument}') es posterior a hoy, {} {} (hora de la flota): \
+                 todavía no hay datos de ese día.",
+                dates::weekday_es(self.today),
+                self.today
+            )));
+        }
+        Ok(date)
     }
 
     /// UTC bounds `[start, end)` of a local date.

@@ -4,8 +4,10 @@
 //! `tools/list`, errors, cancellations), so those stay fast while a tool runs. Tool calls go
 //! to worker threads; their answers may leave out of order. The in-flight table is the single
 //! point that decides whether a call's progress or response may still be written: once
-//! `notifications/cancelled` marks a call, nothing more is sent for it. A panicking tool
-//! becomes a `-32603` answer for that request only.
+//! `notifications/cancelled` marks a call, nothing more is sent for it. A call that outlives
+//! the time limit is answered by a watchdog with an `isError` result and marked cancelled, so
+//! the tool stops at its next check and its late answer is dropped. A panicking tool becomes
+//! a `-32603` answer for that request only.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead};
@@ -35,6 +37,8 @@ pub struct ServeOptions {
     pub max_in_flight: usize,
     /// After stdin closes, how long running calls may take to finish before being abandoned.
     pub eof_grace: Duration,
+    /// Longest a call may take from arrival to answer; `None` = no limit.
+    pub call_timeout: Option<Duration>,
     /// Log every message in and out on stderr.
     pub verbose: bool,
 }
@@ -47,20 +51,32 @@ impl Default for ServeOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_in_flight: 64,
             eof_grace: Duration::from_millis(800),
+            // Well inside the 60 s clients commonly wait, so the model hears why.
+            call_timeout: Some(Duration::from_secs(30)),
             verbose: false,
         }
     }
 }
 
-/// Calls in progress, keyed by the raw text of their request id.
+/// One call in progress.
+struct Entry {
+    /// Set by `notifications/cancelled` or the watchdog; the tool's answer is then dropped.
+    cancelled: Arc<AtomicBool>,
+    /// When the watchdog answers for it, with the line it sends.
+    deadline: Option<(Instant, String)>,
+}
+
+/// Calls in progress, keyed by the raw text of their request id. An entry stays until its
+/// worker is done, even after a cancellation or a timeout: the id is still busy, and the
+/// in-flight cap counts threads really working.
 #[derive(Default)]
 struct InFlight {
-    calls: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    calls: Mutex<HashMap<String, Entry>>,
     changed: Condvar,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<AtomicBool>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // A panicking tool never holds this lock, but stay usable even if something did.
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -100,6 +116,16 @@ where
         std::thread::Builder::new()
             .name(format!("mcp-worker-{index}"))
             .spawn(move || worker(&service, &in_flight, &outbox, &job_queue))?;
+    }
+
+    let watchdog_stop = Arc::new(AtomicBool::new(false));
+    if options.call_timeout.is_some() {
+        let in_flight = Arc::clone(&in_flight);
+        let outbox = outbox.clone();
+        let stop = Arc::clone(&watchdog_stop);
+        std::thread::Builder::new()
+            .name("mcp-watchdog".into())
+            .spawn(move || watchdog(&in_flight, &outbox, &stop))?;
     }
 
     let mut reader = LineReader::new(input, options.max_line_bytes);
@@ -142,9 +168,9 @@ where
             Action::Send(line) => send(&outbox, line),
             Action::Nothing => {}
             Action::Cancel(key) => {
-                if let Some(flag) = in_flight.lock().get(&key) {
+                if let Some(entry) = in_flight.lock().get(&key) {
                     log_debug!("llamada {key} cancelada por el cliente");
-                    flag.store(true, Ordering::Relaxed);
+                    entry.cancelled.store(true, Ordering::Relaxed);
                 }
             }
             Action::Call(call) => {
@@ -167,7 +193,16 @@ where
                     continue;
                 }
                 let cancelled = Arc::new(AtomicBool::new(false));
-                calls.insert(key.clone(), Arc::clone(&cancelled));
+                let deadline = options
+                    .call_timeout
+                    .map(|limit| (Instant::now() + limit, service.timeout_line(&call, limit)));
+                calls.insert(
+                    key.clone(),
+                    Entry {
+                        cancelled: Arc::clone(&cancelled),
+                        deadline,
+                    },
+                );
                 drop(calls);
                 if jobs
                     .send(Job {
@@ -196,8 +231,8 @@ where
                 calls.len()
             );
             // Abandoned calls must not write after the writer is gone.
-            for flag in calls.values() {
-                flag.store(true, Ordering::Relaxed);
+            for entry in calls.values() {
+                entry.cancelled.store(true, Ordering::Relaxed);
             }
             break;
         }
@@ -208,6 +243,7 @@ where
             .unwrap_or_else(|poisoned| poisoned.into_inner().0);
     }
     drop(calls);
+    watchdog_stop.store(true, Ordering::Relaxed);
     let _ = outbox.send(Outgoing::Close);
     drop(outbox);
     // The writer may be blocked on a client that stopped reading; do not wait forever.
@@ -223,6 +259,31 @@ where
 fn send(outbox: &SyncSender<Outgoing>, line: String) {
     // A closed writer means the client is gone; there is no one to tell.
     let _ = outbox.send(Outgoing::Line(line));
+}
+
+/// Answers calls that outlive their deadline, and marks them cancelled. Polls: at most 64
+/// calls are in flight, and a limit is measured in seconds.
+fn watchdog(in_flight: &InFlight, outbox: &SyncSender<Outgoing>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = Instant::now();
+        let mut calls = in_flight.lock();
+        for (key, entry) in calls.iter_mut() {
+            let due = entry
+                .deadline
+                .as_ref()
+                .is_some_and(|(deadline, _)| now >= *deadline);
+            if !due {
+                continue;
+            }
+            if let Some((_, line)) = entry.deadline.take()
+                && !entry.cancelled.swap(true, Ordering::Relaxed)
+            {
+                log_warn!("llamada {key} cancelada: superó el límite de tiempo");
+                send(outbox, line);
+            }
+        }
+    }
 }
 
 fn worker(
@@ -249,6 +310,13 @@ fn worker(
         });
         let ctx = CallContext::new(Arc::clone(&job.cancelled), progress);
         let started = Instant::now();
+        if job.cancelled.load(Ordering::Relaxed) {
+            // Cancelled or timed out while queued: already answered (or never to be).
+            let mut calls = in_flight.lock();
+            calls.remove(&job.key);
+            in_flight.changed.notify_all();
+            continue;
+        }
         let line = catch_unwind(AssertUnwindSafe(|| service.execute(&job.call, &ctx)))
             .unwrap_or_else(|_| {
                 let name = service
@@ -294,7 +362,7 @@ fn progress_sink(
             let calls = in_flight.lock();
             let live = calls
                 .get(&key)
-                .is_some_and(|flag| !flag.load(Ordering::Relaxed));
+                .is_some_and(|entry| !entry.cancelled.load(Ordering::Relaxed));
             if !live {
                 return;
             }

@@ -385,6 +385,24 @@ impl Service {
         }
     }
 
+    /// The answer a call gets when it outlives the server's time limit: a tool failure the
+    /// model can read and act on, in the call's protocol version.
+    pub fn timeout_line(&self, call: &Call, limit: std::time::Duration) -> String {
+        let name = self
+            .tools
+            .get(call.tool)
+            .map_or("?", |t| t.definition().name.as_str());
+        let message = format!(
+            "La herramienta '{name}' superó el límite de {} s por llamada y se canceló. \
+             Pruebe con un rango de fechas más corto o una consulta más acotada.",
+            format_seconds(limit)
+        );
+        response_line(
+            &call.id,
+            &result_json(&ToolResult::failure(message), call.version),
+        )
+    }
+
     /// Every tool name, to check uniqueness when the service is built.
     pub fn duplicate_tool_names(&self) -> Vec<String> {
         let mut seen = HashSet::new();
@@ -393,6 +411,16 @@ impl Service {
             .map(|t| t.definition().name.clone())
             .filter(|name| !seen.insert(name.clone()))
             .collect()
+    }
+}
+
+/// `30`, `0.5`: seconds as a person writes them.
+fn format_seconds(limit: std::time::Duration) -> String {
+    let seconds = limit.as_secs_f64();
+    if seconds.fract() == 0.0 {
+        format!("{seconds:.0}")
+    } else {
+        format!("{seconds:.1}")
     }
 }
 
@@ -452,9 +480,14 @@ fn parse_params(raw: Option<&RawValue>) -> Result<Map<String, Value>, RpcError> 
     match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(Value::Null) => Ok(Map::new()),
-        _ => Err(RpcError::new(
+        Ok(_) => Err(RpcError::new(
             ErrorCode::InvalidParams,
             "los parámetros de los métodos MCP deben ser un objeto",
+        )),
+        // The envelope parsed, so this is a limit (nesting deeper than 128 levels).
+        Err(e) => Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            format!("no se pudieron leer los parámetros: {e}"),
         )),
     }
 }

@@ -11,6 +11,8 @@
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
+//! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
+//! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
@@ -22,8 +24,10 @@
 
 mod cli;
 mod example_server;
+mod fuzz_corpus;
 mod geocoding;
 mod ground_truth;
+mod hardening;
 mod http_mock;
 mod in_process;
 mod maps;

@@ -1,0 +1,94 @@
+//! The fuzz harness: bytes in, the MCP session's promises checked.
+//!
+//! Owns one check: feed input through the same steps `flota servir` takes per line (bounded
+//! line split, classify, session state machine, tool execution with the real fleet tools) and
+//! assert what a client relies on: every output line is one JSON-RPC 2.0 object, each
+//! request gets exactly one answer, a notification none. The fleet tools run against
+//! `FLOTA_FUZZ_DB` if set (a simulated database), else a missing file, which exercises
+//! argument validation and the "no database" errors. Maps are drawn offline. Used by the
+//! `cargo fuzz` targets and by the corpus regression test in `cargo test`.
+
+use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use flota::fleet::Fleet;
+use flota::fleet::places::Geocoder;
+use flota::map::TileConfig;
+use flota::mcp::jsonrpc::{Incoming, classify};
+use flota::mcp::session::{Action, Session};
+use flota::mcp::transport::{Line, LineReader};
+use flota::mcp::{CallContext, Service};
+use serde_json::Value;
+
+/// Small enough that the fuzzer reaches the over-long path.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+fn service() -> &'static Service {
+    static SERVICE: OnceLock<Service> = OnceLock::new();
+    SERVICE.get_or_init(|| {
+        // Millions of sessions: only real problems on stderr.
+        flota::log::set_level(flota::log::Level::Error);
+        let db = std::env::var_os("FLOTA_FUZZ_DB")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/nonexistent/flota-fuzz.db"));
+        // The reference week's "now", so date words resolve to data.
+        let ahora = flota::simulate::parse_ahora("2026-08-19T15:30").ok();
+        let fleet = Arc::new(Fleet::new(&db, ahora, Geocoder::new(None)));
+        Service {
+            info: flota::app::server_info(),
+            instructions: Some(flota::app::instructions(&fleet)),
+            tools: flota::tools::with_tiles(&fleet, TileConfig::offline()),
+        }
+    })
+}
+
+/// Runs `input` as one client session and checks the protocol promises. Panics on a
+/// violation (that is what the fuzzer looks for).
+pub fn check_session(input: &[u8]) {
+    let service = service();
+    let mut session = Session::new(service);
+    let mut reader = LineReader::new(Cursor::new(input), MAX_LINE_BYTES);
+    loop {
+        let line = match reader.next_line() {
+            Ok(Line::Eof) | Err(_) => break,
+            Ok(Line::TooLong { .. }) => continue,
+            Ok(Line::Complete(bytes)) => bytes,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let incoming = classify(&line);
+        let request_id = match &incoming {
+            Incoming::Request(r) => Some(r.id.get().to_owned()),
+            _ => None,
+        };
+        let is_notification = matches!(
+            incoming,
+            Incoming::Notification(_) | Incoming::BadNotification { .. } | Incoming::Response
+        );
+        let answer = match session.handle(incoming) {
+            Action::Send(answer) => Some(answer),
+            Action::Call(call) => Some(service.execute(&call, &CallContext::detached())),
+            Action::Nothing | Action::Cancel(_) => None,
+        };
+        match answer {
+            None => assert!(request_id.is_none(), "request {request_id:?} got no answer"),
+            Some(answer) => {
+                assert!(!is_notification, "a notification was answered: {answer}");
+                assert!(!answer.contains('\n'), "answer spans lines");
+                let value: Value = serde_json::from_str(&answer).expect("answer is JSON");
+                assert_eq!(value["jsonrpc"], "2.0", "{answer}");
+                assert!(
+                    value.get("result").is_some() != value.get("error").is_some(),
+                    "exactly one of result and error: {answer}"
+                );
+                if let Some(id) = &request_id {
+                    let echoed = value["id"].to_string();
+                    let sent: Value = serde_json::from_str(id).expect("id is JSON");
+                    assert_eq!(echoed, sent.to_string(), "id echoed: {answer}");
+                }
+            }
+        }
+    }
+}
