@@ -33,8 +33,11 @@ pub struct ServeOptions {
     pub workers: usize,
     /// Longest accepted input line, in bytes.
     pub max_line_bytes: usize,
-    /// Calls allowed in flight at once; more are refused at once, not queued without bound.
+    /// Calls allowed in flight at once. At the cap the reader stops reading (the client's
+    /// pipe fills: back-pressure, no memory growth) for up to `admission_wait`; a call still
+    /// without a slot then is refused, so cancellations and pings are never starved.
     pub max_in_flight: usize,
+    pub admission_wait: Duration,
     /// After stdin closes, how long running calls may take to finish before being abandoned.
     pub eof_grace: Duration,
     /// Longest a call may take from arrival to answer; `None` = no limit.
@@ -50,6 +53,7 @@ impl Default for ServeOptions {
             workers: cores.clamp(2, 8),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_in_flight: 64,
+            admission_wait: Duration::from_secs(2),
             eof_grace: Duration::from_millis(800),
             // Well inside the 60 s clients commonly wait, so the model hears why.
             call_timeout: Some(Duration::from_secs(30)),
@@ -176,6 +180,18 @@ where
             Action::Call(call) => {
                 let key = call.id.get().to_owned();
                 let mut calls = in_flight.lock();
+                let admission = Instant::now() + options.admission_wait;
+                while calls.len() >= options.max_in_flight && !calls.contains_key(&key) {
+                    let left = admission.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    calls = in_flight
+                        .changed
+                        .wait_timeout(calls, left)
+                        .map(|(guard, _)| guard)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+                }
                 let refusal = if calls.contains_key(&key) {
                     Some(format!("ya hay una llamada en curso con el id {key}"))
                 } else if calls.len() >= options.max_in_flight {

@@ -554,8 +554,9 @@ fn a_flood_without_reading_is_absorbed_and_fully_answered() {
     let stdin = writer.join().unwrap();
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    // Refusals are allowed (a cap on calls in flight), silence is not; memory stays small.
-    assert!(busy < FLOOD / 2, "{busy} refused");
+    // At the cap the server stops reading until a slot frees, so a flood of quick calls is
+    // served, not refused (refusal only follows 2 s without a free slot); memory stays small.
+    assert!(busy <= FLOOD / 100, "{busy} refused");
     assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} kB");
 }
 

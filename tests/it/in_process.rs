@@ -31,6 +31,8 @@ struct Boom;
 #[serde(deny_unknown_fields)]
 struct BoomParams {
     fuerte: Option<bool>,
+    /// Works this long (polling for cancellation) before answering.
+    espera_ms: Option<u64>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -50,9 +52,14 @@ impl TypedTool for Boom {
     fn description(&self) -> String {
         "Entra en pánico si fuerte es true; si no, responde ok.".into()
     }
-    fn call(&self, p: BoomParams, _: &CallContext) -> Result<Reply<BoomOutput>, ToolError> {
+    fn call(&self, p: BoomParams, ctx: &CallContext) -> Result<Reply<BoomOutput>, ToolError> {
         if p.fuerte == Some(true) {
             panic!("boom (expected by the test)");
+        }
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_millis(p.espera_ms.unwrap_or(0));
+        while std::time::Instant::now() < until && !ctx.is_cancelled() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
         Ok(Reply::new(BoomOutput { ok: true }))
     }
@@ -72,14 +79,12 @@ fn service() -> Service {
 
 /// Runs a whole session over `input`; returns the stdout lines.
 fn run(input: Vec<u8>) -> Vec<String> {
+    run_with(input, ServeOptions::default())
+}
+
+fn run_with(input: Vec<u8>, options: ServeOptions) -> Vec<String> {
     let sink = Sink::default();
-    mcp::serve(
-        service(),
-        Cursor::new(input),
-        sink.clone(),
-        ServeOptions::default(),
-    )
-    .unwrap();
+    mcp::serve(service(), Cursor::new(input), sink.clone(), options).unwrap();
     let bytes = sink.0.lock().unwrap().clone();
     let text = String::from_utf8(bytes).expect("stdout is UTF-8");
     assert!(text.is_empty() || text.ends_with('\n'));
@@ -92,6 +97,53 @@ const HANDSHAKE: &str = concat!(
     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     "\n"
 );
+
+#[test]
+fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
+    let input = format!(
+        "{HANDSHAKE}{}\n{}\n{}\n",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"explotar","arguments":{"espera_ms":5000}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"explotar","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    );
+    let options = ServeOptions {
+        max_in_flight: 1,
+        admission_wait: std::time::Duration::from_millis(100),
+        call_timeout: Some(std::time::Duration::from_millis(400)),
+        eof_grace: std::time::Duration::from_secs(3),
+        ..ServeOptions::default()
+    };
+    let lines = run_with(input.into_bytes(), options);
+    let answers: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: i64| {
+        let matching: Vec<&Value> = answers.iter().filter(|a| a["id"] == id).collect();
+        assert_eq!(matching.len(), 1, "id {id}: {lines:?}");
+        matching[0].clone()
+    };
+    // The only slot is taken for longer than the admission wait: refused, clearly.
+    let refused = by_id(2);
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("servidor ocupado"),
+        "{refused}"
+    );
+    assert_eq!(by_id(3)["result"], json!({}));
+    // The long call is answered once, by the limit; the tool's own late answer is dropped.
+    let limited = by_id(1);
+    assert_eq!(limited["result"]["isError"], true, "{limited}");
+    assert!(
+        limited["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("superó el límite de 0.4 s"),
+        "{limited}"
+    );
+}
 
 #[test]
 fn a_panicking_tool_is_an_internal_error_and_the_server_lives_on() {
@@ -199,7 +251,7 @@ fn shape() -> impl Strategy<Value = Shape> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Random sessions: each request answered exactly once (ids unique per session), no
     /// notification answered, every line JSON, no crash.
