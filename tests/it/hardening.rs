@@ -722,7 +722,7 @@ fn the_server_never_writes_even_while_a_writer_holds_the_lock() {
 }
 
 #[test]
-fn a_simulation_replacing_the_database_mid_session_is_picked_up() {
+fn simular_and_analizar_rewriting_the_database_mid_session() {
     let tmp = tempfile::tempdir().unwrap();
     let db = copy_of_minimo(tmp.path());
     let mut server = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
@@ -765,6 +765,35 @@ fn a_simulation_replacing_the_database_mid_session_is_picked_up() {
     assert_ne!(
         after["result"]["structuredContent"], first["result"]["structuredContent"],
         "the new data must be served"
+    );
+
+    // `flota analizar` rewrites the detections in place, in one transaction, while the
+    // server keeps answering: every answer is a result (data, or a sentence while the
+    // writer holds the lock), and afterwards the same data is served.
+    let mut analyze = Command::new(flota_bin())
+        .args(["analizar", db.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while analyze.try_wait().unwrap().is_none() {
+        id += 1;
+        let answer = server.call(
+            id,
+            "alertas",
+            json!({"fecha_inicio": "anteayer", "fecha_fin": "hoy"}),
+        );
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
+    assert!(analyze.wait().unwrap().success());
+    let again = server.call(
+        1999,
+        "reporte_kilometraje",
+        json!({"fecha_inicio": "anteayer", "fecha_fin": "hoy"}),
+    );
+    assert_eq!(
+        again["result"]["structuredContent"], after["result"]["structuredContent"],
+        "re-analysis of the same positions serves the same figures"
     );
 }
 
