@@ -79,10 +79,20 @@ struct InFlight {
     changed: Condvar,
 }
 
+type Calls<'a> = std::sync::MutexGuard<'a, HashMap<String, Entry>>;
+
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> Calls<'_> {
         // A panicking tool never holds this lock, but stay usable even if something did.
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits up to `left` for a call to finish.
+    fn wait<'a>(&'a self, calls: Calls<'a>, left: Duration) -> Calls<'a> {
+        self.changed
+            .wait_timeout(calls, left)
+            .map(|(guard, _)| guard)
+            .unwrap_or_else(|poisoned| poisoned.into_inner().0)
     }
 }
 
@@ -186,11 +196,7 @@ where
                     if left.is_zero() {
                         break;
                     }
-                    calls = in_flight
-                        .changed
-                        .wait_timeout(calls, left)
-                        .map(|(guard, _)| guard)
-                        .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+                    calls = in_flight.wait(calls, left);
                 }
                 let refusal = if calls.contains_key(&key) {
                     Some(format!("ya hay una llamada en curso con el id {key}"))
@@ -252,11 +258,7 @@ where
             }
             break;
         }
-        calls = in_flight
-            .changed
-            .wait_timeout(calls, left)
-            .map(|(guard, _)| guard)
-            .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        calls = in_flight.wait(calls, left);
     }
     drop(calls);
     watchdog_stop.store(true, Ordering::Relaxed);

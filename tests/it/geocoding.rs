@@ -3,13 +3,12 @@
 //! come back when the service fails, and the API key must never leak.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::ground_truth::fixture;
+use crate::http_mock::{Mock, Reply};
 use crate::support::{Server, flota_bin};
 
 /// How the mock answers.
@@ -21,49 +20,18 @@ enum Mode {
     Garbage,
 }
 
-/// A one-thread HTTP server on a free loopback port; returns its base URL and the request
-/// lines (with the User-Agent) it received.
-fn mock(mode: Mode) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            reader.read_line(&mut request).unwrap_or(0);
-            let mut agent = String::new();
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
-                    break;
-                }
-                if header.to_lowercase().starts_with("user-agent:") {
-                    agent = header.trim().to_owned();
-                }
-            }
-            log.lock()
-                .unwrap()
-                .push(format!("{} | {agent}", request.trim()));
-            let body = match mode {
-                Mode::Google => json!({"status": "OK", "results": [{"formatted_address": "7a Avenida 1-23, Zona 1, Ciudad de Guatemala"}]}).to_string(),
-                Mode::Nominatim => json!({"display_name": "Calzada Roosevelt, Zona 11, Guatemala"}).to_string(),
-                Mode::Garbage => "<html>no es JSON</html>".to_owned(),
-                Mode::Hang => {
-                    std::thread::sleep(Duration::from_secs(30));
-                    continue;
-                }
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
+/// A loopback service answering in `mode`; returns its base URL and the mock (its
+/// `lines()` are the requests with their User-Agent).
+fn mock(mode: Mode) -> (String, Mock) {
+    let mock = Mock::start(move |_| {
+        match mode {
+        Mode::Google => Reply::Json(200, json!({"status": "OK", "results": [{"formatted_address": "7a Avenida 1-23, Zona 1, Ciudad de Guatemala"}]}).to_string()),
+        Mode::Nominatim => Reply::Json(200, json!({"display_name": "Calzada Roosevelt, Zona 11, Guatemala"}).to_string()),
+        Mode::Garbage => Reply::Json(200, "<html>no es JSON</html>".to_owned()),
+        Mode::Hang => Reply::Hang(Duration::from_secs(30)),
+    }
     });
-    (url, seen)
+    (mock.url.clone(), mock)
 }
 
 fn position(env: &[(&str, &str)]) -> (serde_json::Value, serde_json::Value) {
@@ -94,7 +62,7 @@ fn google_answers_are_used_and_cached() {
     );
     assert_ne!(first["referencia"], first["direccion"]);
     assert_eq!(second["direccion"], first["direccion"]);
-    let requests = seen.lock().unwrap().clone();
+    let requests = seen.lines();
     assert_eq!(requests.len(), 1, "second call not cached: {requests:?}");
     let request = &requests[0];
     assert!(
@@ -118,7 +86,7 @@ fn nominatim_answers_are_used() {
     let (url, seen) = mock(Mode::Nominatim);
     let (first, _) = position(&[("FLOTA_GEOCODER_URL", &url)]);
     assert_eq!(first["direccion"], "Calzada Roosevelt, Zona 11, Guatemala");
-    let request = seen.lock().unwrap()[0].clone();
+    let request = seen.lines()[0].clone();
     assert!(
         request.starts_with("GET /reverse?format=jsonv2&lat="),
         "{request}"
@@ -140,7 +108,7 @@ fn a_hanging_or_broken_service_falls_back_to_the_local_reference() {
         assert_eq!(first["direccion"], first["referencia"]);
         assert_eq!(second["direccion"], second["referencia"]);
         // After a failure the service is paused: the second call did not ask again.
-        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(seen.lines().len(), 1);
     }
 }
 

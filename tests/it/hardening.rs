@@ -358,6 +358,29 @@ fn awaited(bytes: &[u8]) -> Option<String> {
         .flatten()
 }
 
+/// Lines up to the one answering `id`; that one is kept when `keep_last`, else it must be a
+/// `ping`'s empty result (the server still serves).
+fn lines_until(server: &Server, id: &Value, keep_last: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let line = server.recv_line();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["id"] == *id {
+            if keep_last {
+                lines.push(line);
+            } else {
+                assert_eq!(
+                    value["result"],
+                    json!({}),
+                    "the server stopped serving: {line}"
+                );
+            }
+            return lines;
+        }
+        lines.push(line);
+    }
+}
+
 #[test]
 fn bad_input_matrix() {
     let db = fixture("minimo").db.to_str().unwrap().to_owned();
@@ -394,30 +417,11 @@ fn bad_input_matrix() {
         let mut answers = Vec::new();
         // A tool call's answer comes from a worker: wait for it before the marker.
         if let Some(id) = awaited(bytes) {
-            loop {
-                let answer = server.recv_line();
-                let value: Value = serde_json::from_str(&answer).unwrap();
-                answers.push(answer);
-                if value["id"] == json!(id) {
-                    break;
-                }
-            }
+            answers.extend(lines_until(&server, &json!(id), true));
         }
-        let marker = format!("fin-{index}");
+        let marker = json!(format!("fin-{index}"));
         server.send_json(&json!({"jsonrpc": "2.0", "id": marker, "method": "ping"}));
-        loop {
-            let answer = server.recv_line();
-            let value: Value = serde_json::from_str(&answer).unwrap();
-            if value["id"] == json!(marker) {
-                assert_eq!(
-                    value["result"],
-                    json!({}),
-                    "{name}: the server stopped serving"
-                );
-                break;
-            }
-            answers.push(answer);
-        }
+        answers.extend(lines_until(&server, &marker, false));
         if answers.is_empty() {
             transcript.push_str("(sin respuesta)\n");
         }

@@ -17,6 +17,8 @@ pub struct Request {
     pub query: Vec<(String, String)>,
     /// Lower-case header names.
     pub headers: BTreeMap<String, String>,
+    /// The request line as sent (`GET /path?query HTTP/1.1`).
+    pub line: String,
 }
 
 impl Request {
@@ -63,6 +65,17 @@ impl Mock {
     pub fn requests(&self) -> Vec<Request> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// Each request as `GET /path?query HTTP/1.1 | user-agent: …`, for substring checks.
+    pub fn lines(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .map(|r| {
+                let agent = r.headers.get("user-agent").cloned().unwrap_or_default();
+                format!("{} | user-agent: {agent}", r.line)
+            })
+            .collect()
+    }
 }
 
 fn serve(stream: TcpStream, handler: &dyn Fn(&Request) -> Reply, log: &Mutex<Vec<Request>>) {
@@ -105,6 +118,7 @@ fn serve(stream: TcpStream, handler: &dyn Fn(&Request) -> Reply, log: &Mutex<Vec
                 })
                 .collect(),
             headers,
+            line: line.trim().to_owned(),
         };
         log.lock().unwrap().push(request.clone());
         let (status, extra, body) = match handler(&request) {

@@ -3,10 +3,8 @@
 //! server that hangs, errs or sends garbage still yields a map; GeoJSON and GPX parse back
 //! with the day's positions.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -16,6 +14,7 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use crate::ground_truth::fixture;
+use crate::http_mock::{Mock, Reply};
 use crate::support::{Server, flota_bin};
 
 const PLATE: &str = "P-456DEF";
@@ -304,73 +303,19 @@ fn solid_tile() -> Vec<u8> {
     out
 }
 
-/// A loopback tile server; returns its URL template and the request lines (with the
-/// User-Agent) it received.
-fn tile_server(mode: Tiles) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let template = format!(
-        "http://{}/{{z}}/{{x}}/{{y}}.png",
-        listener.local_addr().unwrap()
-    );
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
+/// A loopback tile server; returns its URL template and the mock (its `lines()` are the
+/// requests with their User-Agent). One thread per connection: the fetcher asks for several
+/// tiles at once.
+fn tile_server(mode: Tiles) -> (String, Mock) {
     let tile = solid_tile();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let log = Arc::clone(&log);
-            let tile = tile.clone();
-            // One thread per connection: the fetcher asks for several tiles at once.
-            std::thread::spawn(move || serve_tile(stream, mode, &tile, &log));
-        }
+    let png = || vec![("Content-Type".to_owned(), "image/png".to_owned())];
+    let mock = Mock::start(move |_| match mode {
+        Tiles::Png => Reply::Full(200, png(), tile.clone()),
+        Tiles::Garbage => Reply::Full(200, png(), b"<html>demasiadas solicitudes</html>".to_vec()),
+        Tiles::Status(code) => Reply::Full(code, vec![], Vec::new()),
+        Tiles::Hang => Reply::Hang(Duration::from_secs(30)),
     });
-    (template, seen)
-}
-
-fn serve_tile(mut stream: std::net::TcpStream, mode: Tiles, tile: &[u8], log: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    loop {
-        let mut request = String::new();
-        if reader.read_line(&mut request).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut agent = String::new();
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
-                break;
-            }
-            if header.to_lowercase().starts_with("user-agent:") {
-                agent = header.trim().to_owned();
-            }
-        }
-        log.lock()
-            .unwrap()
-            .push(format!("{} | {agent}", request.trim()));
-        let (status, body): (&str, Vec<u8>) = match mode {
-            Tiles::Png => ("200 OK", tile.to_vec()),
-            Tiles::Garbage => ("200 OK", b"<html>demasiadas solicitudes</html>".to_vec()),
-            Tiles::Status(code) => (
-                if code == 429 {
-                    "429 Too Many Requests"
-                } else {
-                    "500 Internal Server Error"
-                },
-                Vec::new(),
-            ),
-            Tiles::Hang => {
-                std::thread::sleep(Duration::from_secs(30));
-                return;
-            }
-        };
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: image/png\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        if stream.write_all(head.as_bytes()).is_err() || stream.write_all(&body).is_err() {
-            return;
-        }
-    }
+    (format!("{}/{{z}}/{{x}}/{{y}}.png", mock.url), mock)
 }
 
 #[test]
@@ -403,7 +348,7 @@ fn tiles_from_a_server_are_drawn_cached_and_reported_as_progress() {
     assert_eq!(answer["id"], 7);
     let (output, png) = decode_result(&answer);
     assert_eq!(output["fondo"], "teselas de mapa", "{output}");
-    let requests = seen.lock().unwrap().clone();
+    let requests = seen.lines();
     let tiles = view_of(&output).tiles().len();
     assert_eq!(requests.len(), tiles, "{requests:?}");
     assert!(
@@ -449,7 +394,7 @@ fn tiles_from_a_server_are_drawn_cached_and_reported_as_progress() {
     );
     let (second, second_png) = map_call(&mut again, 1);
     assert_eq!(second["fondo"], "teselas de mapa");
-    assert_eq!(seen.lock().unwrap().len(), tiles, "served from the cache");
+    assert_eq!(seen.lines().len(), tiles, "served from the cache");
     assert_eq!(second_png, png);
 }
 
@@ -470,9 +415,9 @@ fn offline_detail(mode: Tiles) -> String {
     let (output, png) = map_call(&mut server, 1);
     assert_eq!(output["fondo"], "sin conexión", "{output}");
     assert_eq!(Picture::decode(&png).width, 800);
-    assert!(!seen.lock().unwrap().is_empty(), "the server was asked");
+    assert!(!seen.lines().is_empty(), "the server was asked");
     // A second map within the minute does not wait for the failing server again.
-    let before = seen.lock().unwrap().len();
+    let before = seen.lines().len();
     let (second, _) = map_call(&mut server, 2);
     assert_eq!(second["fondo"], "sin conexión");
     assert!(
@@ -481,7 +426,7 @@ fn offline_detail(mode: Tiles) -> String {
             .unwrap()
             .contains("menos de un minuto")
     );
-    assert_eq!(seen.lock().unwrap().len(), before);
+    assert_eq!(seen.lines().len(), before);
     // Nothing broken was cached.
     let cached = walk(cache.path());
     assert!(cached.is_empty(), "{cached:?}");
