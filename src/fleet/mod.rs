@@ -211,7 +211,7 @@ impl Fleet {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
-        let store = Store::open(&self.db).map_err(|e| self.store_error(e))?;
+        let store = self.open_store()?;
         let meta = store.meta().map_err(|e| self.store_error(e))?;
         if meta.analysis_version != Some(ANALYSIS_VERSION) {
             return Err(ToolError::Failed(format!(
@@ -271,6 +271,14 @@ impl Fleet {
         Ok(snapshot)
     }
 
+    /// A read-only connection whose queries stop when the current call is cancelled (by the
+    /// client or the server's time limit), so a cancelled call frees its worker.
+    fn open_store(&self) -> Result<Store, ToolError> {
+        let mut store = Store::open(&self.db).map_err(|e| self.store_error(e))?;
+        store.interrupt_when(crate::mcp::current_call_cancelled);
+        Ok(store)
+    }
+
     /// Runs `query` on a pooled read-only connection.
     pub fn query<T>(
         &self,
@@ -284,7 +292,7 @@ impl Fleet {
             .pop();
         let store = match pooled {
             Some((g, store)) if g == generation => store,
-            _ => Store::open(&self.db).map_err(|e| self.store_error(e))?,
+            _ => self.open_store()?,
         };
         let result = query(&store).map_err(|e| self.store_error(e));
         let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);

@@ -22,6 +22,6 @@ pub use server::{ServeOptions, serve};
 pub use session::{ServerInfo, Service};
 pub use tool::{
     Annotations, CallContext, Content, Reply, Tool, ToolDefinition, ToolError, ToolResult,
-    TypedTool, typed,
+    TypedTool, current_call_cancelled, typed,
 };
 pub use version::ProtocolVersion;

@@ -335,6 +335,7 @@ fn worker(
             in_flight.changed.notify_all();
             continue;
         }
+        let current = super::tool::CurrentCall::enter(Arc::clone(&job.cancelled));
         let line = catch_unwind(AssertUnwindSafe(|| service.execute(&job.call, &ctx)))
             .unwrap_or_else(|_| {
                 let name = service
@@ -350,6 +351,7 @@ fn worker(
                     ),
                 )
             });
+        drop(current);
         log_debug!("llamada {} atendida en {:?}", job.key, started.elapsed());
         // Remove and answer under the lock, so a cancellation is either before (no answer)
         // or after (too late, the answer is already queued) — never in between.

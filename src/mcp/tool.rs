@@ -118,6 +118,39 @@ pub trait Tool: Send + Sync {
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError>;
 }
 
+thread_local! {
+    /// The cancellation flag of the call running on this thread, if any.
+    static CURRENT_CALL: std::cell::RefCell<Option<Arc<AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the call running on this thread was cancelled (by the client or the time limit).
+/// For code too deep to be handed the [`CallContext`], such as a database engine's progress
+/// callback; `false` outside a call.
+pub fn current_call_cancelled() -> bool {
+    CURRENT_CALL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    })
+}
+
+/// Marks `flag` as this thread's current call until dropped (also when a tool panics).
+pub(crate) struct CurrentCall;
+
+impl CurrentCall {
+    pub(crate) fn enter(flag: Arc<AtomicBool>) -> CurrentCall {
+        CURRENT_CALL.with(|c| *c.borrow_mut() = Some(flag));
+        CurrentCall
+    }
+}
+
+impl Drop for CurrentCall {
+    fn drop(&mut self) {
+        CURRENT_CALL.with(|c| *c.borrow_mut() = None);
+    }
+}
+
 /// Sends one progress notification; supplied by the server.
 pub type ProgressSink = Box<dyn Fn(f64, Option<f64>, Option<&str>) + Send + Sync>;
 
@@ -254,4 +287,21 @@ impl<T: TypedTool> Tool for Typed<T> {
 /// Arguments absent from a call are an empty object.
 pub fn arguments_or_empty(arguments: Option<Value>) -> Value {
     arguments.unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+#[cfg(test)]
+mod current_call_tests {
+    use super::*;
+
+    #[test]
+    fn the_current_call_flag_is_visible_only_while_it_runs() {
+        assert!(!current_call_cancelled(), "no call: not cancelled");
+        let flag = Arc::new(AtomicBool::new(false));
+        let guard = CurrentCall::enter(Arc::clone(&flag));
+        assert!(!current_call_cancelled());
+        flag.store(true, Ordering::Relaxed);
+        assert!(current_call_cancelled());
+        drop(guard);
+        assert!(!current_call_cancelled(), "cleared when the call ends");
+    }
 }

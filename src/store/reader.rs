@@ -126,6 +126,13 @@ impl Store {
         &self.path
     }
 
+    /// Makes running statements stop with an "interrupted" error once `stop` returns true;
+    /// it is polled every few thousand SQLite instructions, on the querying thread.
+    pub fn interrupt_when(&mut self, stop: fn() -> bool) {
+        // Registering a handler on an open connection cannot fail.
+        let _ = self.conn.progress_handler(10_000, Some(stop));
+    }
+
     fn sqlite(&self, e: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
@@ -370,4 +377,42 @@ pub fn for_each_fix_in(
         each(fix);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::store::writer::Writer;
+
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn a_stop_signal_interrupts_a_running_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut writer = Writer::create(&path).unwrap();
+        writer
+            .write_meta(&[("esquema_version", SCHEMA_VERSION.to_string())])
+            .unwrap();
+        writer.finish().unwrap();
+        let mut store = Store::open(&path).unwrap();
+        store.interrupt_when(|| STOP.load(Ordering::Relaxed));
+        // Long enough to be stopped many times over: a hundred million rows.
+        let long = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n \
+                    WHERE i < 100000000) SELECT count(*) FROM n";
+        STOP.store(true, Ordering::Relaxed);
+        let err = store
+            .conn
+            .query_row(long, [], |r| r.get::<_, i64>(0))
+            .unwrap_err();
+        assert!(err.to_string().contains("interrupt"), "{err}");
+        // The connection stays usable once the signal is down.
+        STOP.store(false, Ordering::Relaxed);
+        assert_eq!(
+            store.meta_value("esquema_version").unwrap(),
+            Some(SCHEMA_VERSION.to_string())
+        );
+    }
 }
