@@ -4,14 +4,18 @@ Run by .ci/run after `cargo test`:  python tests/interop/interop.py TARGET_DIR
 where TARGET_DIR holds `flota` and `examples/servidor_texto` (e.g. target/debug).
 
 Checks the low-level ClientSession (legacy handshake, outputSchema validation on every
-structured result, progress, ping) and the high-level Client in auto mode (server/discover
+structured result, progress, ping; all seven flota tools on a freshly simulated `minimo`
+scenario, including the map's PNG image block) and the high-level Client in auto mode (server/discover
 probe, then the 2026-07-28 era). Exits non-zero on the first failure.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,17 +79,39 @@ async def example_with_client_session() -> None:
             check(True, "ping")
 
 
-async def flota_with_client_session() -> None:
-    print("ClientSession against flota servir")
-    params = StdioServerParameters(command=FLOTA, args=["servir", "--db", "/nonexistent/flota.db"], env=ENV)
+async def flota_with_client_session(db: str) -> None:
+    print("ClientSession against flota servir (the minimo scenario)")
+    env = dict(ENV, FLOTA_TILES_URL="no")
+    params = StdioServerParameters(command=FLOTA, args=["servir", "--db", db], env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             check(init.server_info.name == "flota", "serverInfo.name")
             tools = (await session.list_tools()).tools
-            check(isinstance(tools, list), f"{len(tools)} tools listed")
+            check(len(tools) == 7, f"{len(tools)} tools listed")
             await session.send_ping()
             check(True, "ping")
+            # Every tool once: the SDK validates each structuredContent against the tool's
+            # outputSchema and raises if it does not conform.
+            calls = {
+                "posicion_actual": {"placa": "p 123 bcd"},
+                "unidades_detenidas": {"minutos_minimos": 0},
+                "resumen_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
+                "mapa_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
+                "alertas": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
+                "verificar_geocerca": {"placa": "P-123BCD", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"},
+                "reporte_kilometraje": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
+            }
+            for name, arguments in calls.items():
+                res = await session.call_tool(name, arguments)
+                check(not res.is_error and res.structured_content is not None, f"{name}: structured result conforms")
+            res = await session.call_tool("mapa_recorrido", calls["mapa_recorrido"])
+            images = [c for c in res.content if c.type == "image"]
+            check(len(images) == 1 and images[0].mime_type == "image/png", "mapa_recorrido: one PNG image block")
+            png = base64.b64decode(images[0].data)
+            check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) <= 300 * 1024, f"PNG decodes ({len(png) // 1024} KB)")
+            res = await session.call_tool("posicion_actual", {"placa": "P-000XXX"})
+            check(res.is_error, "unknown plate is an isError result")
 
 
 async def auto_mode(command: str, args: list[str], tool: str | None) -> None:
@@ -107,9 +133,21 @@ async def auto_mode(command: str, args: list[str], tool: str | None) -> None:
             check(res.is_error, "modern validation error is isError")
 
 
+def simulate_minimo(folder: str) -> str:
+    db = str(Path(folder) / "flota.db")
+    scenario = Path(__file__).resolve().parents[2] / "escenarios" / "minimo.toml"
+    subprocess.run(
+        [FLOTA, "simular", str(scenario), "--ahora", "2026-08-19T15:30", "--salida", db],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    return db
+
+
 async def main() -> None:
     await example_with_client_session()
-    await flota_with_client_session()
+    with tempfile.TemporaryDirectory() as folder:
+        await flota_with_client_session(simulate_minimo(folder))
     await auto_mode(EXAMPLE, [], "analizar_texto")
     await auto_mode(FLOTA, ["servir", "--db", "/nonexistent/flota.db"], None)
     print("interop: all checks passed")
