@@ -42,7 +42,53 @@ fn root_schema_for<T: JsonSchema>(settings: SchemaSettings) -> Value {
         object.remove("title");
         object.remove("$defs");
     }
+    standard_formats(&mut value);
     value
+}
+
+/// Replaces schemars' OpenAPI-style numeric formats (`uint`, `int32`, `double`…), which JSON
+/// Schema does not define and strict validators such as Ajv warn about, with the bounds they
+/// stand for.
+fn standard_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            let bounds = match object.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some((Some(0.0), Some(f64::from(u8::MAX)))),
+                Some("uint16") => Some((Some(0.0), Some(f64::from(u16::MAX)))),
+                Some("uint32") => Some((Some(0.0), Some(f64::from(u32::MAX)))),
+                Some("uint" | "uint64") => Some((Some(0.0), None)),
+                Some("int8") => Some((Some(f64::from(i8::MIN)), Some(f64::from(i8::MAX)))),
+                Some("int16") => Some((Some(f64::from(i16::MIN)), Some(f64::from(i16::MAX)))),
+                Some("int32") => Some((Some(f64::from(i32::MIN)), Some(f64::from(i32::MAX)))),
+                Some("int" | "int64" | "float" | "double") => Some((None, None)),
+                _ => None,
+            };
+            if let Some((low, high)) = bounds {
+                object.remove("format");
+                for (keyword, bound) in [("minimum", low), ("maximum", high)] {
+                    if let Some(bound) = bound
+                        && !object.contains_key(keyword)
+                    {
+                        object.insert(keyword.into(), bound_value(bound));
+                    }
+                }
+            }
+            for child in object.values_mut() {
+                standard_formats(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
+}
+
+/// Integral bounds as JSON integers (`0`, not `0.0`).
+fn bound_value(bound: f64) -> Value {
+    if bound.fract() == 0.0 && bound.abs() < 9.0e15 {
+        Value::from(bound as i64)
+    } else {
+        Value::from(bound)
+    }
 }
 
 /// Keywords that only annotate; the validator may ignore them.
@@ -409,24 +455,6 @@ fn check_number(schema: &Map<String, Value>, value: &Value, path: &str) -> Resul
         return Err(violation(
             path,
             format!("debe ser < {max}; se recibió {shown}"),
-        ));
-    }
-    // schemars marks fixed-width integers with a format; out-of-range values would fail later
-    // in deserialization with an English message, so catch them here.
-    let range = match schema.get("format").and_then(Value::as_str) {
-        Some("uint8") => Some((0.0, u8::MAX as f64)),
-        Some("uint16") => Some((0.0, u16::MAX as f64)),
-        Some("uint32") => Some((0.0, u32::MAX as f64)),
-        Some("int8") => Some((i8::MIN as f64, i8::MAX as f64)),
-        Some("int16") => Some((i16::MIN as f64, i16::MAX as f64)),
-        Some("int32") => Some((i32::MIN as f64, i32::MAX as f64)),
-        Some("uint64" | "uint") if !value.is_u64() && value.is_i64() => Some((0.0, f64::MAX)),
-        _ => None,
-    };
-    if let Some((lo, hi)) = range.filter(|(lo, hi)| x < *lo || x > *hi) {
-        return Err(violation(
-            path,
-            format!("está fuera de rango ({lo} a {hi}); se recibió {shown}"),
         ));
     }
     Ok(())

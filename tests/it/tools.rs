@@ -29,6 +29,15 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
             "reporte_kilometraje"
         ]
     );
+    // Only formats JSON Schema defines: strict validators (Ajv in the MCP Inspector) warn
+    // about schemars' OpenAPI-style `uint`, `int32`, `double`.
+    let listing = serde_json::to_string(&tools).unwrap();
+    for format in ["uint", "int8", "int16", "int32", "int64", "float", "double"] {
+        assert!(
+            !listing.contains(&format!("\"format\":\"{format}")),
+            "non-standard format {format}"
+        );
+    }
     for tool in &tools {
         let schema = &tool["inputSchema"];
         assert_eq!(schema["type"], "object");
