@@ -914,8 +914,73 @@ fn draw_title(canvas: &mut Canvas<'_>, scene: &Scene) -> DrawResult {
     canvas.text(&subtitle, (10.0, 39.0), 11.0, false, palette::SOFT_INK)
 }
 
+/// What a legend row shows left of its text.
+enum Key {
+    Band(usize),
+    Stop(RGBColor),
+    Gap,
+    Fence,
+    StartEnd,
+}
+
 fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
     canvas.rect(r, rgba(palette::PAPER, 0.88))?;
+    outline(canvas, r, rgba(palette::GRID, 1.0))?;
+    let third = limit_kmh / 3.0;
+    let rows = [
+        (Key::Band(0), format!("hasta {third:.0} km/h")),
+        (Key::Band(1), format!("{third:.0}–{:.0} km/h", 2.0 * third)),
+        (
+            Key::Band(2),
+            format!("{:.0}–{limit_kmh:.0} km/h", 2.0 * third),
+        ),
+        (Key::Band(3), format!("más de {limit_kmh:.0} km/h (exceso)")),
+        (Key::Stop(palette::STOP), "parada (tamaño = minutos)".into()),
+        (Key::Stop(palette::LONG_STOP), "parada prolongada".into()),
+        (Key::Gap, "sin señal".into()),
+        (Key::Fence, "geocerca".into()),
+        (Key::StartEnd, "inicio · fin".into()),
+    ];
+    let x = r.x0 + 10.0;
+    let text_x = r.x0 + 40.0;
+    let mut y = r.y0 + 14.0;
+    canvas.text("Velocidad", (x, y + 4.0), 10.0, true, palette::INK)?;
+    y += 15.0;
+    for (key, label) in &rows {
+        match key {
+            Key::Band(i) => {
+                let width = if *i == 3 { 5.0 } else { 3.5 };
+                canvas.polyline(&[(x, y), (x + 22.0, y)], palette::BANDS[*i], width)?;
+            }
+            Key::Stop(fill) => {
+                canvas.disc((x + 11.0, y), 6.0, rgba(palette::INK, 1.0))?;
+                canvas.disc((x + 11.0, y), 4.8, rgba(*fill, 1.0))?;
+            }
+            Key::Gap => canvas.dashed((x, y), (x + 22.0, y), palette::GAP, 2.0)?,
+            Key::Fence => {
+                let swatch = Rect::new(x + 2.0, y - 5.0, 18.0, 10.0);
+                canvas.rect(swatch, rgba(palette::FENCE, 0.25))?;
+                outline(canvas, swatch, rgba(palette::FENCE, 1.0))?;
+            }
+            Key::StartEnd => {
+                canvas.polygon(
+                    &[(x + 6.0, y - 5.0), (x + 11.0, y + 4.0), (x + 1.0, y + 4.0)],
+                    rgba(palette::START, 1.0),
+                )?;
+                canvas.rect(
+                    Rect::new(x + 15.0, y - 4.0, 8.0, 8.0),
+                    rgba(palette::INK, 1.0),
+                )?;
+            }
+        }
+        canvas.text(label, (text_x, y + 4.0), 10.0, false, palette::INK)?;
+        y += 14.0;
+    }
+    Ok(())
+}
+
+/// A one-pixel frame around `r`.
+fn outline(canvas: &mut Canvas<'_>, r: Rect, colour: BackendColor) -> DrawResult {
     canvas.thin_line(
         &[
             (r.x0, r.y0),
@@ -924,76 +989,9 @@ fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
             (r.x0, r.y1),
             (r.x0, r.y0),
         ],
-        rgba(palette::GRID, 1.0),
+        colour,
         1.0,
-    )?;
-    let third = limit_kmh / 3.0;
-    let bands = [
-        format!("hasta {:.0} km/h", third),
-        format!("{:.0}–{:.0} km/h", third, 2.0 * third),
-        format!("{:.0}–{:.0} km/h", 2.0 * third, limit_kmh),
-        format!("más de {:.0} km/h (exceso)", limit_kmh),
-    ];
-    let x = r.x0 + 10.0;
-    let text_x = r.x0 + 40.0;
-    let mut y = r.y0 + 14.0;
-    canvas.text("Velocidad", (x, y + 4.0), 10.0, true, palette::INK)?;
-    y += 15.0;
-    for (i, label) in bands.iter().enumerate() {
-        let width = if i == 3 { 5.0 } else { 3.5 };
-        canvas.polyline(&[(x, y), (x + 22.0, y)], palette::BANDS[i], width)?;
-        canvas.text(label, (text_x, y + 4.0), 10.0, false, palette::INK)?;
-        y += 14.0;
-    }
-    canvas.disc((x + 11.0, y), 6.0, rgba(palette::INK, 1.0))?;
-    canvas.disc((x + 11.0, y), 4.8, rgba(palette::STOP, 1.0))?;
-    canvas.text(
-        "parada (tamaño = minutos)",
-        (text_x, y + 4.0),
-        10.0,
-        false,
-        palette::INK,
-    )?;
-    y += 14.0;
-    canvas.disc((x + 11.0, y), 6.0, rgba(palette::INK, 1.0))?;
-    canvas.disc((x + 11.0, y), 4.8, rgba(palette::LONG_STOP, 1.0))?;
-    canvas.text(
-        "parada prolongada",
-        (text_x, y + 4.0),
-        10.0,
-        false,
-        palette::INK,
-    )?;
-    y += 14.0;
-    canvas.dashed((x, y), (x + 22.0, y), palette::GAP, 2.0)?;
-    canvas.text("sin señal", (text_x, y + 4.0), 10.0, false, palette::INK)?;
-    y += 14.0;
-    canvas.rect(
-        Rect::new(x + 2.0, y - 5.0, 18.0, 10.0),
-        rgba(palette::FENCE, 0.25),
-    )?;
-    canvas.thin_line(
-        &[
-            (x + 2.0, y - 5.0),
-            (x + 20.0, y - 5.0),
-            (x + 20.0, y + 5.0),
-            (x + 2.0, y + 5.0),
-            (x + 2.0, y - 5.0),
-        ],
-        rgba(palette::FENCE, 1.0),
-        1.0,
-    )?;
-    canvas.text("geocerca", (text_x, y + 4.0), 10.0, false, palette::INK)?;
-    y += 14.0;
-    canvas.polygon(
-        &[(x + 6.0, y - 5.0), (x + 11.0, y + 4.0), (x + 1.0, y + 4.0)],
-        rgba(palette::START, 1.0),
-    )?;
-    canvas.rect(
-        Rect::new(x + 15.0, y - 4.0, 8.0, 8.0),
-        rgba(palette::INK, 1.0),
-    )?;
-    canvas.text("inicio · fin", (text_x, y + 4.0), 10.0, false, palette::INK)
+    )
 }
 
 /// A scale bar of a round length no longer than 120 px.

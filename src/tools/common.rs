@@ -2,8 +2,27 @@
 //!
 //! Owns small helpers only; each tool's own logic stays in its file.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use crate::fleet::{Snapshot, dates};
 use crate::geo::LatLon;
+
+/// The arguments of the tools about one unit's day.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnitDay {
+    #[schemars(
+        description = "Placa de la unidad, p. ej. P-456DEF",
+        length(min = 1, max = 40)
+    )]
+    pub placa: String,
+    #[schemars(
+        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
+        length(min = 1, max = 40)
+    )]
+    pub fecha: String,
+}
 
 /// Lists given to the model stop here; the real total always travels beside them.
 pub const MAX_ROWS: usize = 200;

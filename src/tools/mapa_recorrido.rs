@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::common::{coord, round1};
 use crate::fleet::{Fleet, dates};
@@ -22,20 +22,8 @@ pub struct MapaRecorrido {
     pub tiles: Arc<TileFetcher>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    #[schemars(
-        description = "Placa de la unidad, p. ej. P-456DEF",
-        length(min = 1, max = 40)
-    )]
-    pub placa: String,
-    #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
-        length(min = 1, max = 40)
-    )]
-    pub fecha: String,
-}
+/// The same arguments as `resumen_recorrido`.
+pub use super::common::UnitDay as Params;
 
 #[derive(Serialize, JsonSchema)]
 pub struct ImageOut {

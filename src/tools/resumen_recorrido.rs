@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::common::{cap, clock, minutes, place, round1};
 use crate::fleet::{Fleet, dates};
@@ -19,20 +19,8 @@ pub struct ResumenRecorrido {
     pub fleet: Arc<Fleet>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    #[schemars(
-        description = "Placa de la unidad, p. ej. P-456DEF",
-        length(min = 1, max = 40)
-    )]
-    pub placa: String,
-    #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
-        length(min = 1, max = 40)
-    )]
-    pub fecha: String,
-}
+/// One unit's day: the same arguments as `resumen_recorrido` and `mapa_recorrido`.
+pub use super::common::UnitDay as Params;
 
 #[derive(Serialize, JsonSchema)]
 pub struct StopOut {
