@@ -37,6 +37,10 @@ pub struct ServeOptions {
     /// pipe fills: back-pressure, no memory growth) for up to `admission_wait`; a call still
     /// without a slot then is refused, so cancellations and pings are never starved.
     pub max_in_flight: usize,
+    /// Request bytes allowed in flight at once (each call counts its line's length): with
+    /// lines of up to `max_line_bytes`, the call count alone would let a few hundred MB
+    /// wait in the queue. A single call is always admitted when nothing else runs.
+    pub max_in_flight_bytes: usize,
     pub admission_wait: Duration,
     /// After stdin closes, how long running calls may take to finish before being abandoned.
     pub eof_grace: Duration,
@@ -53,6 +57,7 @@ impl Default for ServeOptions {
             workers: cores.clamp(2, 8),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_in_flight: 64,
+            max_in_flight_bytes: 64 * 1024 * 1024,
             admission_wait: Duration::from_secs(2),
             eof_grace: Duration::from_millis(800),
             // Well inside the 60 s clients commonly wait, so the model hears why.
@@ -68,6 +73,8 @@ struct Entry {
     cancelled: Arc<AtomicBool>,
     /// When the watchdog answers for it, with the line it sends.
     deadline: Option<(Instant, String)>,
+    /// Length of its request line, for the byte budget.
+    bytes: usize,
 }
 
 /// Calls in progress, keyed by the raw text of their request id. An entry stays until its
@@ -178,6 +185,7 @@ where
         if verbose {
             log_info!("← {}", abbreviate(&String::from_utf8_lossy(&bytes)));
         }
+        let size = bytes.len();
         match session.handle(jsonrpc::classify(&bytes)) {
             Action::Send(line) => send(&outbox, line),
             Action::Nothing => {}
@@ -191,7 +199,12 @@ where
                 let key = call.id.get().to_owned();
                 let mut calls = in_flight.lock();
                 let admission = Instant::now() + options.admission_wait;
-                while calls.len() >= options.max_in_flight && !calls.contains_key(&key) {
+                let full = |calls: &HashMap<String, Entry>| {
+                    let queued: usize = calls.values().map(|e| e.bytes).sum();
+                    calls.len() >= options.max_in_flight
+                        || (!calls.is_empty() && queued + size > options.max_in_flight_bytes)
+                };
+                while full(&calls) && !calls.contains_key(&key) {
                     let left = admission.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         break;
@@ -200,10 +213,13 @@ where
                 }
                 let refusal = if calls.contains_key(&key) {
                     Some(format!("ya hay una llamada en curso con el id {key}"))
-                } else if calls.len() >= options.max_in_flight {
+                } else if full(&calls) {
+                    let queued: usize = calls.values().map(|e| e.bytes).sum();
                     Some(format!(
-                        "servidor ocupado: {} llamadas en curso; reintente cuando terminen",
-                        calls.len()
+                        "servidor ocupado: {} llamadas en curso ({:.1} MB de solicitudes); \
+                         reintente cuando terminen",
+                        calls.len(),
+                        queued as f64 / 1e6
                     ))
                 } else {
                     None
@@ -223,6 +239,7 @@ where
                     Entry {
                         cancelled: Arc::clone(&cancelled),
                         deadline,
+                        bytes: size,
                     },
                 );
                 drop(calls);

@@ -146,6 +146,38 @@ fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
 }
 
 #[test]
+fn the_byte_budget_admits_a_big_call_alone_and_holds_the_next() {
+    let padding = "x".repeat(4000);
+    let input = format!(
+        "{HANDSHAKE}{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "explotar", "arguments": {"espera_ms": 5000}, "_meta": {"relleno": padding}}}),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"explotar","arguments":{}}}"#,
+    );
+    let options = ServeOptions {
+        max_in_flight_bytes: 1000,
+        admission_wait: std::time::Duration::from_millis(100),
+        call_timeout: Some(std::time::Duration::from_millis(400)),
+        eof_grace: std::time::Duration::from_secs(3),
+        ..ServeOptions::default()
+    };
+    let lines = run_with(input.into_bytes(), options);
+    let answers: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = answers.iter().find(|a| a["id"] == 1).unwrap();
+    // Over the budget on its own, yet admitted: nothing else was running.
+    assert!(first.get("result").is_some(), "{first}");
+    let second = answers.iter().find(|a| a["id"] == 2).unwrap();
+    let reason = second["error"]["data"].as_str().unwrap();
+    assert!(
+        reason.contains("servidor ocupado") && reason.contains("MB de solicitudes"),
+        "{reason}"
+    );
+}
+
+#[test]
 fn a_panicking_tool_is_an_internal_error_and_the_server_lives_on() {
     let input = format!(
         "{HANDSHAKE}{}\n{}\n",
