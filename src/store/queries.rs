@@ -94,10 +94,7 @@ pub struct KmRow {
 
 impl Store {
     fn err(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path().to_owned(),
-            message: e.to_string(),
-        }
+        self.sqlite(e)
     }
 
     /// The vehicle's last fix at or before `at_utc`.

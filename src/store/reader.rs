@@ -32,6 +32,10 @@ pub enum StoreError {
         found: i64,
         expected: i64,
     },
+    #[error(
+        "{path} está bloqueada por un proceso que escribe en ella (¿flota simular o flota analizar en curso?); reintente en unos segundos"
+    )]
+    Busy { path: String },
     #[error("{path}: error de SQLite: {message}")]
     Sqlite { path: String, message: String },
 }
@@ -133,7 +137,17 @@ impl Store {
         let _ = self.conn.progress_handler(10_000, Some(stop));
     }
 
-    fn sqlite(&self, e: rusqlite::Error) -> StoreError {
+    /// A SQLite failure in Spanish: a writer's lock is named as such.
+    pub(super) fn sqlite(&self, e: rusqlite::Error) -> StoreError {
+        let busy = matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        );
+        if busy {
+            return StoreError::Busy {
+                path: self.path.clone(),
+            };
+        }
         StoreError::Sqlite {
             path: self.path.clone(),
             message: e.to_string(),
