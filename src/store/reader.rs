@@ -36,6 +36,10 @@ pub enum StoreError {
         "{path} está bloqueada por un proceso que escribe en ella (¿flota simular o flota analizar en curso?); reintente en unos segundos"
     )]
     Busy { path: String },
+    #[error(
+        "{path} está dañada o incompleta (¿se copió a medias o falló el disco?); regenérela con: flota simular --salida {path}"
+    )]
+    Corrupt { path: String },
     #[error("{path}: error de SQLite: {message}")]
     Sqlite { path: String, message: String },
 }
@@ -145,6 +149,11 @@ impl Store {
         );
         if busy {
             return StoreError::Busy {
+                path: self.path.clone(),
+            };
+        }
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) {
+            return StoreError::Corrupt {
                 path: self.path.clone(),
             };
         }

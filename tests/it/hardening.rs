@@ -635,6 +635,10 @@ fn broken_databases_are_clear_errors_and_the_server_survives() {
     ] {
         let answer = server.call(id, tool, args);
         assert!(answer.get("result").is_some(), "{tool}: {answer}");
+        if answer["result"]["isError"] == true {
+            let text = first_text(&answer);
+            assert!(text.contains("está dañada o incompleta"), "{tool}: {text}");
+        }
     }
     // An older schema: the fix is named.
     let old = tmp.path().join("antigua");
