@@ -190,7 +190,7 @@ fn regenerate_one(client: &Client, path: &Path) -> Result<Change, String> {
     let old_vertices = Route::from_file(old.clone(), path)
         .map(|r| r.points.len().to_string())
         .unwrap_or_else(|_| "?".into());
-    let new = fetch(client, &old.nombre, &old.paradas, path)?;
+    let (new, attempts) = fetch(client, &old.nombre, &old.paradas, path)?;
     let new_text = new.to_json();
     if new_text == text {
         return Ok(Change::Unchanged);
@@ -200,13 +200,14 @@ fn regenerate_one(client: &Client, path: &Path) -> Result<Change, String> {
         .map(|r| r.points.len())
         .unwrap_or(0);
     Ok(Change::Written(format!(
-        "{:.1} → {:.1} km, {} → {} min, {old_vertices} → {vertices} vértices ({} → {})",
+        "{:.1} → {:.1} km, {} → {} min, {old_vertices} → {vertices} vértices ({} → {}{})",
         old.distancia_m as f64 / 1000.0,
         new.distancia_m as f64 / 1000.0,
         minutes(old.duracion_s),
         minutes(new.duracion_s),
         old.fuente,
-        new.fuente
+        new.fuente,
+        retried(attempts)
     )))
 }
 
@@ -215,13 +216,13 @@ fn minutes(seconds: u64) -> u64 {
 }
 
 /// Asks for the road through `stops` and builds the route file, checked as `flota simular`
-/// will check it.
+/// will check it; also returns how many requests it took, for the report.
 fn fetch(
     client: &Client,
     name: &str,
     stops: &[StopFile],
     path: &Path,
-) -> Result<RouteFile, String> {
+) -> Result<(RouteFile, u32), String> {
     let directions = client.route(stops).map_err(|e| e.0)?;
     let file = RouteFile {
         nombre: name.to_owned(),
@@ -242,7 +243,16 @@ fn fetch(
             client.provider().describe()
         )
     })?;
-    Ok(file)
+    Ok((file, directions.attempts))
+}
+
+/// ", tras 3 intentos" when retries were needed.
+fn retried(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(", tras {attempts} intentos")
+    } else {
+        String::new()
+    }
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -278,18 +288,19 @@ pub fn create(
         ));
     }
     let client = connection.client()?;
-    let file = fetch(&client, name, stops, &path)?;
+    let (file, attempts) = fetch(&client, name, stops, &path)?;
     write(&path, &file.to_json())?;
     let route = Route::from_file(file.clone(), &path).map_err(|e| e.to_string())?;
     Ok((
         path,
         format!(
-            "{name}: {} paradas, {:.1} km, {} min, {} vértices ({})",
+            "{name}: {} paradas, {:.1} km, {} min, {} vértices ({}{})",
             file.paradas.len(),
             file.distancia_m as f64 / 1000.0,
             minutes(file.duracion_s),
             route.points.len(),
-            file.fuente
+            file.fuente,
+            retried(attempts)
         ),
     ))
 }

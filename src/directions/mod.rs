@@ -252,7 +252,7 @@ impl Client {
         if let Err(e) = response.take(MAX_BODY_BYTES).read_to_end(&mut body) {
             let reason = format!("la respuesta se cortó: {e}");
             return (
-                if e.to_string().contains("timed out") {
+                if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timed out") {
                     Answer::Fail(reason)
                 } else {
                     Answer::Retry(reason)
