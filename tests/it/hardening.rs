@@ -1,7 +1,6 @@
 //! Hardening: a bad-input matrix through the real server (snapshot), a time limit per call,
 //! a client that floods without reading, and faults around the database.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -478,90 +477,22 @@ fn a_call_over_the_time_limit_is_answered_and_cancelled() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'-1'"));
 }
 
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_flood_without_reading_is_absorbed_and_fully_answered() {
-    let db = fixture("minimo").db.to_str().unwrap().to_owned();
-    let mut child = Command::new(flota_bin())
-        .args(["servir", "--db", &db])
-        .env("FLOTA_TILES_URL", "no")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    const FLOOD: usize = 10_000;
-    // The writer blocks once the pipes fill: that back-pressure is the point.
-    let writer = std::thread::spawn(move || {
-        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"init","method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"f","version":"1"}}}}}}"#).unwrap();
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )
-        .unwrap();
-        for i in 0..FLOOD {
-            let message = if i % 2 == 0 {
-                json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                       "params": {"name": "resumen_recorrido", "arguments": {"placa": "P-456DEF", "fecha": "ayer"}}})
-            } else {
-                json!({"jsonrpc": "2.0", "id": i, "method": "ping"})
-            };
-            writeln!(stdin, "{message}").unwrap();
-        }
-        stdin
-    });
-    // Nobody reads for a while; the server must neither die nor grow without bound.
-    let mut peak_kb = 0;
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(50));
-        peak_kb = peak_kb.max(rss_kb(pid));
-    }
-    assert!(child.try_wait().unwrap().is_none(), "the server died");
-    let mut reader = BufReader::new(stdout);
-    let mut answered = std::collections::HashSet::new();
-    let mut busy = 0;
-    let mut line = String::new();
-    while answered.len() < FLOOD {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "stdout closed early"
-        );
-        let value: Value = serde_json::from_str(&line).unwrap();
-        if value["id"] == "init" {
-            continue;
-        }
-        let id = value["id"].as_u64().unwrap() as usize;
-        assert!(answered.insert(id), "id {id} answered twice");
-        if value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("servidor ocupado"))
-        {
-            busy += 1;
-        }
-        if answered.len() % 1000 == 0 {
-            peak_kb = peak_kb.max(rss_kb(pid));
-        }
-    }
-    let stdin = writer.join().unwrap();
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let mut server = Command::new(flota_bin());
+    server
+        .args(["servir", "--db", fixture("minimo").db.to_str().unwrap()])
+        .env("FLOTA_TILES_URL", "no");
+    let report = crate::flood::flood(server, 10_000);
+    assert_eq!(report.answered, 10_000);
     // At the cap the server stops reading until a slot frees, so a flood of quick calls is
     // served, not refused (refusal only follows 2 s without a free slot); memory stays small.
-    assert!(busy <= FLOOD / 100, "{busy} refused");
-    assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} kB");
+    assert!(report.refused <= 100, "{} refused", report.refused);
+    assert!(
+        report.peak_kb < 200 * 1024,
+        "peak RSS {} kB",
+        report.peak_kb
+    );
 }
 
 // --- The database ----------------------------------------------------------------------

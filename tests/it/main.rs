@@ -24,6 +24,7 @@
 
 mod cli;
 mod example_server;
+mod flood;
 mod fuzz_corpus;
 mod geocoding;
 mod ground_truth;
