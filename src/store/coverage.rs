@@ -48,7 +48,7 @@ pub enum Unusable {
     #[error("faltan las tablas de detecciones")]
     TablesMissing,
     #[error(
-        "la base no registra qué posiciones cubren las detecciones, como las escritas por versiones anteriores de flota"
+        "la base no dice qué posiciones cubren las detecciones, algo que las versiones anteriores de flota no registraban"
     )]
     NoRecord,
     #[error("las detecciones son de otra versión del motor de detección")]
