@@ -13,8 +13,10 @@
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
 //! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
+//! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
-//! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
+//! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
+//!   in `net`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -33,6 +35,7 @@ mod http_mock;
 mod in_process;
 mod maps;
 mod protocol;
+mod redaction;
 mod rmcp_client;
 mod routes;
 mod scenario_errors;
