@@ -190,9 +190,12 @@ impl Client {
                 Answer::Retry(reason) => reason,
             };
             if attempt > self.retry.retries {
-                return Err(DirectionsError(format!(
-                    "{reason} (tras {attempt} intentos)"
-                )));
+                let tries = if attempt == 1 {
+                    "1 intento".to_string()
+                } else {
+                    format!("{attempt} intentos")
+                };
+                return Err(DirectionsError(format!("{reason} (tras {tries})")));
             }
             let pause = match retry_after {
                 Some(asked) if asked > MAX_RETRY_AFTER => {
@@ -217,8 +220,11 @@ impl Client {
             Err(NetError::Timeout) => {
                 return (Answer::Fail(format!("{who} no respondió a tiempo")), None);
             }
-            // A cut answer may come whole next time.
-            Err(e @ NetError::Interrupted) => return (Answer::Retry(format!("{who}: {e}")), None),
+            // A cut answer, or a connection dropped before answering (a restarting
+            // server, a proxy recycling connections), may come whole next time.
+            Err(e @ (NetError::Interrupted | NetError::Closed)) => {
+                return (Answer::Retry(format!("{who}: {e}")), None);
+            }
             Err(e @ NetError::Connect(_)) => {
                 return (
                     Answer::Fail(format!("no se pudo conectar con {who}: {e}")),

@@ -477,6 +477,8 @@ fn osrm_faults_fail_their_route_only_and_retries_are_bounded() {
             // says "now", then the route.
             "r06_mixco_miraflores_z1" if n == 1 => Reply::Full(429, vec![], Vec::new()),
             "r06_mixco_miraflores_z1" if n == 2 => Reply::Full(429, retry_now, Vec::new()),
+            // A connection dropped without an answer (a restarting server) is retried.
+            "r07_z18_centro_z4" if n == 1 => Reply::Hang(Duration::ZERO),
             // A route whose line is elsewhere: its stops are kilometres away.
             "r08_z18_cayala_z10" => osrm_ok(&for_mock[0].points),
             _ => osrm_ok(&seed.points),
@@ -536,6 +538,10 @@ fn osrm_faults_fail_their_route_only_and_retries_are_bounded() {
     assert_eq!(
         counts["r06_mixco_miraflores_z1"], 3,
         "two 429s, then the route"
+    );
+    assert_eq!(
+        counts["r07_z18_centro_z4"], 2,
+        "a dropped connection is retried"
     );
     assert_eq!(
         counts["r01_cedis_z1_z4"], 1,
