@@ -433,7 +433,50 @@ fn bad_input_matrix() {
     let answer = server.call(1000, "posicion_actual", json!({"placa": "p 123 bcd"}));
     assert_eq!(answer["result"]["structuredContent"]["placa"], "P-123BCD");
     server.expect_silence(Duration::from_millis(300));
+    transcript.push_str(&folder_as_database());
     insta::assert_snapshot!("bad_input_matrix", transcript);
+}
+
+/// The matrix's cases for a server whose `--db` names a folder: the instructions and every
+/// tool say so in Spanish (SQLite alone says "disk I/O error"), and the server keeps serving.
+fn folder_as_database() -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("datos");
+    std::fs::create_dir(&folder).unwrap();
+    let shown = folder.to_str().unwrap();
+    let mut server = Server::spawn(flota_bin(), &["servir", "--db", shown]);
+    let mut transcript = String::new();
+    let mut record = |name: &str, answer: &Value| {
+        let answer = answer.to_string().replace(shown, "[CARPETA]");
+        transcript.push_str(&format!("## {name}\n← {}\n\n", shorten(&answer)));
+    };
+    let init = server.initialize("2025-11-25");
+    record("db_carpeta_instrucciones", &init["instructions"]);
+    let cases = [
+        (
+            "db_carpeta_posicion",
+            "posicion_actual",
+            json!({"placa": "P-123BCD"}),
+        ),
+        (
+            "db_carpeta_alertas",
+            "alertas",
+            json!({"fecha_inicio": "ayer", "fecha_fin": "hoy"}),
+        ),
+        (
+            "db_carpeta_mapa",
+            "mapa_recorrido",
+            json!({"placa": "P-123BCD", "fecha": "ayer"}),
+        ),
+    ];
+    for (id, (name, tool, arguments)) in cases.into_iter().enumerate() {
+        let answer = server.call(id as i64 + 1, tool, arguments);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        record(name, &answer);
+    }
+    server.send(r#"{"jsonrpc":"2.0","id":"vivo","method":"ping"}"#);
+    assert_eq!(server.recv()["result"], json!({}));
+    transcript
 }
 
 #[test]

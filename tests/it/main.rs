@@ -12,6 +12,7 @@
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
 //! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
+//! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
@@ -32,6 +33,7 @@ mod hardening;
 mod http_mock;
 mod in_process;
 mod maps;
+mod paths;
 mod protocol;
 mod rmcp_client;
 mod routes;
