@@ -11,7 +11,8 @@
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
-//! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
+//! - `fuzz_corpus`: both fuzz targets' committed seeds through the harness (missing and
+//!   simulated database) and the real `flota servir`, on stable;
 //! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
