@@ -24,6 +24,11 @@ fn main() -> ExitCode {
         }
         Parsed::Run(cli) => match run(cli.command) {
             Ok(code) => code,
+            // Options that contradict each other are bad usage, like a parse error.
+            Err(err) if err.is::<flota::simulate::PathConflict>() => {
+                eprintln!("error: {err:#}");
+                ExitCode::from(2)
+            }
             Err(err) => {
                 eprintln!("error: {err:#}");
                 ExitCode::FAILURE
@@ -100,7 +105,14 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             let entry = claude_config::entry(&exe, &db);
             println!("{}", serde_json::to_string_pretty(&entry)?);
             eprintln!("{}", claude_config::locations());
-            if !db.exists() {
+            if db.is_dir() {
+                eprintln!(
+                    "Aviso: {} es una carpeta, no una base de datos; indique el archivo, por \
+                     ejemplo {}",
+                    db.display(),
+                    db.join("flota.db").display()
+                );
+            } else if !db.exists() {
                 eprintln!(
                     "Aviso: {} todavía no existe; el servidor arrancará igual y cada herramienta \
                      dirá cómo generarla.",

@@ -11,7 +11,9 @@
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
-//! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
+//! - `fuzz_corpus`: both fuzz targets' committed seeds through the harness (missing and
+//!   simulated database) and the real `flota servir`, on stable;
+//! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
@@ -34,6 +36,7 @@ mod hardening;
 mod http_mock;
 mod in_process;
 mod maps;
+mod paths;
 mod protocol;
 mod redaction;
 mod rmcp_client;
