@@ -84,6 +84,10 @@ pub enum PathConflict {
         "--verdad {truth} es una base de datos SQLite, no un registro de verdad; no se sobrescribe: indique otro archivo"
     )]
     TruthIsDatabase { truth: String },
+    #[error(
+        "--salida {db} existe y no es una base de datos SQLite (¿un registro de verdad u otro archivo?); no se sobrescribe: indique otro archivo o bórrelo antes"
+    )]
+    DbIsNotDatabase { db: String },
 }
 
 /// Refuses a truth path that is the database itself (however spelled: `./`, `..`, symlinks)
@@ -99,6 +103,13 @@ pub fn check_paths(db: &Path, truth: &Path) -> Result<(), PathConflict> {
     if is_sqlite(truth) {
         return Err(PathConflict::TruthIsDatabase {
             truth: truth.display().to_string(),
+        });
+    }
+    // Replacing a database is the point of `simular`; replacing anything else (a truth log
+    // given as --salida by a slip of the hand, a document) would destroy user data.
+    if is_nonempty_file(db) && !is_sqlite(db) {
+        return Err(PathConflict::DbIsNotDatabase {
+            db: db.display().to_string(),
         });
     }
     Ok(())
@@ -123,6 +134,11 @@ fn resolved(path: &Path) -> PathBuf {
             _ => return absolute,
         }
     }
+}
+
+/// Whether `path` is an existing regular file with something in it.
+fn is_nonempty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
 /// Whether `path` is an existing SQLite database (by its 16-byte header).

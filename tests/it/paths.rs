@@ -199,6 +199,13 @@ fn wrong_paths_are_refused_in_spanish_and_nothing_is_written() {
         2,
         "--verdad enlace.db es una base de datos SQLite",
     );
+    for db in ["previa.verdad.jsonl", "archivo.txt"] {
+        cases.check(
+            &simulate(&["--salida", db, "--verdad", "nueva.verdad.jsonl"]),
+            2,
+            &format!("--salida {db} existe y no es una base de datos SQLite"),
+        );
+    }
 
     // Places that cannot be written: one sentence naming the path as given.
     for (flag, path, reason) in [
