@@ -13,6 +13,7 @@
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
 //! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
+//! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
 #![allow(
@@ -36,6 +37,7 @@ mod protocol;
 mod rmcp_client;
 mod routes;
 mod scenario_errors;
+mod shutdown;
 mod simulation;
 mod support;
 mod tidy;
