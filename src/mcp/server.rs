@@ -35,10 +35,10 @@ use crate::{log_debug, log_error, log_info, log_warn};
 /// grace this keeps the whole shutdown after end of input under one second.
 const DRAIN: Duration = Duration::from_millis(150);
 
-/// After a stop signal, how long a line already being written may take to complete: a client
-/// that reads slowly still gets whole lines. Only a client that reads nothing for this long
-/// can see a line cut short.
-const FINISH_LINE: Duration = Duration::from_secs(2);
+/// After a stop signal, how long a line already being written may take to complete, as long
+/// as the client keeps reading (see [`STALL`]): a client that reads slowly still gets whole
+/// lines. Only one that stops reading, or reads a line for longer than this, can see it cut.
+const FINISH_LINE: Duration = Duration::from_secs(5);
 
 /// Output that accepts no byte of a waiting line for this long counts as stuck: once the
 /// input is closed (or during the shutdown) nothing more is waited for.
@@ -293,8 +293,8 @@ fn stalled(outbox: &Outbox) -> bool {
 /// The shutdown, every step bounded: running calls get `grace` to finish (unless nobody can
 /// be answered), then no new line is accepted and the rest are abandoned, then the writer
 /// gets [`DRAIN`] more to write what is queued, then it starts no new line. After a signal a
-/// line already being written gets [`FINISH_LINE`] to complete, so the client never reads a
-/// cut line unless it stopped reading.
+/// line already being written gets up to [`FINISH_LINE`] to complete while the client reads,
+/// so the client never reads a cut line unless it stopped reading.
 fn shut_down(end: End, in_flight: &InFlight, outbox: &Outbox, grace: Duration) {
     let started = Instant::now();
     if end != End::Abandoned {
@@ -318,7 +318,7 @@ fn shut_down(end: End, in_flight: &InFlight, outbox: &Outbox, grace: Duration) {
         End::Signal => Instant::now() + FINISH_LINE,
         End::Eof | End::Abandoned => Instant::now(),
     };
-    if !outbox.finish_line(line_deadline) {
+    if !outbox.finish_line(line_deadline, STALL) {
         log_warn!("una respuesta queda a medio escribir: el cliente dejó de leer");
     }
 }

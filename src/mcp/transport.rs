@@ -93,9 +93,9 @@ fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {
 /// instead of growing memory without bound.
 pub(super) const WRITER_QUEUE: usize = 256;
 
-/// Lines are handed to the output in pieces of at most this size, so a client reading a
-/// large line slowly still shows progress (see [`Outbox::stalled_for`]).
-const WRITE_CHUNK: usize = 16 * 1024;
+/// Lines are handed to the output in pieces of at most this size (a pipe's atomic write), so
+/// a client reading a large line slowly still shows progress (see [`Outbox::stalled_for`]).
+const WRITE_CHUNK: usize = 4096;
 
 /// The queue in front of the writer thread, shared by everything that answers.
 ///
@@ -182,9 +182,10 @@ impl Outbox {
         })
     }
 
-    /// Waits until no line is half-written, or `deadline`. Returns true when none is.
-    pub fn finish_line(&self, deadline: Instant) -> bool {
-        self.wait_until(deadline, Duration::MAX, |state| !state.writing)
+    /// Waits until no line is half-written, or `deadline`, or the output has accepted nothing
+    /// for `stall`. Returns true when none is.
+    pub fn finish_line(&self, deadline: Instant, stall: Duration) -> bool {
+        self.wait_until(deadline, stall, |state| !state.writing)
     }
 
     fn wait_until(
@@ -436,7 +437,7 @@ mod tests {
         }
         outbox.stop();
         go_on.send(()).unwrap();
-        assert!(outbox.finish_line(Instant::now() + Duration::from_secs(20)));
+        assert!(outbox.finish_line(Instant::now() + Duration::from_secs(20), Duration::MAX));
         let written = read.lock().unwrap().clone();
         assert_eq!(
             written,
@@ -469,7 +470,7 @@ mod tests {
         );
         outbox.stop();
         assert!(
-            !outbox.finish_line(Instant::now()),
+            !outbox.finish_line(generous, Duration::from_millis(50)),
             "still blocked mid-line"
         );
         drop(release);

@@ -83,8 +83,9 @@ fn closing_stdin_ends_the_server_even_when_nobody_reads_its_output() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// Sends `signal` while the client is reading a map answer (hundreds of KB, more than a pipe
-/// holds) slowly, then reads on to the end.
+/// Sends `signal` while the client is reading a map answer (about 200 KB, more than a pipe
+/// holds) slowly, then reads on to the end. At 100 KB/s the line is still being written when
+/// the grace and the drain are over (about a second): only waiting for it keeps it whole.
 fn stop_mid_answer(signal_to_send: Signal) {
     let db = fixture("minimo").db.to_str().unwrap().to_owned();
     let mut server = Command::new(flota_bin())
@@ -115,7 +116,7 @@ fn stop_mid_answer(signal_to_send: Signal) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => read.lock().unwrap().extend_from_slice(&chunk[..n]),
                 }
-                std::thread::sleep(Duration::from_millis(2));
+                std::thread::sleep(Duration::from_millis(40));
             }
         })
     };
