@@ -319,7 +319,7 @@ fn shut_down(end: End, in_flight: &InFlight, outbox: &Outbox, grace: Duration) {
         End::Eof | End::Abandoned => Instant::now(),
     };
     if !outbox.finish_line(line_deadline, STALL) {
-        log_warn!("una respuesta queda a medio escribir: el cliente dejó de leer");
+        log_warn!("una respuesta queda cortada: el cliente no terminó de leerla");
     }
 }
 
