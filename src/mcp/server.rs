@@ -619,19 +619,7 @@ mod tests {
     use super::*;
     use crate::mcp::session::ServerInfo;
     use crate::mcp::transport::WRITER_QUEUE;
-
-    /// An output whose client never reads: the first write blocks until the test ends.
-    struct Unread(Mutex<mpsc::Receiver<()>>);
-
-    impl io::Write for Unread {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            let _ = self.0.lock().unwrap().recv();
-            Err(io::Error::from(io::ErrorKind::BrokenPipe))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::mcp::transport::tests::unread;
 
     #[test]
     fn end_of_input_returns_even_when_the_output_never_drains() {
@@ -645,7 +633,7 @@ mod tests {
             input.push_str(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
             input.push('\n');
         }
-        let (release, blocked) = mpsc::channel();
+        let (release, output) = unread();
         let service = Service {
             info: ServerInfo {
                 name: "t".into(),
@@ -657,7 +645,6 @@ mod tests {
         };
         let (done, returned) = mpsc::channel();
         std::thread::spawn(move || {
-            let output = Unread(Mutex::new(blocked));
             let result = serve(
                 service,
                 io::Cursor::new(input.into_bytes()),

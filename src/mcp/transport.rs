@@ -306,7 +306,7 @@ fn write_line<W: Write>(output: &mut W, line: String, outbox: &Outbox) -> io::Re
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::Cursor;
 
@@ -397,8 +397,14 @@ mod tests {
         }
     }
 
-    /// Blocks in its first write until the test ends: a client that never reads.
-    struct Unread(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+    /// Blocks in its first write until the test drops the returned sender: a client that
+    /// never reads.
+    pub(in crate::mcp) struct Unread(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+
+    pub(in crate::mcp) fn unread() -> (std::sync::mpsc::Sender<()>, Unread) {
+        let (release, blocked) = std::sync::mpsc::channel();
+        (release, Unread(std::sync::Mutex::new(blocked)))
+    }
 
     impl Write for Unread {
         fn write(&mut self, _: &[u8]) -> io::Result<usize> {
@@ -450,8 +456,8 @@ mod tests {
 
     #[test]
     fn a_client_that_never_reads_blocks_no_shutdown_step() {
-        let (release, blocked) = std::sync::mpsc::channel();
-        let outbox = spawn_writer(Unread(std::sync::Mutex::new(blocked)), |_| {});
+        let (release, output) = unread();
+        let outbox = spawn_writer(output, |_| {});
         assert!(outbox.send("{\"stuck\":0}".into()));
         wait_for_writing(&outbox);
         for id in 0..WRITER_QUEUE {
