@@ -101,8 +101,9 @@ const WRITE_CHUNK: usize = 4096;
 ///
 /// Shutdown happens in two steps that never block: [`close`](Outbox::close) (accept no more
 /// lines; producers blocked on a full queue drop their line and return) and
-/// [`stop`](Outbox::stop) (start no new line). A line is written whole or not started; the
-/// writer is never interrupted between its first and last byte by anything in this process.
+/// [`stop`](Outbox::stop) (start no new line). Nothing in the process interrupts the writer
+/// between the first and the last byte of a line; only the process exiting can, when its
+/// owner stops waiting for a client that does not read (see `server::shut_down`).
 #[derive(Clone)]
 pub struct Outbox {
     shared: Arc<Shared>,
