@@ -64,7 +64,7 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             }
         }
         Verb::Servir(args) => {
-            app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
+            app::serve(&args, std::io::stdin(), std::io::stdout())?;
         }
         Verb::Exportar(args) => {
             let exported = flota::export::run(&flota::export::Options {

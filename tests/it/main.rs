@@ -16,6 +16,7 @@
 //! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
+//! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
 //!   in `net`).
@@ -42,6 +43,7 @@ mod redaction;
 mod rmcp_client;
 mod routes;
 mod scenario_errors;
+mod shutdown;
 mod simulation;
 mod support;
 mod tidy;

@@ -155,6 +155,11 @@ impl Server {
         answer
     }
 
+    /// The server process (to signal it).
+    pub fn child(&self) -> &Child {
+        &self.child
+    }
+
     /// Closes stdin, collects every remaining line and the exit status.
     pub fn finish(mut self) -> (ExitStatus, Vec<String>) {
         drop(self.stdin.take());
