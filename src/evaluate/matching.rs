@@ -1,8 +1,8 @@
 //! Scoring one event type: pairing truth and detected intervals, and the figures that follow.
 //!
 //! Owns the matching rule and nothing else (no I/O, no time zones, no event kinds): a detection
-//! matches a truth interval of the same unit (and fence) when they overlap and both its start
-//! and its end are within the tolerance of the truth's. Open ends follow two rules. An end still
+//! matches a truth interval of the same unit (and fence) when both its start and its end are
+//! within the tolerance of the truth's (a brief event reported late is still that event). Open ends follow two rules. An end still
 //! open at "now" is compared as "now" when the other side has ended (a stop the engine still
 //! reports, though the unit left 20 minutes ago, is 20 minutes off); two open ends agree and
 //! measure nothing. A start "before the data" agrees only with another such start (the truth and
@@ -84,10 +84,7 @@ fn errors(
     detected: &Interval,
     rules: Rules,
 ) -> Option<(Option<i64>, Option<i64>)> {
-    if truth.plate != detected.plate
-        || truth.key != detected.key
-        || !overlap(truth, detected, rules)
-    {
+    if !same_subject(truth, detected) {
         return None;
     }
     let start = match (truth.start, detected.start) {
@@ -102,6 +99,10 @@ fn errors(
     };
     let within = |e: Option<i64>| e.is_none_or(|e| e <= rules.tolerance_s);
     (within(start) && within(end)).then_some((start, end))
+}
+
+fn same_subject(a: &Interval, b: &Interval) -> bool {
+    a.plate == b.plate && a.key == b.key
 }
 
 fn overlap(a: &Interval, b: &Interval, rules: Rules) -> bool {
@@ -123,7 +124,7 @@ pub fn score(truth: &[Interval], detected: &[Interval], rules: Rules) -> Score {
             if let Some((start, end)) = errors(t, d, rules) {
                 let cost = start.unwrap_or(0) + end.unwrap_or(0);
                 candidates.push((t.dont_care, cost, ti, di));
-            } else if t.dont_care && t.plate == d.plate && t.key == d.key && overlap(t, d, rules) {
+            } else if t.dont_care && same_subject(t, d) && overlap(t, d, rules) {
                 candidates.push((true, i64::MAX, ti, di));
             }
         }
@@ -256,7 +257,7 @@ mod tests {
             ("shifted beyond", vec![closed(1000, 2000)], vec![closed(1120, 2120)], RULES, (0, 1, 1, &[], &[])),
             ("shifted beyond, wider tolerance", vec![closed(1000, 2000)], vec![closed(1120, 2120)], wide, (1, 0, 0, &[120], &[120])),
             ("start beyond, end exact", vec![closed(1000, 2000)], vec![closed(900, 2000)], RULES, (0, 1, 1, &[], &[])),
-            ("no overlap though within tolerance", vec![closed(1000, 1030)], vec![closed(1040, 1070)], RULES, (0, 1, 1, &[], &[])),
+            ("brief and late, within tolerance", vec![closed(1000, 1030)], vec![closed(1040, 1070)], RULES, (1, 0, 0, &[40], &[40])),
             ("split in two", vec![closed(1000, 3000)], vec![closed(1000, 1900), closed(2100, 3000)], RULES, (0, 2, 1, &[], &[])),
             ("merged two", vec![closed(1000, 2000), closed(2100, 3000)], vec![closed(1000, 3000)], RULES, (0, 1, 2, &[], &[])),
             ("best pair wins", vec![closed(1000, 2000)], vec![closed(1050, 2000), closed(1000, 2010)], RULES, (1, 1, 0, &[0], &[10])),
