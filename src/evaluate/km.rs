@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::engine::{DetectionConfig, segment_m};
+use crate::engine::{DetectionConfig, GpsDistance};
 use crate::sim::TruthEvent;
 use crate::store::{Store, StoreError};
 
@@ -95,11 +95,15 @@ pub fn phantom_m(
         if end - start < PHANTOM_MIN_STOP_S {
             continue;
         }
-        let fixes = store.fixes(*id, start + PHANTOM_MARGIN_S, end - PHANTOM_MARGIN_S)?;
-        metres += fixes
-            .windows(2)
-            .map(|w| segment_m(&w[0], &w[1], config.perdida_senal_s))
-            .sum::<f64>();
+        let mut distance = GpsDistance::new(config.perdida_senal_s, config.velocidad_detenida_kmh);
+        store.for_each_fix(
+            *id,
+            start + PHANTOM_MARGIN_S,
+            end - PHANTOM_MARGIN_S,
+            |fix| {
+                metres += distance.push(&fix);
+            },
+        )?;
         checked += 1;
     }
     Ok((metres, checked))
