@@ -111,11 +111,12 @@ impl<'a> Context<'a> {
     }
 }
 
-fn detected(d: &Detected, start: Option<i64>, dont_care: bool) -> Interval {
+/// A detection as an interval; its start is unknown when it was under way at the first fix.
+fn detected(d: &Detected, dont_care: bool) -> Interval {
     Interval {
         plate: d.plate.clone(),
         key: d.fence.clone(),
-        start,
+        start: (!d.from_data_start).then_some(d.start),
         end: d.end,
         dont_care,
     }
@@ -171,13 +172,7 @@ fn stops<'d>(
         })
         .collect();
     let found = found
-        .map(|d| {
-            detected(
-                d,
-                (!d.from_data_start).then_some(d.start),
-                short(ctx.duration(d.start, d.end)),
-            )
-        })
+        .map(|d| detected(d, short(ctx.duration(d.start, d.end))))
         .collect();
     (truth, found)
 }
@@ -220,13 +215,7 @@ fn long_stops<'d>(
         .collect();
     let found = found
         .filter(|d| !d.end_of_day && ctx.duration(d.start, d.end) >= long)
-        .map(|d| {
-            detected(
-                d,
-                (!d.from_data_start).then_some(d.start),
-                near_threshold(ctx.duration(d.start, d.end)),
-            )
-        })
+        .map(|d| detected(d, near_threshold(ctx.duration(d.start, d.end))))
         .collect();
     (truth, found)
 }
@@ -255,7 +244,7 @@ fn overspeeds<'d>(
             _ => None,
         })
         .collect();
-    let found = found.map(|d| detected(d, Some(d.start), false)).collect();
+    let found = found.map(|d| detected(d, false)).collect();
     (truth, found)
 }
 
@@ -283,7 +272,7 @@ fn gaps<'d>(
             _ => None,
         })
         .collect();
-    let found = found.map(|d| detected(d, Some(d.start), false)).collect();
+    let found = found.map(|d| detected(d, false)).collect();
     (truth, found)
 }
 
@@ -321,7 +310,7 @@ fn visits<'d>(
     let found = found
         .map(|d| {
             let short = !d.from_data_start && ctx.duration(d.start, d.end) < brief;
-            detected(d, (!d.from_data_start).then_some(d.start), short)
+            detected(d, short)
         })
         .collect();
     (intervals, found)
