@@ -55,12 +55,19 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             );
         }
         Verb::Evaluar(args) => {
-            let truth = flota::evaluate::truth_path(&args.db, args.verdad.as_deref());
-            let evaluation = flota::evaluate::run(&args.db, &truth)?;
+            let evaluation = flota::evaluate::run(&flota::evaluate::Options {
+                truth: flota::evaluate::truth_path(&args.db, args.verdad.as_deref()),
+                db: args.db,
+                tolerance_s: args.tolerancia,
+            })?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&evaluation)?);
             } else {
                 print!("{}", evaluation.table());
+            }
+            if let Some(failure) = args.f1_minimo.and_then(|min| evaluation.gate(min)) {
+                eprintln!("error: {failure}");
+                return Ok(ExitCode::FAILURE);
             }
         }
         Verb::Servir(args) => {

@@ -16,12 +16,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
 
 use crate::engine::{self, Analysis, DetectionConfig};
 use crate::output::Staged;
 use crate::scenario::{self, Ahora, Source};
-use crate::sim::{Report, Simulation, Sink, TruthEvent};
+use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;
 use crate::store::{ANALYSIS_VERSION, SCHEMA_VERSION, Writer};
 
@@ -201,20 +200,11 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let truth_out = std::fs::File::create(truth_file.temp())
         .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
     let mut truth = BufWriter::new(truth_out);
-    let header = json!({
-        "tipo": "cabecera",
-        "escenario": world.name,
-        "escenario_sha256": world.hash,
-        "semilla": world.seed,
-        "zona_horaria": world.zone.name(),
-        "ahora_local": world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
-        "ahora_utc": world.ahora_utc,
-        "desde": world.days.first().map(ToString::to_string),
-        "hasta": world.days.last().map(ToString::to_string),
-        "intervalo_reporte_s": world.interval_s,
-        "flota_version": env!("CARGO_PKG_VERSION"),
-    });
-    writeln!(truth, "{header}")?;
+    serde_json::to_writer(
+        &mut truth,
+        &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
+    )?;
+    truth.write_all(b"\n")?;
 
     let bar = if options.progress {
         let bar = ProgressBar::with_draw_target(

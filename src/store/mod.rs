@@ -11,7 +11,7 @@ pub mod schema;
 pub mod writer;
 
 pub use encoding::StoredRow;
-pub use queries::{DayRow, EventRow, KmRow};
+pub use queries::{DayKm, DayRow, EventRow, KmRow};
 pub use reader::{Meta, Store, StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 pub use writer::{WriteError, Writer};

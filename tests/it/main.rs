@@ -8,6 +8,8 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
+//! - `kilometres`: GPS-only kilometres (odometer ignored) per unit-day, other seeds, Madrid;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
@@ -28,6 +30,7 @@
 )]
 
 mod cli;
+mod evaluate;
 mod example_server;
 mod flood;
 mod fuzz_corpus;
@@ -36,6 +39,7 @@ mod ground_truth;
 mod hardening;
 mod http_mock;
 mod in_process;
+mod kilometres;
 mod maps;
 mod paths;
 mod protocol;
