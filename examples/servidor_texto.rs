@@ -246,7 +246,7 @@ fn main() {
         verbose,
         ..ServeOptions::default()
     };
-    if let Err(err) = mcp::serve(service, std::io::stdin().lock(), std::io::stdout(), options) {
+    if let Err(err) = mcp::serve_stdio(service, std::io::stdin(), std::io::stdout(), options) {
         eprintln!("error: {err}");
         std::process::exit(1);
     }

@@ -2,9 +2,9 @@
 //!
 //! Owns the wiring between the generic core (`mcp`) and the fleet: which database, which
 //! tools, what the `initialize` instructions say. It never writes to stdout itself; `main`
-//! passes the process's stdin and stdout through to [`crate::mcp::serve`].
+//! passes the process's stdin and stdout through to [`crate::mcp::serve_stdio`].
 
-use std::io::{BufRead, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -106,11 +106,11 @@ pub fn instructions(fleet: &Fleet) -> String {
     }
 }
 
-/// Serves until `input` ends.
+/// Serves until stdin ends (or the client hangs up while not reading, or SIGTERM/SIGINT).
 pub fn serve(
     args: &ServeArgs,
-    input: impl BufRead,
-    output: impl Write + Send + 'static,
+    stdin: io::Stdin,
+    stdout: impl Write + Send + 'static,
 ) -> anyhow::Result<()> {
     if args.verbose {
         crate::log::set_level(crate::log::Level::Debug);
@@ -140,6 +140,6 @@ pub fn serve(
         call_timeout: (limit > 0.0).then(|| std::time::Duration::from_secs_f64(limit)),
         ..ServeOptions::default()
     };
-    mcp::serve(service(&fleet), input, output, options)?;
+    mcp::serve_stdio(service(&fleet), stdin, stdout, options)?;
     Ok(())
 }

@@ -114,6 +114,30 @@ pub struct EvaluateArgs {
     pub verdad: Option<PathBuf>,
     #[arg(long, help = "Imprime el resultado como JSON")]
     pub json: bool,
+    #[arg(
+        long,
+        value_name = "SEGUNDOS",
+        default_value_t = crate::evaluate::DEFAULT_TOLERANCE_S,
+        value_parser = clap::value_parser!(u32).range(0..=86_400),
+        help = "Error máximo, al inicio y al final, de una detección que acierta"
+    )]
+    pub tolerancia: u32,
+    #[arg(
+        long = "f1-minimo",
+        value_name = "X",
+        value_parser = parse_fraction,
+        help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1): una barrera para CI"
+    )]
+    pub f1_minimo: Option<f64>,
+}
+
+/// A number between 0 and 1.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("'{text}' no es un número entre 0 y 1"))
 }
 
 #[derive(Debug, Args)]

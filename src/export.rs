@@ -120,8 +120,7 @@ pub fn run(options: &Options) -> anyhow::Result<Exported> {
         ))),
     };
     if let Some(path) = &path {
-        let staged =
-            Staged::new(path).with_context(|| format!("no se pudo preparar {}", path.display()))?;
+        let staged = Staged::prepare(path)?;
         std::fs::write(staged.temp(), &bytes)
             .with_context(|| format!("no se pudo escribir {}", staged.temp().display()))?;
         staged

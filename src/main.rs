@@ -24,6 +24,11 @@ fn main() -> ExitCode {
         }
         Parsed::Run(cli) => match run(cli.command) {
             Ok(code) => code,
+            // Options that contradict each other are bad usage, like a parse error.
+            Err(err) if err.is::<flota::simulate::PathConflict>() => {
+                eprintln!("error: {err:#}");
+                ExitCode::from(2)
+            }
             Err(err) => {
                 eprintln!("error: {err:#}");
                 ExitCode::FAILURE
@@ -50,16 +55,23 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             );
         }
         Verb::Evaluar(args) => {
-            let truth = flota::evaluate::truth_path(&args.db, args.verdad.as_deref());
-            let evaluation = flota::evaluate::run(&args.db, &truth)?;
+            let evaluation = flota::evaluate::run(&flota::evaluate::Options {
+                truth: flota::evaluate::truth_path(&args.db, args.verdad.as_deref()),
+                db: args.db,
+                tolerance_s: args.tolerancia,
+            })?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&evaluation)?);
             } else {
                 print!("{}", evaluation.table());
             }
+            if let Some(failure) = args.f1_minimo.and_then(|min| evaluation.gate(min)) {
+                eprintln!("error: {failure}");
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Verb::Servir(args) => {
-            app::serve(&args, std::io::stdin().lock(), std::io::stdout())?;
+            app::serve(&args, std::io::stdin(), std::io::stdout())?;
         }
         Verb::Exportar(args) => {
             let exported = flota::export::run(&flota::export::Options {
@@ -103,7 +115,14 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             let entry = claude_config::entry(&exe, &db);
             println!("{}", serde_json::to_string_pretty(&entry)?);
             eprintln!("{}", claude_config::locations());
-            if !db.exists() {
+            if db.is_dir() {
+                eprintln!(
+                    "Aviso: {} es una carpeta, no una base de datos; indique el archivo, por \
+                     ejemplo {}",
+                    db.display(),
+                    db.join("flota.db").display()
+                );
+            } else if !db.exists() {
                 eprintln!(
                     "Aviso: {} todavía no existe; el servidor arrancará igual y cada herramienta \
                      dirá cómo generarla.",

@@ -3,11 +3,30 @@
 //! Owns the write-then-rename discipline for user data: content goes to `<file>.parcial`
 //! beside the target, is flushed to disk, and is renamed over the target only on success.
 //! A crash, Ctrl-C or an error leaves the previous file untouched (a stale `.parcial` is
-//! removed on the next run, or by `Drop` when the process unwinds).
+//! removed on the next run, or by `Drop` when the process unwinds). When a target cannot be
+//! written, [`Staged::prepare`] says why in one Spanish sentence naming the path the user gave
+//! (never the temporary name, never the system's English).
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// A target that cannot be written, and why, in Spanish.
+#[derive(Debug, thiserror::Error)]
+#[error("no se puede escribir {target}: {reason}")]
+pub struct Unwritable {
+    pub target: String,
+    pub reason: String,
+}
+
+impl Unwritable {
+    fn new(target: &Path, err: &io::Error) -> Unwritable {
+        Unwritable {
+            target: target.display().to_string(),
+            reason: reason(target, err),
+        }
+    }
+}
 
 /// A target file being produced under a temporary name.
 #[derive(Debug)]
@@ -40,6 +59,20 @@ impl Staged {
         })
     }
 
+    /// Like [`Staged::new`], and proves the place writable by creating the (empty) temporary
+    /// file, before any work is spent on the content.
+    pub fn prepare(target: &Path) -> Result<Staged, Unwritable> {
+        if target.is_dir() {
+            return Err(Unwritable {
+                target: target.display().to_string(),
+                reason: "es una carpeta; indique un archivo dentro de ella".into(),
+            });
+        }
+        let staged = Staged::new(target).map_err(|e| Unwritable::new(target, &e))?;
+        File::create(&staged.temp).map_err(|e| Unwritable::new(target, &e))?;
+        Ok(staged)
+    }
+
     /// Where to write.
     pub fn temp(&self) -> &Path {
         &self.temp
@@ -69,6 +102,65 @@ impl Drop for Staged {
         if !self.committed {
             let _ = std::fs::remove_file(&self.temp);
         }
+    }
+}
+
+/// The folder `target` goes in, as the user would name it.
+fn folder_of(target: &Path) -> &Path {
+    match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Why `target` could not be created, judged from the filesystem rather than from the
+/// system's (English) message: which part of the path is missing, a file, or not writable.
+fn reason(target: &Path, err: &io::Error) -> String {
+    let folder = folder_of(target);
+    // The nearest part of the path that exists decides what went wrong.
+    let mut existing = Some(folder);
+    while let Some(part) = existing {
+        if part.as_os_str().is_empty() || std::fs::symlink_metadata(part).is_ok() {
+            break;
+        }
+        existing = part.parent();
+    }
+    let existing = existing
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if existing.exists() && !existing.is_dir() {
+        return format!("{} es un archivo, no una carpeta", existing.display());
+    }
+    let missing = existing != folder && !folder.exists();
+    match err.kind() {
+        io::ErrorKind::PermissionDenied if missing => format!(
+            "la carpeta {} no existe y no hay permiso para crearla en {}",
+            folder.display(),
+            existing.display()
+        ),
+        io::ErrorKind::PermissionDenied => format!(
+            "no hay permiso para escribir en la carpeta {}",
+            folder.display()
+        ),
+        io::ErrorKind::ReadOnlyFilesystem => format!(
+            "la carpeta {} está en un sistema de archivos de solo lectura",
+            folder.display()
+        ),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "no queda espacio en el disco".into()
+        }
+        io::ErrorKind::NotFound => format!("la carpeta {} no existe", folder.display()),
+        io::ErrorKind::IsADirectory => "es una carpeta; indique un archivo dentro de ella".into(),
+        io::ErrorKind::NotADirectory => {
+            format!(
+                "una parte de {} es un archivo, no una carpeta",
+                folder.display()
+            )
+        }
+        _ => match err.raw_os_error() {
+            Some(code) => format!("el sistema lo impidió (código {code})"),
+            None => "el sistema lo impidió".into(),
+        },
     }
 }
 

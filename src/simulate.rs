@@ -3,23 +3,24 @@
 //! Owns the I/O around the sans-IO simulator: loading the scenario, running units on worker
 //! threads, writing their reports in unit order (so the output is byte-for-byte deterministic
 //! however threads interleave), the progress bar, and replacing the previous files only when
-//! both new ones are complete.
+//! both new ones are complete. Before anything is written it refuses a truth log that would
+//! overwrite the database or another database ([`PathConflict`], a usage error).
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
 
 use crate::engine::{self, Analysis, DetectionConfig};
 use crate::output::Staged;
 use crate::scenario::{self, Ahora, Source};
-use crate::sim::{Report, Simulation, Sink, TruthEvent};
+use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;
 use crate::store::{Covered, Key, SCHEMA_VERSION, Writer};
 
@@ -66,6 +67,87 @@ impl Summary {
     }
 }
 
+/// `--salida` and `--verdad` that cannot both be written: a usage error, found before
+/// anything is written.
+#[derive(Debug, thiserror::Error)]
+pub enum PathConflict {
+    #[error(
+        "--verdad {truth} es el mismo archivo que --salida {db}; el registro de verdad necesita su propio archivo (sin --verdad se escribe en {default})"
+    )]
+    Same {
+        truth: String,
+        db: String,
+        default: String,
+    },
+    #[error(
+        "--verdad {truth} es una base de datos SQLite, no un registro de verdad; no se sobrescribe: indique otro archivo"
+    )]
+    TruthIsDatabase { truth: String },
+    #[error(
+        "--salida {db} existe y no es una base de datos SQLite (¿un registro de verdad u otro archivo?); no se sobrescribe: indique otro archivo o bórrelo antes"
+    )]
+    DbIsNotDatabase { db: String },
+}
+
+/// Refuses a truth path that is the database itself (however spelled: `./`, `..`, symlinks)
+/// or an existing SQLite file.
+pub fn check_paths(db: &Path, truth: &Path) -> Result<(), PathConflict> {
+    if resolved(db) == resolved(truth) {
+        return Err(PathConflict::Same {
+            truth: truth.display().to_string(),
+            db: db.display().to_string(),
+            default: default_truth_path(db).display().to_string(),
+        });
+    }
+    if is_sqlite(truth) {
+        return Err(PathConflict::TruthIsDatabase {
+            truth: truth.display().to_string(),
+        });
+    }
+    // Replacing a database is the point of `simular`; replacing anything else (a truth log
+    // given as --salida by a slip of the hand, a document) would destroy user data.
+    if is_nonempty_file(db) && !is_sqlite(db) {
+        return Err(PathConflict::DbIsNotDatabase {
+            db: db.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// `path` made absolute with symlinks, `.` and `..` resolved as far as it exists, so that two
+/// spellings of one file compare equal even before the file is created.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut missing = Vec::new();
+    let mut head = absolute.as_path();
+    loop {
+        if let Ok(mut real) = head.canonicalize() {
+            real.extend(missing.iter().rev());
+            return real;
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                head = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Whether `path` is an existing regular file with something in it.
+fn is_nonempty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// Whether `path` is an existing SQLite database (by its 16-byte header).
+fn is_sqlite(path: &Path) -> bool {
+    let mut header = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| &header == b"SQLite format 3\0")
+}
+
 /// The truth file that goes with a database: `flota.db` → `flota.verdad.jsonl`.
 pub fn default_truth_path(db: &std::path::Path) -> PathBuf {
     let stem = db
@@ -96,6 +178,7 @@ impl Sink for UnitOutput {
 
 pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let started = Instant::now();
+    check_paths(&options.db, &options.truth)?;
     let mut world = scenario::load(&options.scenario, options.ahora)?;
     if let Some(seed) = options.seed {
         world.seed = seed;
@@ -111,29 +194,19 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let units = world.units.len();
     let days = world.days.len();
 
-    let db_file = Staged::new(&options.db)
-        .with_context(|| format!("no se pudo preparar {}", options.db.display()))?;
-    let truth_file = Staged::new(&options.truth)
-        .with_context(|| format!("no se pudo preparar {}", options.truth.display()))?;
+    // Both places are proved writable before any work: the errors name the user's paths.
+    let db_file = Staged::prepare(&options.db)?;
+    let truth_file = Staged::prepare(&options.truth)?;
     let mut db = Writer::create(db_file.temp())?;
     db.write_fleet(world)?;
     let truth_out = std::fs::File::create(truth_file.temp())
-        .with_context(|| format!("no se pudo crear {}", truth_file.temp().display()))?;
+        .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
     let mut truth = BufWriter::new(truth_out);
-    let header = json!({
-        "tipo": "cabecera",
-        "escenario": world.name,
-        "escenario_sha256": world.hash,
-        "semilla": world.seed,
-        "zona_horaria": world.zone.name(),
-        "ahora_local": world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
-        "ahora_utc": world.ahora_utc,
-        "desde": world.days.first().map(ToString::to_string),
-        "hasta": world.days.last().map(ToString::to_string),
-        "intervalo_reporte_s": world.interval_s,
-        "flota_version": env!("CARGO_PKG_VERSION"),
-    });
-    writeln!(truth, "{header}")?;
+    serde_json::to_writer(
+        &mut truth,
+        &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
+    )?;
+    truth.write_all(b"\n")?;
 
     let bar = if options.progress {
         let bar = ProgressBar::with_draw_target(

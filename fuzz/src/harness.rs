@@ -5,11 +5,12 @@
 //! assert what a client relies on: every output line is one JSON-RPC 2.0 object, each
 //! request gets exactly one answer, a notification none. The fleet tools run against
 //! `FLOTA_FUZZ_DB` if set (a simulated database), else a missing file, which exercises
-//! argument validation and the "no database" errors. Maps are drawn offline. Used by the
-//! `cargo fuzz` targets and by the corpus regression test in `cargo test`.
+//! argument validation and the "no database" errors; `check_session_with` takes any service.
+//! Maps are drawn offline. Used by the `cargo fuzz` targets and by the corpus regression test
+//! in `cargo test`, which also holds the real threaded server to the answers found here.
 
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use flota::fleet::Fleet;
@@ -24,29 +25,41 @@ use serde_json::Value;
 /// Small enough that the fuzzer reaches the over-long path.
 const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// The fleet service over `db` (a simulated database, or a missing file): the seven real
+/// tools, maps drawn offline, "now" at the reference week's.
+pub fn service_for(db: &Path) -> Service {
+    // Many sessions: only real problems on stderr.
+    flota::log::set_level(flota::log::Level::Error);
+    // The reference week's "now", so date words resolve to data.
+    let ahora = flota::simulate::parse_ahora("2026-08-19T15:30").ok();
+    let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None)));
+    Service {
+        info: flota::app::server_info(),
+        instructions: Some(flota::app::instructions(&fleet)),
+        tools: flota::tools::with_tiles(&fleet, TileConfig::offline()),
+    }
+}
+
 fn service() -> &'static Service {
     static SERVICE: OnceLock<Service> = OnceLock::new();
     SERVICE.get_or_init(|| {
-        // Millions of sessions: only real problems on stderr.
-        flota::log::set_level(flota::log::Level::Error);
         let db = std::env::var_os("FLOTA_FUZZ_DB")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/nonexistent/flota-fuzz.db"));
-        // The reference week's "now", so date words resolve to data.
-        let ahora = flota::simulate::parse_ahora("2026-08-19T15:30").ok();
-        let fleet = Arc::new(Fleet::new(&db, ahora, Geocoder::new(None)));
-        Service {
-            info: flota::app::server_info(),
-            instructions: Some(flota::app::instructions(&fleet)),
-            tools: flota::tools::with_tiles(&fleet, TileConfig::offline()),
-        }
+        service_for(&db)
     })
 }
 
 /// Runs `input` as one client session and checks the protocol promises. Panics on a
 /// violation (that is what the fuzzer looks for).
 pub fn check_session(input: &[u8]) {
-    let service = service();
+    check_session_with(service(), input);
+}
+
+/// [`check_session`] against `service`; returns every answer, in order, so another server
+/// can be held to the same answers.
+pub fn check_session_with(service: &Service, input: &[u8]) -> Vec<Value> {
+    let mut answered = Vec::new();
     let mut session = Session::new(service);
     let mut reader = LineReader::new(Cursor::new(input), MAX_LINE_BYTES);
     loop {
@@ -88,7 +101,9 @@ pub fn check_session(input: &[u8]) {
                     let sent: Value = serde_json::from_str(id).expect("id is JSON");
                     assert_eq!(echoed, sent.to_string(), "id echoed: {answer}");
                 }
+                answered.push(value);
             }
         }
     }
+    answered
 }

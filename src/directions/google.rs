@@ -8,35 +8,26 @@
 use serde::Deserialize;
 
 use super::{Answer, Parsed, decode, json_body, retryable_http};
+use crate::net::Get;
 use crate::route::StopFile;
 
-pub(super) fn request(
-    http: &reqwest::blocking::Client,
-    url: &str,
-    key: &str,
-    stops: &[StopFile],
-) -> Result<reqwest::blocking::Request, String> {
+pub(super) fn request(url: &str, key: &str, stops: &[StopFile]) -> Get {
     let at = |s: &StopFile| format!("{},{}", s.lat, s.lon);
     let (first, last) = (&stops[0], &stops[stops.len() - 1]);
-    let mut query = vec![
-        ("origin", at(first)),
-        ("destination", at(last)),
-        ("mode", "driving".to_owned()),
-        ("alternatives", "false".to_owned()),
-        ("language", "es".to_owned()),
-    ];
+    let mut request = Get::new(url)
+        .param("origin", at(first))
+        .param("destination", at(last))
+        .param("mode", "driving")
+        .param("alternatives", "false")
+        .param("language", "es");
     let middle = &stops[1..stops.len() - 1];
     if !middle.is_empty() {
         // Plain waypoints (not `via:`): each is a stop the driver makes, which is what
         // splits the answer into one leg per stretch.
         let waypoints: Vec<String> = middle.iter().map(at).collect();
-        query.push(("waypoints", waypoints.join("|")));
+        request = request.param("waypoints", waypoints.join("|"));
     }
-    query.push(("key", key.to_owned()));
-    http.get(url)
-        .query(&query)
-        .build()
-        .map_err(|e| format!("URL de Google Directions inválida ({url}): {e}"))
+    request.secret("key", key)
 }
 
 #[derive(Deserialize)]

@@ -3,16 +3,17 @@
 //!
 //! Owns the HTTP conversation — request building, bounded retries with backoff, response
 //! parsing into a [`Directions`], and one Spanish sentence per failure. It knows nothing of
-//! files: `route_command` decides what to write. The API key travels only in the request;
-//! every message that leaves this module has passed through `net::redact`.
+//! files: `route_command` decides what to write. The API key travels only in the request:
+//! requests go through `net`, whose errors never carry the URL and whose bodies come back
+//! with the key scrubbed, and a provider's URL is shown only as `net::public_url`.
 
 mod google;
 mod osrm;
 
-use std::io::Read;
 use std::time::Duration;
 
 use crate::geo::LatLon;
+use crate::net::{Get, Http, NetError, public_url};
 use crate::route::StopFile;
 
 /// Google's Directions API endpoint (`FLOTA_GOOGLE_DIRECTIONS_URL` overrides it, for tests
@@ -31,11 +32,15 @@ pub enum Provider {
 }
 
 impl std::fmt::Debug for Provider {
-    // Never print the key, not even in a debug dump.
+    // Never print the key nor a URL's query, not even in a debug dump.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Provider::Google { url, .. } => write!(f, "Google {{ url: {url:?}, key: *** }}"),
-            Provider::Osrm { url, profile } => write!(f, "Osrm {{ url: {url:?}, {profile:?} }}"),
+            Provider::Google { url, .. } => {
+                write!(f, "Google {{ url: {:?}, key: *** }}", public_url(url))
+            }
+            Provider::Osrm { url, profile } => {
+                write!(f, "Osrm {{ url: {:?}, {profile:?} }}", public_url(url))
+            }
         }
     }
 }
@@ -49,14 +54,18 @@ impl Provider {
         }
     }
 
-    /// How the provider is named in messages.
+    /// How the provider is named in messages: the URL without its query.
     pub fn describe(&self) -> String {
         match self {
             Provider::Google { url, .. } if url == GOOGLE_DIRECTIONS_URL => {
                 "Google Directions API".into()
             }
-            Provider::Google { url, .. } => format!("Google Directions API en {url}"),
-            Provider::Osrm { url, profile } => format!("OSRM en {url} (perfil {profile})"),
+            Provider::Google { url, .. } => {
+                format!("Google Directions API en {}", public_url(url))
+            }
+            Provider::Osrm { url, profile } => {
+                format!("OSRM en {} (perfil {profile})", public_url(url))
+            }
         }
     }
 
@@ -126,7 +135,7 @@ struct Parsed {
 /// A directions client for one provider.
 pub struct Client {
     provider: Provider,
-    http: reqwest::blocking::Client,
+    http: Http,
     retry: RetryPolicy,
 }
 
@@ -137,13 +146,8 @@ impl Client {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Result<Client, DirectionsError> {
-        crate::net::install_crypto();
-        let http = reqwest::blocking::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .user_agent(crate::net::user_agent())
-            .build()
-            .map_err(|e| DirectionsError(format!("no se pudo preparar HTTP: {e}")))?;
+        let http = Http::new(Some(timeout), timeout.min(Duration::from_secs(5)))
+            .map_err(|e| DirectionsError(e.to_string()))?;
         Ok(Client {
             provider,
             http,
@@ -171,10 +175,10 @@ impl Client {
             )));
         }
         let request = match &self.provider {
-            Provider::Google { key, url } => google::request(&self.http, url, key, stops),
-            Provider::Osrm { url, profile } => osrm::request(&self.http, url, profile, stops),
+            Provider::Google { key, url } => google::request(url, key, stops),
+            Provider::Osrm { url, profile } => osrm::request(url, profile, stops),
         }
-        .map_err(|e| DirectionsError(crate::net::redact(&e)))?;
+        .max_bytes(MAX_BODY_BYTES);
         let mut wait = self.retry.first_wait;
         let mut attempt = 0;
         loop {
@@ -182,20 +186,23 @@ impl Client {
             let (answer, retry_after) = self.once(&request, stops);
             let reason = match answer {
                 Answer::Route(parsed) => return finish(parsed, attempt),
-                Answer::Fail(reason) => return Err(DirectionsError(crate::net::redact(&reason))),
+                Answer::Fail(reason) => return Err(DirectionsError(reason)),
                 Answer::Retry(reason) => reason,
             };
             if attempt > self.retry.retries {
-                return Err(DirectionsError(crate::net::redact(&format!(
-                    "{reason} (tras {attempt} intentos)"
-                ))));
+                let tries = if attempt == 1 {
+                    "1 intento".to_string()
+                } else {
+                    format!("{attempt} intentos")
+                };
+                return Err(DirectionsError(format!("{reason} (tras {tries})")));
             }
             let pause = match retry_after {
                 Some(asked) if asked > MAX_RETRY_AFTER => {
-                    return Err(DirectionsError(crate::net::redact(&format!(
+                    return Err(DirectionsError(format!(
                         "{reason}; el servidor pide esperar {} s",
                         asked.as_secs()
-                    ))));
+                    )));
                 }
                 Some(asked) => asked,
                 None => wait,
@@ -206,81 +213,32 @@ impl Client {
     }
 
     /// One request: what it means, and the server's `Retry-After` if any.
-    fn once(
-        &self,
-        request: &reqwest::blocking::Request,
-        stops: &[StopFile],
-    ) -> (Answer, Option<Duration>) {
-        let Some(request) = request.try_clone() else {
-            return (Answer::Fail("solicitud no repetible".into()), None);
-        };
-        let response = match self
-            .http
-            .execute(request)
-            .map_err(reqwest::Error::without_url)
-        {
-            Ok(response) => response,
-            Err(e) if e.is_timeout() => {
+    fn once(&self, request: &Get, stops: &[StopFile]) -> (Answer, Option<Duration>) {
+        let who = self.provider.describe();
+        let reply = match self.http.get(request) {
+            Ok(reply) => reply,
+            Err(NetError::Timeout) => {
+                return (Answer::Fail(format!("{who} no respondió a tiempo")), None);
+            }
+            // A cut answer, or a connection dropped before answering (a restarting
+            // server, a proxy recycling connections), may come whole next time.
+            Err(e @ (NetError::Interrupted | NetError::Closed)) => {
+                return (Answer::Retry(format!("{who}: {e}")), None);
+            }
+            Err(e @ NetError::Connect(_)) => {
                 return (
-                    Answer::Fail(format!(
-                        "{} no respondió a tiempo ({})",
-                        self.provider.describe(),
-                        e
-                    )),
+                    Answer::Fail(format!("no se pudo conectar con {who}: {e}")),
                     None,
                 );
             }
-            Err(e) => {
-                return (
-                    Answer::Fail(format!(
-                        "no se pudo conectar con {}: {}",
-                        self.provider.describe(),
-                        error_chain(&e)
-                    )),
-                    None,
-                );
-            }
+            Err(e) => return (Answer::Fail(format!("{who}: {e}")), None),
         };
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let mut body = Vec::new();
-        if let Err(e) = response.take(MAX_BODY_BYTES).read_to_end(&mut body) {
-            let reason = format!("la respuesta se cortó: {e}");
-            return (
-                if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timed out") {
-                    Answer::Fail(reason)
-                } else {
-                    Answer::Retry(reason)
-                },
-                None,
-            );
-        }
         let answer = match &self.provider {
-            Provider::Google { .. } => google::parse(status, &body, stops),
-            Provider::Osrm { .. } => osrm::parse(status, &body),
+            Provider::Google { .. } => google::parse(reply.status, &reply.body, stops),
+            Provider::Osrm { .. } => osrm::parse(reply.status, &reply.body),
         };
-        (answer, retry_after)
+        (answer, reply.retry_after)
     }
-}
-
-/// An error and its causes on one line (reqwest hides the useful part in `source`).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Checks a parsed answer into [`Directions`].
@@ -330,7 +288,10 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], who: &str) -> Result<T
             .chars()
             .filter(|c| !c.is_control())
             .collect();
-        format!("{who} respondió algo que no es el JSON esperado ({e}); empieza con «{start}»")
+        format!(
+            "{who} respondió algo que no es el JSON esperado ({}); empieza con «{start}»",
+            crate::net::json_error(&e)
+        )
     })
 }
 
@@ -366,12 +327,26 @@ mod tests {
     }
 
     #[test]
-    fn the_key_never_shows_in_debug_output() {
+    fn the_key_never_shows_in_debug_output_or_descriptions() {
         let provider = Provider::Google {
             key: "CLAVE-MUY-SECRETA".into(),
-            url: GOOGLE_DIRECTIONS_URL.into(),
+            url: "http://proxy.local/directions?firma=FIRMA-SECRETA".into(),
         };
-        assert!(!format!("{provider:?}").contains("CLAVE"));
+        let osrm = Provider::Osrm {
+            url: "http://osrm.local/?token=FIRMA-SECRETA".into(),
+            profile: "driving".into(),
+        };
+        for shown in [
+            format!("{provider:?}"),
+            provider.describe(),
+            format!("{osrm:?}"),
+            osrm.describe(),
+        ] {
+            assert!(
+                !shown.contains("CLAVE") && !shown.contains("FIRMA"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

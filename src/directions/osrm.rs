@@ -7,14 +7,10 @@
 use serde::Deserialize;
 
 use super::{Answer, Parsed, decode, json_body, retryable_http};
+use crate::net::Get;
 use crate::route::StopFile;
 
-pub(super) fn request(
-    http: &reqwest::blocking::Client,
-    url: &str,
-    profile: &str,
-    stops: &[StopFile],
-) -> Result<reqwest::blocking::Request, String> {
+pub(super) fn request(url: &str, profile: &str, stops: &[StopFile]) -> Get {
     let coordinates: Vec<String> = stops
         .iter()
         .map(|s| format!("{},{}", s.lon, s.lat))
@@ -26,16 +22,11 @@ pub(super) fn request(
     } else {
         format!("{base}/route/v1/{profile}")
     };
-    let full = format!("{service}/{}", coordinates.join(";"));
-    http.get(&full)
-        .query(&[
-            ("overview", "full"),
-            ("geometries", "polyline"),
-            ("steps", "false"),
-            ("alternatives", "false"),
-        ])
-        .build()
-        .map_err(|e| format!("URL de OSRM inválida ({url}): {e}"))
+    Get::new(format!("{service}/{}", coordinates.join(";")))
+        .param("overview", "full")
+        .param("geometries", "polyline")
+        .param("steps", "false")
+        .param("alternatives", "false")
 }
 
 #[derive(Deserialize)]

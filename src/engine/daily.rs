@@ -1,17 +1,18 @@
 //! Per-day aggregates: kilometres, first and last movement, moving time, stops, top speed.
 //!
-//! Owns splitting a vehicle's history at local midnight (in the fleet's zone) and the
-//! distance rule ([`segment_m`]): kilometres come from the Doppler speed, so parked jitter
-//! adds no phantom kilometres. The tracker's odometer, when present and consistent with that,
-//! is preferred, as Traccar does.
+//! Owns splitting a vehicle's history at local midnight (in the fleet's zone). Kilometres come
+//! from the GPS distance rule ([`GpsDistance`]: the Doppler speed, corrected by the positions
+//! where they are conclusive), so parked jitter adds no phantom kilometres. The tracker's
+//! odometer, when present, consistent with that and wanted (`usar_odometro`), is preferred, as
+//! Traccar does.
 
 use std::collections::BTreeMap;
 
 use chrono::{NaiveDate, TimeZone};
 use chrono_tz::Tz;
 
+use super::distance::GpsDistance;
 use super::{Fix, Gap, Overspeed, Stop};
-use crate::geo::distance_m;
 
 /// Aggregates of one vehicle on one local date.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,8 +40,7 @@ pub struct DayStats {
 pub struct DayAccumulator {
     zone: Tz,
     use_odometer: bool,
-    gap_s: f64,
-    anchor: Option<Fix>,
+    distance: GpsDistance,
     days: BTreeMap<NaiveDate, Partial>,
     current: Option<(NaiveDate, i64, i64)>,
 }
@@ -57,12 +57,11 @@ struct Partial {
 }
 
 impl DayAccumulator {
-    pub fn new(zone: Tz, use_odometer: bool, gap_s: f64) -> Self {
+    pub fn new(zone: Tz, use_odometer: bool, distance: GpsDistance) -> Self {
         DayAccumulator {
             zone,
             use_odometer,
-            gap_s,
-            anchor: None,
+            distance,
             days: BTreeMap::new(),
             current: None,
         }
@@ -109,10 +108,7 @@ impl DayAccumulator {
             }
             (None, _) => day.odometer_ok = false,
         }
-        if let Some(anchor) = &self.anchor {
-            day.km_gps += segment_m(anchor, fix, self.gap_s) / 1000.0;
-        }
-        self.anchor = Some(*fix);
+        day.km_gps += self.distance.push(fix) / 1000.0;
     }
 
     /// The day table, with stop, trip, gap and overspeed figures clipped to each day.
@@ -206,30 +202,6 @@ impl DayAccumulator {
         }
         out
     }
-}
-
-/// Distance driven between two consecutive fixes, metres.
-///
-/// The integral of the Doppler speed (trapezoidal): it follows the road between fixes, where
-/// straight chords cut every curve (5 % short on the reference week's city routes), and
-/// position noise, drift and outlier jumps do not enter it at all — a parked unit, reporting
-/// speed 0, adds nothing. Across a silence longer than `gap_s` while the ignition was on, the
-/// straight line between the fixes is a lower bound; the speed estimate, capped at 1.5 times
-/// that line, is used when larger (the unit may have stopped during the silence).
-pub fn segment_m(a: &Fix, b: &Fix, gap_s: f64) -> f64 {
-    let dt = (b.ts_utc - a.ts_utc) as f64;
-    if dt <= 0.0 {
-        return 0.0;
-    }
-    let by_speed = (a.speed_kmh + b.speed_kmh) / 2.0 / 3.6 * dt;
-    if dt > gap_s {
-        if !a.ignition {
-            return 0.0;
-        }
-        let chord = distance_m(a.point(), b.point());
-        return chord.max(by_speed.min(1.5 * chord));
-    }
-    by_speed
 }
 
 /// An odometer reading is trusted unless it disagrees wildly with the GPS path (a reset, a

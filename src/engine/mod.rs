@@ -12,6 +12,7 @@
 
 pub mod config;
 mod daily;
+mod distance;
 mod fences;
 mod gaps;
 mod overspeed;
@@ -20,7 +21,8 @@ mod stops;
 use chrono_tz::Tz;
 
 pub use config::DetectionConfig;
-pub use daily::{DayStats, day_bounds, segment_m};
+pub use daily::{DayStats, day_bounds};
+pub use distance::GpsDistance;
 
 use crate::geo::LatLon;
 use crate::geofence::Geofence;
@@ -145,7 +147,10 @@ impl<'a> VehicleEngine<'a> {
             days: daily::DayAccumulator::new(
                 ctx.zone,
                 ctx.config.usar_odometro,
-                ctx.config.perdida_senal_s,
+                GpsDistance::new(
+                    ctx.config.perdida_senal_s,
+                    ctx.config.velocidad_detenida_kmh,
+                ),
             ),
             inside: vec![false; ctx.fences.len()],
             last: None,

@@ -6,7 +6,8 @@
 //! API (`GOOGLE_MAPS_API_KEY`) or a Nominatim-compatible service (`FLOTA_GEOCODER_URL`), with
 //! a two-second timeout, a cache of answers (never of failures, unlike the reference), a
 //! one-minute pause after a failure so an offline machine stays fast, and the offline phrase
-//! as fallback. Every HTTP call happens here and nowhere else in the tools.
+//! as fallback. The tools make no other HTTP call; this one goes through `net`, whose errors
+//! never carry the URL or the key.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 use crate::geo::{LatLon, distance_m};
 use crate::geofence::Geofence;
+use crate::net::{Get, Http, Reply};
 
 /// A named place a point can be described against.
 #[derive(Debug, Clone)]
@@ -88,10 +90,28 @@ fn area_hint(fence: &Geofence) -> f64 {
 }
 
 /// Which online service answers addresses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Service {
     Google { key: String, url: String },
     Nominatim { url: String },
+}
+
+impl std::fmt::Debug for Service {
+    // Never print the key, nor a URL's query, not even in a debug dump.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Service::Google { url, .. } => {
+                write!(
+                    f,
+                    "Google {{ url: {:?}, key: *** }}",
+                    crate::net::public_url(url)
+                )
+            }
+            Service::Nominatim { url } => {
+                write!(f, "Nominatim {{ url: {:?} }}", crate::net::public_url(url))
+            }
+        }
+    }
 }
 
 impl Service {
@@ -126,7 +146,7 @@ pub enum Origin {
 /// Online reverse geocoding with cache and fallback.
 pub struct Geocoder {
     service: Option<Service>,
-    client: Mutex<Option<reqwest::blocking::Client>>,
+    client: Mutex<Option<Http>>,
     cache: Mutex<HashMap<(i64, i64), String>>,
     paused_until: Mutex<Option<Instant>>,
     timeout: Duration,
@@ -134,6 +154,8 @@ pub struct Geocoder {
 
 /// A failure pauses online lookups this long.
 const PAUSE: Duration = Duration::from_secs(60);
+/// Largest answer read (one address is a few KB).
+const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
 impl Geocoder {
     pub fn new(service: Option<Service>) -> Geocoder {
@@ -180,61 +202,43 @@ impl Geocoder {
     }
 
     fn lookup(&self, service: &Service, p: LatLon) -> Result<String, String> {
-        let client = {
+        let http = {
             let mut slot = lock(&self.client);
-            if slot.is_none() {
-                crate::net::install_crypto();
-                *slot = Some(
-                    reqwest::blocking::Client::builder()
-                        .timeout(self.timeout)
-                        .user_agent(crate::net::user_agent())
-                        .build()
-                        .map_err(|e| e.to_string())?,
-                );
+            match slot.as_ref() {
+                Some(http) => http.clone(),
+                None => {
+                    let http =
+                        Http::new(Some(self.timeout), self.timeout).map_err(|e| e.to_string())?;
+                    *slot = Some(http.clone());
+                    http
+                }
             }
-            slot.clone().ok_or("sin cliente HTTP")?
         };
-        let (url, query): (&str, Vec<(&str, String)>) = match service {
-            Service::Google { key, url } => (
-                url,
-                vec![
-                    ("latlng", format!("{},{}", p.lat, p.lon)),
-                    ("key", key.clone()),
-                    ("language", "es".into()),
-                ],
-            ),
-            Service::Nominatim { url } => (
-                url,
-                vec![
-                    ("format", "jsonv2".into()),
-                    ("lat", p.lat.to_string()),
-                    ("lon", p.lon.to_string()),
-                    ("zoom", "17".into()),
-                    ("accept-language", "es".into()),
-                ],
-            ),
-        };
-        let url = match service {
-            Service::Nominatim { .. } => format!("{}/reverse", url.trim_end_matches('/')),
-            Service::Google { .. } => url.to_owned(),
-        };
-        let response = client
-            .get(&url)
-            .query(&query)
-            .send()
-            .map_err(|e| crate::net::redact(&e.to_string()))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(format!("HTTP {status}"));
+        let request = match service {
+            Service::Google { key, url } => Get::new(url.as_str())
+                .param("latlng", format!("{},{}", p.lat, p.lon))
+                .secret("key", key.as_str())
+                .param("language", "es"),
+            Service::Nominatim { url } => {
+                Get::new(format!("{}/reverse", url.trim_end_matches('/')))
+                    .param("format", "jsonv2")
+                    .param("lat", p.lat.to_string())
+                    .param("lon", p.lon.to_string())
+                    .param("zoom", "17")
+                    .param("accept-language", "es")
+            }
         }
-        let body: Value = response
-            .json()
-            .map_err(|e| format!("respuesta ilegible: {e}"))?;
+        .max_bytes(MAX_BODY_BYTES);
+        let body: Value = http
+            .get(&request)
+            .and_then(Reply::require_success)
+            .and_then(|reply| reply.json())
+            .map_err(|e| e.to_string())?;
         let address = match service {
             Service::Google { .. } => {
                 let status = body["status"].as_str().unwrap_or("?");
                 if status != "OK" {
-                    return Err(format!("estado {status}"));
+                    return Err(format!("Google respondió el estado {status}"));
                 }
                 body["results"][0]["formatted_address"]
                     .as_str()
@@ -293,6 +297,19 @@ mod tests {
         assert_eq!(
             Places::default().phrase(LatLon::new(14.5, -90.5)),
             "14.50000, -90.50000"
+        );
+    }
+
+    #[test]
+    fn a_debug_dump_shows_no_key_nor_configured_query() {
+        let service = Service::Google {
+            key: "CLAVE-MUY-SECRETA".into(),
+            url: "http://proxy.local/geocode?signature=FIRMA-SECRETA".into(),
+        };
+        let shown = format!("{service:?}");
+        assert!(
+            !shown.contains("CLAVE") && !shown.contains("FIRMA"),
+            "{shown}"
         );
     }
 

@@ -80,6 +80,18 @@ fn quantise(rgb: &[u8]) -> (Vec<u8>, Vec<u8>) {
     (quantiser.color_map_rgb(), indexes)
 }
 
+/// A decoding error in Spanish (the png crate's own text is English).
+fn png_problem(e: &png::DecodingError) -> String {
+    match e {
+        png::DecodingError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "PNG incompleto".into()
+        }
+        png::DecodingError::LimitsExceeded => "PNG demasiado grande".into(),
+        png::DecodingError::Format(_) => "PNG ilegible: no es un PNG válido".into(),
+        _ => "PNG ilegible".into(),
+    }
+}
+
 /// Decodes a PNG tile of exactly `side × side` pixels to RGB (alpha composited on white,
 /// palettes and grey expanded). Anything else is an error: a server sending garbage, HTML
 /// or a tile of another size must not end up in the picture.
@@ -91,9 +103,7 @@ pub fn decode_tile(bytes: &[u8], side: u32) -> Result<Vec<u8>, String> {
         },
     );
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = decoder
-        .read_info()
-        .map_err(|e| format!("PNG ilegible: {e}"))?;
+    let mut reader = decoder.read_info().map_err(|e| png_problem(&e))?;
     let (width, height) = (reader.info().width, reader.info().height);
     if (width, height) != (side, side) {
         return Err(format!(
@@ -106,7 +116,7 @@ pub fn decode_tile(bytes: &[u8], side: u32) -> Result<Vec<u8>, String> {
     let mut buffer = vec![0u8; size];
     let info = reader
         .next_frame(&mut buffer)
-        .map_err(|e| format!("PNG ilegible: {e}"))?;
+        .map_err(|e| png_problem(&e))?;
     let pixels = (side * side) as usize;
     let data = &buffer[..info.buffer_size()];
     let blend =

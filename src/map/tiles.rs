@@ -1,6 +1,7 @@
 //! Map tiles from a URL template, fetched concurrently with a deadline and cached on disk.
 //!
-//! Owns the network and the tile cache, nothing else. The default is OpenStreetMap's tile
+//! Owns the tile requests (made through `net`, whose errors never carry the URL or a token in
+//! the template) and the tile cache, nothing else. The default is OpenStreetMap's tile
 //! server, used as its policy asks: an identifying User-Agent (`flota/<version>`, plus
 //! `FLOTA_CONTACTO`), the attribution on every map, a local cache that keeps tiles at least
 //! seven days, a handful of parallel requests for one picture, never bulk downloads. Any
@@ -9,7 +10,6 @@
 //! the fetcher rests for a minute so the next maps do not wait for the same timeout. A stale
 //! cached tile is better than none and is used when the server cannot be reached.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::png_io::decode_tile;
 use super::projection::{TILE_PX, TileRef, View};
+use crate::net::{Get, Http, Reply};
 
 /// OpenStreetMap's standard tile layer.
 pub const OSM_TEMPLATE: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
@@ -197,7 +198,7 @@ pub struct TileStats {
 /// Fetches tiles for pictures; one per process, shared by calls.
 pub struct TileFetcher {
     pub config: TileConfig,
-    client: Mutex<Option<reqwest::blocking::Client>>,
+    client: Mutex<Option<Http>>,
     resting_until: Mutex<Option<Instant>>,
 }
 
@@ -290,17 +291,13 @@ impl TileFetcher {
         })
     }
 
-    fn client(&self) -> Result<reqwest::blocking::Client, String> {
+    fn client(&self) -> Result<Http, String> {
         let mut slot = lock(&self.client);
         if let Some(client) = slot.as_ref() {
             return Ok(client.clone());
         }
-        crate::net::install_crypto();
-        let client = reqwest::blocking::Client::builder()
-            .user_agent(crate::net::user_agent())
-            .connect_timeout(Duration::from_millis(1500))
-            .build()
-            .map_err(|e| e.to_string())?;
+        // No client-wide timeout: each request gets what remains of the picture's deadline.
+        let client = Http::new(None, Duration::from_millis(1500)).map_err(|e| e.to_string())?;
         *slot = Some(client.clone());
         Ok(client)
     }
@@ -408,43 +405,15 @@ impl TileFetcher {
     }
 }
 
-/// One GET with a timeout; the body, bounded, or a Spanish reason.
-fn get(
-    client: &reqwest::blocking::Client,
-    url: &str,
-    timeout: Duration,
-) -> Result<Vec<u8>, String> {
-    let response = client.get(url).timeout(timeout).send().map_err(|e| {
-        if e.is_timeout() {
-            "tiempo de espera agotado".to_owned()
-        } else if e.is_connect() {
-            "no se pudo conectar con el servidor de teselas".to_owned()
-        } else {
-            crate::net::redact(&e.to_string())
-        }
-    })?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(format!(
-            "el servidor de teselas respondió HTTP {}",
-            status.as_u16()
-        ));
-    }
-    let mut body = Vec::new();
-    response
-        .take(MAX_TILE_BYTES + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| {
-            if e.to_string().contains("timed out") {
-                "tiempo de espera agotado".to_owned()
-            } else {
-                format!("respuesta interrumpida: {e}")
-            }
-        })?;
-    if body.len() as u64 > MAX_TILE_BYTES {
-        return Err("tesela demasiado grande".into());
-    }
-    Ok(body)
+/// One GET with a timeout; the body, bounded, or a Spanish reason (from `net`: no URL, no
+/// token).
+fn get(client: &Http, url: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    let request = Get::new(url).timeout(timeout).max_bytes(MAX_TILE_BYTES);
+    client
+        .get(&request)
+        .and_then(Reply::require_success)
+        .map(|reply| reply.body)
+        .map_err(|e| e.to_string())
 }
 
 fn tile_path(folder: &Path, tile: &TileRef) -> PathBuf {

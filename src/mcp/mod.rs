@@ -8,18 +8,21 @@
 //!
 //! Layers, bottom up: [`transport`] (bytes and lines), [`jsonrpc`] (messages and ids),
 //! [`version`] (what each revision allows), [`schema`] (derived schemas and validation),
-//! [`tool`] (the tool contract), [`session`] (the state machine), [`server`] (threads).
+//! [`tool`] (the tool contract), [`session`] (the state machine), [`server`] (threads and
+//! the bounded shutdown), [`stdio`] (the process's stdin/stdout, hang-up and signals).
 
 pub mod jsonrpc;
 pub mod schema;
 pub mod server;
 pub mod session;
+pub mod stdio;
 pub mod tool;
 pub mod transport;
 pub mod version;
 
 pub use server::{ServeOptions, serve};
 pub use session::{ServerInfo, Service};
+pub use stdio::serve_stdio;
 pub use tool::{
     Annotations, CallContext, Content, Reply, Tool, ToolDefinition, ToolError, ToolResult,
     TypedTool, current_call_cancelled, typed,

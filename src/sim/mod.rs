@@ -20,7 +20,7 @@ pub use agent::MIN_TRUTH_STOP_S;
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
 pub use plan::{LossAt, Planned, PlannedKind};
-pub use truth::{StopReason, TruthEvent};
+pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::scenario::World;
 

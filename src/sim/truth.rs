@@ -1,13 +1,63 @@
 //! Ground truth: what really happened, as the simulator knows it and no tracker reports it.
 //!
-//! Owns the truth event types and their JSON form (one object per line in
-//! `*.verdad.jsonl`, keys in Spanish, times as UTC seconds). Only the evaluation and the tests
-//! read these; the server and the detection engine never do. Format: docs/datos.md.
+//! Owns the truth log's types and their JSON form, both ways: the first line is a
+//! [`TruthHeader`], every other line a [`TruthEvent`] (keys in Spanish, times as UTC seconds).
+//! Pure data: the file is written by `flota simular` and read by `evaluate::truth::read`, so
+//! this module touches no filesystem. Only the evaluation and the tests read the log; the
+//! server and the detection engine never do. Format: docs/datos.md.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::World;
+
+/// The first line of the truth log: which simulation the log belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruthHeader {
+    /// Always `cabecera`: tells the header from an event.
+    pub tipo: HeaderTag,
+    pub escenario: String,
+    pub escenario_sha256: String,
+    pub semilla: u64,
+    pub zona_horaria: String,
+    /// `AAAA-MM-DDTHH:MM:SS`, local.
+    pub ahora_local: String,
+    pub ahora_utc: i64,
+    /// First and last local dates of the period (null for an empty period).
+    pub desde: Option<String>,
+    pub hasta: Option<String>,
+    pub intervalo_reporte_s: i64,
+    pub flota_version: String,
+}
+
+/// The header's `tipo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderTag {
+    Cabecera,
+}
+
+impl TruthHeader {
+    /// The header of a run of `world` by this version of flota.
+    pub fn for_world(world: &World, flota_version: &str) -> TruthHeader {
+        TruthHeader {
+            tipo: HeaderTag::Cabecera,
+            escenario: world.name.clone(),
+            escenario_sha256: world.hash.clone(),
+            semilla: world.seed,
+            zona_horaria: world.zone.name().to_owned(),
+            ahora_local: world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            ahora_utc: world.ahora_utc,
+            desde: world.days.first().map(ToString::to_string),
+            hasta: world.days.last().map(ToString::to_string),
+            intervalo_reporte_s: world.interval_s,
+            flota_version: flota_version.to_owned(),
+        }
+    }
+}
 
 /// Why a vehicle stood still.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// Waiting at the depot after switching on.
@@ -27,7 +77,7 @@ pub enum StopReason {
 }
 
 /// One line of the truth log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "tipo", rename_all = "snake_case")]
 pub enum TruthEvent {
     /// A working day: ignition on to ignition off (`fin_utc` null if still on at `ahora`).

@@ -2,7 +2,9 @@
 //!
 //! Owns the SQL the tools need, each query bounded (by vehicle, time range or an explicit
 //! limit) and served by the tables' keys: positions by `(vehiculo_id, ts_utc)`, events by
-//! `(vehiculo_id, inicio_utc)` or `(tipo, inicio_utc)`, days by `(vehiculo_id, fecha)`.
+//! `(vehiculo_id, inicio_utc)` or `(tipo, inicio_utc)`, days by `(vehiculo_id, fecha)`. The
+//! evaluation's whole-table reads (`every_event`, `every_day_km`) are the unbounded exception:
+//! `flota evaluar` scores everything, offline.
 
 use rusqlite::{OptionalExtension, Row, params};
 
@@ -90,6 +92,15 @@ pub struct KmRow {
     pub km: f64,
     pub days: i64,
     pub moving_min: f64,
+}
+
+/// One vehicle-day's kilometres: what is reported, and the GPS-only estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayKm {
+    pub vehicle_id: i64,
+    pub date: String,
+    pub km: f64,
+    pub km_gps: f64,
 }
 
 impl Store {
@@ -300,6 +311,33 @@ impl Store {
         self.conn
             .prepare_cached("SELECT count(*) FROM posiciones WHERE vehiculo_id = ?1 AND ts_utc >= ?2 AND ts_utc < ?3 AND secuencia = 0")
             .and_then(|mut stmt| stmt.query_row(params![vehicle_id, from_utc, to_utc], |r| r.get(0)))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every event of every vehicle, for `flota evaluar` (the one whole-table reader).
+    pub fn every_event(&self) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM eventos ORDER BY vehiculo_id, inicio_utc");
+        self.conn
+            .prepare(&sql)
+            .and_then(|mut stmt| stmt.query_map([], event)?.collect())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every vehicle-day's kilometres, reported and GPS-only, for `flota evaluar`.
+    pub fn every_day_km(&self) -> Result<Vec<DayKm>, StoreError> {
+        self.conn
+            .prepare("SELECT vehiculo_id, fecha, km, km_gps FROM resumen_diario")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| {
+                    Ok(DayKm {
+                        vehicle_id: r.get(0)?,
+                        date: r.get(1)?,
+                        km: r.get(2)?,
+                        km_gps: r.get(3)?,
+                    })
+                })?
+                .collect()
+            })
             .map_err(|e| self.err(e))
     }
 }

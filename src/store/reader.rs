@@ -19,6 +19,10 @@ use crate::geofence::{Geofence, Shape, ShapeColumns};
 pub enum StoreError {
     #[error("la base de datos {path} no existe; créela con: flota simular --salida {path}")]
     Missing { path: String },
+    #[error(
+        "{path} es una carpeta, no una base de datos; indique el archivo, por ejemplo {example}"
+    )]
+    Folder { path: String, example: String },
     #[error("no se pudo abrir {path}: {message}")]
     Open { path: String, message: String },
     #[error("{path} no es una base de datos de flota (le falta la tabla meta)")]
@@ -128,6 +132,13 @@ impl Store {
         let shown = path.display().to_string();
         if !path.exists() {
             return Err(StoreError::Missing { path: shown });
+        }
+        // SQLite would answer "disk I/O error" (read-only) or "unable to open" (read-write).
+        if path.is_dir() {
+            return Err(StoreError::Folder {
+                path: shown,
+                example: path.join("flota.db").display().to_string(),
+            });
         }
         let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
             path: shown.clone(),

@@ -1,8 +1,8 @@
 //! Online addresses through loopback mock services: Google's Geocoding API and a
 //! Nominatim-compatible server, answered, hanging, or broken. The offline phrase must always
-//! come back when the service fails, and the API key must never leak.
+//! come back when the service fails. That the API key never leaks, whatever the failure, is
+//! `redaction`'s matrix.
 
-use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 use serde_json::json;
@@ -110,41 +110,4 @@ fn a_hanging_or_broken_service_falls_back_to_the_local_reference() {
         // After a failure the service is paused: the second call did not ask again.
         assert_eq!(seen.lines().len(), 1);
     }
-}
-
-#[test]
-fn the_key_never_reaches_the_logs() {
-    let (url, _) = mock(Mode::Hang);
-    let db = fixture("minimo").db.to_str().unwrap().to_owned();
-    let mut child = std::process::Command::new(flota_bin())
-        .args(["servir", "--db", &db])
-        .env("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123")
-        .env("FLOTA_GOOGLE_GEOCODE_URL", &url)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25"}}}}"#).unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"posicion_actual","arguments":{{"placa":"P-123BCD"}}}}}}"#).unwrap();
-    let mut lines = String::new();
-    for _ in 0..2 {
-        stdout.read_line(&mut lines).unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("geocodificación Google sin respuesta"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("CLAVE-SECRETA-123"), "{stderr}");
-    assert!(!lines.contains("CLAVE-SECRETA-123"), "{lines}");
 }

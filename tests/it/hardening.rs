@@ -433,7 +433,50 @@ fn bad_input_matrix() {
     let answer = server.call(1000, "posicion_actual", json!({"placa": "p 123 bcd"}));
     assert_eq!(answer["result"]["structuredContent"]["placa"], "P-123BCD");
     server.expect_silence(Duration::from_millis(300));
+    transcript.push_str(&folder_as_database());
     insta::assert_snapshot!("bad_input_matrix", transcript);
+}
+
+/// The matrix's cases for a server whose `--db` names a folder: the instructions and every
+/// tool say so in Spanish (SQLite alone says "disk I/O error"), and the server keeps serving.
+fn folder_as_database() -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("datos");
+    std::fs::create_dir(&folder).unwrap();
+    let shown = folder.to_str().unwrap();
+    let mut server = Server::spawn(flota_bin(), &["servir", "--db", shown]);
+    let mut transcript = String::new();
+    let mut record = |name: &str, answer: &Value| {
+        let answer = answer.to_string().replace(shown, "[CARPETA]");
+        transcript.push_str(&format!("## {name}\n← {}\n\n", shorten(&answer)));
+    };
+    let init = server.initialize("2025-11-25");
+    record("db_carpeta_instrucciones", &init["instructions"]);
+    let cases = [
+        (
+            "db_carpeta_posicion",
+            "posicion_actual",
+            json!({"placa": "P-123BCD"}),
+        ),
+        (
+            "db_carpeta_alertas",
+            "alertas",
+            json!({"fecha_inicio": "ayer", "fecha_fin": "hoy"}),
+        ),
+        (
+            "db_carpeta_mapa",
+            "mapa_recorrido",
+            json!({"placa": "P-123BCD", "fecha": "ayer"}),
+        ),
+    ];
+    for (id, (name, tool, arguments)) in cases.into_iter().enumerate() {
+        let answer = server.call(id as i64 + 1, tool, arguments);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        record(name, &answer);
+    }
+    server.send(r#"{"jsonrpc":"2.0","id":"vivo","method":"ping"}"#);
+    assert_eq!(server.recv()["result"], json!({}));
+    transcript
 }
 
 #[test]
@@ -736,38 +779,109 @@ fn simular_and_analizar_rewriting_the_database_mid_session() {
     );
 }
 
+/// A fleet whose database takes seconds to write even in a release build on a fast machine
+/// (80 units × 30 days, about 4 million positions and 190 MB), so that a kill lands mid-write.
+fn long_scenario(dir: &Path) -> std::path::PathBuf {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("rutas");
+    let text = format!(
+        r#"
+[escenario]
+nombre = "larga"
+descripcion = "Ochenta unidades durante treinta días, para matar la escritura a medias"
+zona_horaria = "America/Guatemala"
+dias = 30
+intervalo_reporte_s = 15
+semilla = 5
+rutas = "{}"
+
+[turno]
+inicio = ["06:20", "08:20"]
+duracion_h = [7.5, 9.5]
+
+[[geocercas]]
+nombre = "CEDIS Zona 12"
+tipo = "bodega"
+cuadrado = {{ centro = [14.5850, -90.5450], medio_lado_m = 260 }}
+
+[[flotillas]]
+prefijo = "K"
+cantidad = 80
+tipo = "panel"
+rutas = ["r01_cedis_z1_z4", "r02_cedis_z10_cayala", "r03_vn_amatitlan", "r07_z18_centro_z4"]
+"#,
+        routes.display()
+    );
+    let path = dir.join("larga.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn size_of(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
 #[test]
 fn a_killed_simulation_leaves_the_previous_data_intact() {
+    use std::os::unix::process::ExitStatusExt;
     let tmp = tempfile::tempdir().unwrap();
     let db = copy_of_minimo(tmp.path());
     let truth = tmp.path().join("flota.verdad.jsonl");
     std::fs::write(&truth, "{\"hecho\":\"verdad anterior\"}\n").unwrap();
     let (db_before, truth_before) = (sha(&db), sha(&truth));
-    // The reference week takes long enough in a test build to be killed mid-write.
-    for delay_ms in [150, 400, 900] {
-        let mut child = Command::new(flota_bin())
-            .args([
-                "simular",
-                "--ahora",
-                "2026-08-19T15:30",
-                "--salida",
-                db.to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL on Unix.
-        let status = child.wait().unwrap();
-        if status.success() {
-            // Finished before the kill: a whole new file is just as correct; restore and go on.
-            std::fs::copy(&fixture("minimo").db, &db).unwrap();
-            continue;
+    let partial = tmp.path().join("flota.db.parcial");
+    let truth_partial = tmp.path().join("flota.verdad.jsonl.parcial");
+    let scenario = long_scenario(tmp.path());
+    let mut child = Command::new(flota_bin())
+        .args(["simular", scenario.to_str().unwrap()])
+        .args([
+            "--ahora",
+            "2026-08-19T15:30",
+            "--salida",
+            db.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the temporary database exists and is seen growing past a few batches: the
+    // writer is then mid-way through a file that takes seconds more to finish.
+    const GROWN_BYTES: u64 = 2 * 1024 * 1024;
+    let deadline = Instant::now() + crate::support::TIMEOUT;
+    let mut seen = None;
+    let killed_at = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the simulation ended ({status}) before the kill; .parcial seen at {seen:?} bytes"
+            );
         }
-        assert_eq!(sha(&db), db_before, "killed after {delay_ms} ms");
-        assert_eq!(sha(&truth), truth_before, "killed after {delay_ms} ms");
-    }
+        assert!(
+            Instant::now() < deadline,
+            "{} never grew: {seen:?}",
+            partial.display()
+        );
+        let size = size_of(&partial);
+        if let (Some(now), Some(before)) = (size, seen)
+            && now >= GROWN_BYTES
+            && now > before
+        {
+            child.kill().unwrap(); // SIGKILL on Unix.
+            break now;
+        }
+        seen = size.or(seen);
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let status = child.wait().unwrap();
+    // It died of the kill, not of finishing or failing on its own.
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "{status}; .parcial at {killed_at} bytes"
+    );
+    // Killed mid-write: both temporary files stay behind (no destructor ran), the previous
+    // files are untouched.
+    assert!(partial.exists() && truth_partial.exists());
+    assert_eq!(sha(&db), db_before, "killed at {killed_at} bytes");
+    assert_eq!(sha(&truth), truth_before, "killed at {killed_at} bytes");
     // It opens cleanly and serves.
     let conn =
         rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
@@ -776,14 +890,19 @@ fn a_killed_simulation_leaves_the_previous_data_intact() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+    drop(conn);
     let mut server = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
     server.initialize("2025-11-25");
     let answer = server.call(1, "posicion_actual", json!({"placa": "P-123BCD"}));
     assert_eq!(answer["result"]["isError"], Value::Null, "{answer}");
-    // The next complete run clears what the killed ones left behind.
+    drop(server);
+    // The next complete run clears what the killed one left behind.
     let out = Command::new(flota_bin())
         .args([
             "simular",
+            crate::simulation::scenario_path("minimo").to_str().unwrap(),
+        ])
+        .args([
             "--ahora",
             "2026-08-19T15:30",
             "--salida",
@@ -791,7 +910,11 @@ fn a_killed_simulation_leaves_the_previous_data_intact() {
         ])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let leftovers: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

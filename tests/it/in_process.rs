@@ -110,7 +110,7 @@ fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
         max_in_flight: 1,
         admission_wait: std::time::Duration::from_millis(100),
         call_timeout: Some(std::time::Duration::from_millis(400)),
-        eof_grace: std::time::Duration::from_secs(3),
+        stop_grace: std::time::Duration::from_secs(3),
         ..ServeOptions::default()
     };
     let lines = run_with(input.into_bytes(), options);
@@ -158,7 +158,7 @@ fn the_byte_budget_admits_a_big_call_alone_and_holds_the_next() {
         max_in_flight_bytes: 1000,
         admission_wait: std::time::Duration::from_millis(100),
         call_timeout: Some(std::time::Duration::from_millis(400)),
-        eof_grace: std::time::Duration::from_secs(3),
+        stop_grace: std::time::Duration::from_secs(3),
         ..ServeOptions::default()
     };
     let lines = run_with(input.into_bytes(), options);

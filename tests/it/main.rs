@@ -9,13 +9,20 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
+//! - `kilometres`: GPS-only kilometres (odometer ignored) per unit-day, other seeds, Madrid;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
-//! - `fuzz_corpus`: the fuzz harness over the committed seeds and regressions, on stable;
+//! - `fuzz_corpus`: both fuzz targets' committed seeds through the harness (missing and
+//!   simulated database) and the real `flota servir`, on stable;
+//! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
+//! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
+//! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
-//! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing).
+//! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
+//!   in `net`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -25,6 +32,7 @@
 
 mod analysis;
 mod cli;
+mod evaluate;
 mod example_server;
 mod flood;
 mod fuzz_corpus;
@@ -33,11 +41,15 @@ mod ground_truth;
 mod hardening;
 mod http_mock;
 mod in_process;
+mod kilometres;
 mod maps;
+mod paths;
 mod protocol;
+mod redaction;
 mod rmcp_client;
 mod routes;
 mod scenario_errors;
+mod shutdown;
 mod simulation;
 mod support;
 mod tidy;

@@ -289,7 +289,7 @@ enum Tiles {
     Status(u16),
 }
 
-fn solid_tile() -> Vec<u8> {
+pub(crate) fn solid_tile() -> Vec<u8> {
     let mut out = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut out, 256, 256);

@@ -7,6 +7,8 @@ use std::process::Command;
 use crate::simulation::{AHORA, scenario_path, simulate_file};
 use crate::support::flota_bin;
 
+const PREVIOUS: &[u8] = b"SQLite format 3\0base anterior";
+
 /// Applies `edit` to minimo.toml, simulates into a folder that already holds a database, and
 /// checks the error names what went wrong and that the old files are untouched.
 fn check(edit: impl Fn(String) -> String, expected: &str) {
@@ -20,7 +22,8 @@ fn check(edit: impl Fn(String) -> String, expected: &str) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("malo.toml");
     std::fs::write(&file, edit(base)).unwrap();
-    std::fs::write(dir.path().join("flota.db"), "base anterior").unwrap();
+    // A stand-in database: `simular` only replaces files that start like one.
+    std::fs::write(dir.path().join("flota.db"), PREVIOUS).unwrap();
     let (ok, stderr, db, truth) = simulate_file(&file, dir.path(), &[]);
     assert!(!ok, "accepted a bad scenario; expected {expected:?}");
     assert!(
@@ -28,7 +31,7 @@ fn check(edit: impl Fn(String) -> String, expected: &str) {
         "expected {expected:?} in:\n{stderr}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(db).unwrap(), "base anterior");
+    assert_eq!(std::fs::read(db).unwrap(), PREVIOUS);
     assert!(!truth.exists());
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),

@@ -111,6 +111,14 @@ impl Server {
         check_line(&raw)
     }
 
+    /// The next line within `window` (checked like [`Server::recv_line`]), or `None`.
+    pub fn try_recv_line(&self, window: Duration) -> Option<String> {
+        self.lines
+            .recv_timeout(window)
+            .ok()
+            .map(|raw| check_line(&raw))
+    }
+
     pub fn recv(&self) -> Value {
         serde_json::from_str(&self.recv_line()).expect("valid JSON")
     }
@@ -145,6 +153,11 @@ impl Server {
         let answer = self.recv();
         assert_eq!(answer["id"], id, "{answer}");
         answer
+    }
+
+    /// The server process (to signal it).
+    pub fn child(&self) -> &Child {
+        &self.child
     }
 
     /// Closes stdin, collects every remaining line and the exit status.

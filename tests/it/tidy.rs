@@ -93,3 +93,30 @@ fn nothing_else_prints() {
     }
     assert!(hits.is_empty(), "{hits:?}");
 }
+
+/// Only `src/net.rs` speaks HTTP: its errors are Spanish and carry no URL, and the bodies it
+/// hands back have the request's secrets scrubbed. Any other file naming the HTTP or TLS
+/// crates could hold (and print) a library error with the URL and its key in it.
+#[test]
+fn only_net_speaks_http() {
+    let crates = ["reqwest", "hyper", "ureq", "rustls", "http_body"];
+    let mut hits = Vec::new();
+    for dir in ["src", "examples", "benches"] {
+        for file in rust_files(&root().join(dir)) {
+            let relative = file.strip_prefix(root()).unwrap().display().to_string();
+            if relative == "src/net.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for name in crates {
+                    if code.contains(&format!("{name}::")) || code.contains(&format!("{name};")) {
+                        hits.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(hits.is_empty(), "HTTP outside src/net.rs: {hits:#?}");
+}

@@ -242,7 +242,7 @@ fn plates_names_and_dates_are_forgiving_and_errors_actionable() {
 }
 
 #[test]
-fn lists_are_capped_with_their_real_total() {
+fn alert_details_are_capped_with_their_real_total() {
     let fixture = fixture("semana");
     let mut c = Client::new(&fixture.db);
     let alerts = c.ok(
@@ -252,11 +252,84 @@ fn lists_are_capped_with_their_real_total() {
     assert!(alerts["total_eventos"].as_u64().unwrap() > 200);
     assert!(alerts["detalle"][0]["eventos"].as_array().unwrap().len() <= 10);
     assert_eq!(alerts["detalle"][0]["total"], alerts["total_eventos"]);
-    let all = c.ok("unidades_detenidas", json!({"minutos_minimos": 0}));
-    assert_eq!(
-        all["total"].as_u64().unwrap() as usize,
-        all["unidades"].as_array().unwrap().len()
+}
+
+/// More units than a list may carry: one short day of 230 units, all parked at "now".
+fn big_fleet(dir: &std::path::Path) -> std::path::PathBuf {
+    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rutas");
+    let scenario = dir.join("grande.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[escenario]
+nombre = "grande"
+descripcion = "Más unidades de las que cabe listar"
+zona_horaria = "America/Guatemala"
+dias = 1
+intervalo_reporte_s = 60
+semilla = 5
+rutas = "{}"
+
+[turno]
+inicio = ["06:00", "07:00"]
+duracion_h = [1.0, 1.5]
+
+[[geocercas]]
+nombre = "CEDIS Zona 12"
+tipo = "bodega"
+cuadrado = {{ centro = [14.5850, -90.5450], medio_lado_m = 260 }}
+
+[[flotillas]]
+prefijo = "G"
+cantidad = {UNITS}
+tipo = "panel"
+rutas = ["r01_cedis_z1_z4", "r02_cedis_z10_cayala"]
+"#,
+            routes.display()
+        ),
+    )
+    .unwrap();
+    let (ok, stderr, db, _) = crate::simulation::simulate_file(&scenario, dir, &[]);
+    assert!(ok, "{stderr}");
+    db
+}
+
+const UNITS: usize = 230;
+
+/// Every list of units stops at 200 rows, and its real total travels beside it.
+#[test]
+fn unit_lists_are_capped_at_200_with_their_real_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_fleet(dir.path());
+    let mut c = Client::new(&db);
+    let cap = flota::tools::MAX_ROWS;
+    assert_eq!(cap, 200);
+
+    let stopped = c.ok("unidades_detenidas", json!({"minutos_minimos": 0}));
+    assert_eq!(stopped["total"], UNITS);
+    assert_eq!(stopped["unidades"].as_array().unwrap().len(), cap);
+    let states = &stopped["por_estado"];
+    let counted: u64 = ["motor_encendido", "apagada", "sin_senal"]
+        .iter()
+        .map(|k| states[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted as usize, UNITS, "{states}");
+
+    let km = c.ok(
+        "reporte_kilometraje",
+        json!({"fecha_inicio": "hoy", "fecha_fin": "hoy"}),
     );
+    assert_eq!(km["total_unidades"], UNITS);
+    let ranking = km["ranking"].as_array().unwrap();
+    assert_eq!(ranking.len(), cap);
+    assert_eq!(ranking[cap - 1]["puesto"], cap);
+
+    let entries = c.ok(
+        "alertas",
+        json!({"tipo": "geocerca_entrada", "fecha_inicio": "hoy", "fecha_fin": "hoy"}),
+    );
+    assert_eq!(entries["total_unidades"], UNITS);
+    assert_eq!(entries["por_unidad"].as_array().unwrap().len(), cap);
 }
 
 #[test]

@@ -1,0 +1,422 @@
+//! From truth events and stored detections to the intervals each event type is scored on.
+//!
+//! Owns what counts as an event of each type on both sides and what is "don't care": truth
+//! the detectors cannot be expected to resolve — stops within a band above the minimum stop
+//! time, long stops within a band of the threshold, overspeed barely longer than the minimum,
+//! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
+//! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
+//! is open as well). Truth visits a few seconds apart are merged first (roads hug some fence
+//! edges). The bands are about the thresholds, not about the matching tolerance.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::matching::Interval;
+use crate::engine::DetectionConfig;
+use crate::sim::TruthEvent;
+
+/// Truth stops this much above the minimum stop time, and detections as short, are don't-care.
+const STOP_BAND_S: i64 = 30;
+/// Long stops this close to the threshold, either side, are don't-care.
+const LONG_BAND_S: i64 = 60;
+/// Overspeed this much above the minimum duration is the least the detector must find.
+const OVERSPEED_BAND_S: i64 = 15;
+/// Visits this much above the fence debounce are the least the detector must find.
+const VISIT_BAND_S: i64 = 30;
+/// Truth visits separated by less than this are one visit.
+const VISIT_MERGE_S: i64 = 60;
+
+/// One stored detection, with its unit's plate and its fence's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detected {
+    pub plate: String,
+    pub kind: String,
+    pub start: i64,
+    pub end: Option<i64>,
+    /// Fence name for visits, empty otherwise.
+    pub fence: String,
+    pub end_of_day: bool,
+    pub from_data_start: bool,
+}
+
+/// The event types scored, in report order.
+pub const KINDS: [&str; 5] = [
+    "parada",
+    "parada_prolongada",
+    "exceso_velocidad",
+    "perdida_senal",
+    "visita_geocerca",
+];
+
+/// What the intervals depend on besides the events.
+pub struct Context<'a> {
+    pub config: &'a DetectionConfig,
+    pub now_utc: i64,
+    /// Units silent at "now": the start of their silence (their last report).
+    silent_since: HashMap<&'a str, i64>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(config: &'a DetectionConfig, now_utc: i64, truth: &'a [TruthEvent]) -> Self {
+        let silent_since = truth
+            .iter()
+            .filter_map(|e| match e {
+                TruthEvent::PerdidaSenal {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                } if *fin_utc > now_utc => Some((placa.as_str(), *inicio_utc)),
+                _ => None,
+            })
+            .collect();
+        Context {
+            config,
+            now_utc,
+            silent_since,
+        }
+    }
+
+    /// Units silent at "now", with the start of the silence.
+    pub fn silent_since(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.silent_since.iter().map(|(p, s)| (*p, *s))
+    }
+
+    fn duration(&self, start: i64, end: Option<i64>) -> i64 {
+        end.unwrap_or(self.now_utc).saturating_sub(start)
+    }
+
+    /// A truth interval as the data can show it: an end after "now" is not known yet, and
+    /// for a unit silent at "now" nothing after its last report is known.
+    fn truth(
+        &self,
+        plate: &str,
+        key: &str,
+        start: Option<i64>,
+        end: Option<i64>,
+        dont_care: bool,
+    ) -> Interval {
+        let mut interval = Interval {
+            plate: plate.to_owned(),
+            key: key.to_owned(),
+            start,
+            end: end.filter(|e| *e <= self.now_utc),
+            dont_care,
+        };
+        if let Some(&silent) = self.silent_since.get(plate)
+            && interval.end.is_none_or(|e| e > silent)
+        {
+            interval.end = None;
+            interval.dont_care = true;
+        }
+        interval
+    }
+}
+
+/// A detection as an interval; its start is unknown when it was under way at the first fix.
+fn detected(d: &Detected, dont_care: bool) -> Interval {
+    Interval {
+        plate: d.plate.clone(),
+        key: d.fence.clone(),
+        start: (!d.from_data_start).then_some(d.start),
+        end: d.end,
+        dont_care,
+    }
+}
+
+/// Truth and detected intervals of `kind` (one of [`KINDS`]).
+pub fn of_kind(
+    kind: &str,
+    truth: &[TruthEvent],
+    found: &[Detected],
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let found = found.iter().filter(|d| {
+        d.kind
+            == if kind == "parada_prolongada" {
+                "parada"
+            } else {
+                kind
+            }
+    });
+    match kind {
+        "parada" => stops(truth, found, ctx),
+        "parada_prolongada" => long_stops(truth, found, ctx),
+        "exceso_velocidad" => overspeeds(truth, found, ctx),
+        "perdida_senal" => gaps(truth, found, ctx),
+        _ => visits(truth, found, ctx),
+    }
+}
+
+fn stops<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let short = |duration: i64| duration < ctx.config.parada_min_s as i64 + STOP_BAND_S;
+    let truth = truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                fin_utc,
+                desde_inicio_datos,
+                ..
+            } => Some(ctx.truth(
+                placa,
+                "",
+                (!desde_inicio_datos).then_some(*inicio_utc),
+                *fin_utc,
+                short(ctx.duration(*inicio_utc, *fin_utc)),
+            )),
+            _ => None,
+        })
+        .collect();
+    let found = found
+        .map(|d| detected(d, short(ctx.duration(d.start, d.end))))
+        .collect();
+    (truth, found)
+}
+
+/// Long stops: not the parking that ends a day.
+fn long_stops<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let long = (ctx.config.parada_prolongada_min * 60.0).round() as i64;
+    let near_threshold = |duration: i64| (duration - long).abs() < LONG_BAND_S;
+    let truth = truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                fin_utc,
+                motivo,
+                desde_inicio_datos,
+                ..
+            } if *motivo != crate::sim::StopReason::FinDeTurno => {
+                let interval = ctx.truth(
+                    placa,
+                    "",
+                    (!desde_inicio_datos).then_some(*inicio_utc),
+                    *fin_utc,
+                    false,
+                );
+                // Judged on what the data can show: a stop whose end is unknown lasts until now.
+                let duration = ctx.duration(*inicio_utc, interval.end);
+                (duration >= long - LONG_BAND_S).then(|| Interval {
+                    dont_care: interval.dont_care || near_threshold(duration),
+                    ..interval
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    let found = found
+        .filter(|d| !d.end_of_day && ctx.duration(d.start, d.end) >= long)
+        .map(|d| detected(d, near_threshold(ctx.duration(d.start, d.end))))
+        .collect();
+    (truth, found)
+}
+
+fn overspeeds<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let brief = ctx.config.exceso_min_s as i64 + OVERSPEED_BAND_S;
+    let truth = truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::ExcesoVelocidad {
+                placa,
+                inicio_utc,
+                fin_utc,
+                ..
+            } => Some(ctx.truth(
+                placa,
+                "",
+                Some(*inicio_utc),
+                Some(*fin_utc),
+                fin_utc - inicio_utc < brief,
+            )),
+            _ => None,
+        })
+        .collect();
+    let found = found.map(|d| detected(d, false)).collect();
+    (truth, found)
+}
+
+/// Signal losses are scored whole, even for a unit silent at "now": the open silence is
+/// exactly what the detector must report.
+fn gaps<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let truth = truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::PerdidaSenal {
+                placa,
+                inicio_utc,
+                fin_utc,
+            } => Some(Interval {
+                plate: placa.clone(),
+                key: String::new(),
+                start: Some(*inicio_utc),
+                end: Some(*fin_utc).filter(|f| *f <= ctx.now_utc),
+                dont_care: false,
+            }),
+            _ => None,
+        })
+        .collect();
+    let found = found.map(|d| detected(d, false)).collect();
+    (truth, found)
+}
+
+/// Entry and exit times of one unit's stays in one fence.
+type Stays = Vec<(Option<i64>, Option<i64>)>;
+
+fn visits<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let brief = ctx.config.geocerca_confirmacion_s as i64 + VISIT_BAND_S;
+    let mut by_key: BTreeMap<(&str, &str), Stays> = BTreeMap::new();
+    for e in truth {
+        if let TruthEvent::VisitaGeocerca {
+            placa,
+            geocerca,
+            entrada_utc,
+            salida_utc,
+        } = e
+        {
+            by_key
+                .entry((placa, geocerca))
+                .or_default()
+                .push((*entrada_utc, *salida_utc));
+        }
+    }
+    let mut intervals = Vec::new();
+    for ((plate, fence), stays) in by_key {
+        for (entry, exit) in merge_stays(stays) {
+            let short = entry.is_some_and(|entry| ctx.duration(entry, exit) < brief);
+            intervals.push(ctx.truth(plate, fence, entry, exit, short));
+        }
+    }
+    let found = found
+        .map(|d| {
+            let short = !d.from_data_start && ctx.duration(d.start, d.end) < brief;
+            detected(d, short)
+        })
+        .collect();
+    (intervals, found)
+}
+
+/// Stays in time order, joined across exits shorter than [`VISIT_MERGE_S`].
+fn merge_stays(mut stays: Stays) -> Stays {
+    stays.sort_by_key(|v| v.0.unwrap_or(i64::MIN));
+    let mut merged: Stays = Vec::new();
+    for v in stays {
+        match merged.last_mut() {
+            Some(last)
+                if last
+                    .1
+                    .is_some_and(|exit| v.0.is_some_and(|entry| entry - exit < VISIT_MERGE_S)) =>
+            {
+                last.1 = v.1
+            }
+            _ => merged.push(v),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 100_000;
+
+    fn stop(plate: &str, start: i64, end: Option<i64>) -> TruthEvent {
+        TruthEvent::Parada {
+            placa: plate.into(),
+            inicio_utc: start,
+            fin_utc: end,
+            duracion_s: end.unwrap_or(NOW) - start,
+            lat: 0.0,
+            lon: 0.0,
+            lugar: String::new(),
+            motivo: crate::sim::StopReason::Entrega,
+            motor_encendido: true,
+            desde_inicio_datos: false,
+            inyectada: false,
+        }
+    }
+    fn loss(plate: &str, start: i64, end: i64) -> TruthEvent {
+        TruthEvent::PerdidaSenal {
+            placa: plate.into(),
+            inicio_utc: start,
+            fin_utc: end,
+        }
+    }
+
+    /// (start, end, don't care) of a truth interval.
+    type Shown = (Option<i64>, Option<i64>, bool);
+
+    fn truth_stops(events: &[TruthEvent]) -> Vec<Shown> {
+        let config = DetectionConfig::default();
+        let ctx = Context::new(&config, NOW, events);
+        of_kind("parada", events, &[], &ctx)
+            .0
+            .iter()
+            .map(|i| (i.start, i.end, i.dont_care))
+            .collect()
+    }
+
+    #[test]
+    fn truth_as_the_data_can_show_it() {
+        let min = DetectionConfig::default().parada_min_s as i64;
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Vec<TruthEvent>, Vec<Shown>)> = vec![
+            ("a plain stop", vec![stop("A", 1000, Some(2000))], vec![(Some(1000), Some(2000), false)]),
+            ("just above the minimum", vec![stop("A", 1000, Some(1000 + min + 10))], vec![(Some(1000), Some(1000 + min + 10), true)]),
+            ("open at now", vec![stop("A", 1000, None)], vec![(Some(1000), None, false)]),
+            ("a closed loss changes nothing", vec![stop("A", 1000, Some(2000)), loss("A", 5000, 5600)], vec![(Some(1000), Some(2000), false)]),
+            ("another unit's silence changes nothing", vec![stop("A", 1000, Some(2000)), loss("B", 1500, NOW + 60)], vec![(Some(1000), Some(2000), false)]),
+            ("ended before the silence", vec![stop("A", 1000, Some(2000)), loss("A", 2500, NOW + 60)], vec![(Some(1000), Some(2000), false)]),
+            ("ended during the silence", vec![stop("A", 1000, Some(3000)), loss("A", 2500, NOW + 60)], vec![(Some(1000), None, true)]),
+            ("started during the silence", vec![stop("A", 4000, Some(5000)), loss("A", 2500, NOW + 60)], vec![(Some(4000), None, true)]),
+        ];
+        for (name, events, expected) in cases {
+            assert_eq!(truth_stops(&events), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn visits_merge_across_brief_exits() {
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Stays, Stays)> = vec![
+            ("one", vec![(Some(10), Some(500))], vec![(Some(10), Some(500))]),
+            ("brief exit", vec![(Some(540), Some(900)), (Some(10), Some(500))], vec![(Some(10), Some(900))]),
+            ("a real exit", vec![(Some(10), Some(500)), (Some(560), Some(900))], vec![(Some(10), Some(500)), (Some(560), Some(900))]),
+            ("from before the data", vec![(None, Some(500)), (Some(520), None)], vec![(None, None)]),
+        ];
+        for (name, stays, expected) in cases {
+            assert_eq!(merge_stays(stays), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_silent_units_unknown_stop_counts_as_long_but_dont_care() {
+        let config = DetectionConfig::default();
+        let events = [stop("A", 1000, Some(3000)), loss("A", 2500, NOW + 60)];
+        let ctx = Context::new(&config, NOW, &events);
+        let (truth, _) = of_kind("parada_prolongada", &events, &[], &ctx);
+        assert_eq!(truth.len(), 1);
+        assert!(truth[0].dont_care && truth[0].end.is_none());
+    }
+}

@@ -1,0 +1,159 @@
+//! Kilometres against the truth: the error per vehicle-day, reported and GPS-only, and the
+//! phantom kilometres the distance rule would count while a unit truly stands still.
+//!
+//! Owns which days are judged: those with at least a kilometre driven, except a day whose
+//! unit is silent at "now" (what it drove after its last report cannot be known).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::engine::{DetectionConfig, GpsDistance};
+use crate::sim::TruthEvent;
+use crate::store::{Store, StoreError};
+
+/// Days shorter than this are not judged: a percentage of nothing means nothing.
+const MIN_DAY_KM: f64 = 1.0;
+/// Stops at least this long are checked for phantom kilometres, minus a margin at each end
+/// where the unit is still braking or already moving off.
+const PHANTOM_MIN_STOP_S: i64 = 600;
+const PHANTOM_MARGIN_S: i64 = 30;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KmScore {
+    pub dias: usize,
+    pub error_medio_pct: f64,
+    pub error_max_pct: f64,
+    pub peor_dia: String,
+    pub error_medio_gps_pct: f64,
+    pub error_max_gps_pct: f64,
+    pub peor_dia_gps: String,
+}
+
+/// Stored kilometres of one vehicle-day, keyed by (plate, local date).
+pub type DayKms = HashMap<(String, String), (f64, f64)>;
+
+/// Compares each truth `km_dia` with the stored (reported, GPS-only) kilometres of `days`.
+/// `silent` lists the (plate, local date) of units silent at "now".
+pub fn score(truth: &[TruthEvent], days: &DayKms, silent: &[(String, String)]) -> KmScore {
+    let mut errors = Vec::new();
+    for event in truth {
+        let TruthEvent::KmDia { placa, fecha, km } = event else {
+            continue;
+        };
+        let key = (placa.clone(), fecha.clone());
+        if *km < MIN_DAY_KM || silent.contains(&key) {
+            continue;
+        }
+        let (reported, gps) = days.get(&key).copied().unwrap_or((0.0, 0.0));
+        let pct = |x: f64| (x - km).abs() / km * 100.0;
+        errors.push((pct(reported), pct(gps), format!("{placa} {fecha}")));
+    }
+    let n = errors.len().max(1) as f64;
+    let worst = |pick: fn(&(f64, f64, String)) -> f64| {
+        errors
+            .iter()
+            .max_by(|a, b| pick(a).total_cmp(&pick(b)))
+            .map_or((0.0, String::new()), |e| (pick(e), e.2.clone()))
+    };
+    let (error_max_pct, peor_dia) = worst(|e| e.0);
+    let (error_max_gps_pct, peor_dia_gps) = worst(|e| e.1);
+    KmScore {
+        dias: errors.len(),
+        error_medio_pct: errors.iter().map(|e| e.0).sum::<f64>() / n,
+        error_max_pct,
+        peor_dia,
+        error_medio_gps_pct: errors.iter().map(|e| e.1).sum::<f64>() / n,
+        error_max_gps_pct,
+        peor_dia_gps,
+    }
+}
+
+/// Metres the distance rule adds inside true stops of ten minutes or more, and how many stops
+/// were checked.
+pub fn phantom_m(
+    store: &Store,
+    truth: &[TruthEvent],
+    ids: &HashMap<String, i64>,
+    config: &DetectionConfig,
+    now_utc: i64,
+) -> Result<(f64, usize), StoreError> {
+    let mut metres = 0.0;
+    let mut checked = 0;
+    for event in truth {
+        let TruthEvent::Parada {
+            placa,
+            inicio_utc,
+            fin_utc,
+            ..
+        } = event
+        else {
+            continue;
+        };
+        let (start, end) = (*inicio_utc, fin_utc.unwrap_or(now_utc));
+        let Some(id) = ids.get(placa) else { continue };
+        if end - start < PHANTOM_MIN_STOP_S {
+            continue;
+        }
+        let mut distance = GpsDistance::new(config.perdida_senal_s, config.velocidad_detenida_kmh);
+        store.for_each_fix(
+            *id,
+            start + PHANTOM_MARGIN_S,
+            end - PHANTOM_MARGIN_S,
+            |fix| {
+                metres += distance.push(&fix);
+            },
+        )?;
+        checked += 1;
+    }
+    Ok((metres, checked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(plate: &str, date: &str, km: f64) -> TruthEvent {
+        TruthEvent::KmDia {
+            placa: plate.into(),
+            fecha: date.into(),
+            km,
+        }
+    }
+
+    #[test]
+    fn days_are_judged_unless_unknowable_or_tiny() {
+        let truth = [
+            day("A", "2026-08-18", 100.0),
+            day("A", "2026-08-19", 50.0),
+            day("B", "2026-08-18", 0.5),
+            day("C", "2026-08-19", 80.0),
+        ];
+        let days: DayKms = [
+            (("A".into(), "2026-08-18".into()), (100.0, 99.0)),
+            (("A".into(), "2026-08-19".into()), (51.0, 50.0)),
+            (("B".into(), "2026-08-18".into()), (9.0, 9.0)),
+            (("C".into(), "2026-08-19".into()), (10.0, 10.0)),
+        ]
+        .into_iter()
+        .collect();
+        let silent = [("C".to_owned(), "2026-08-19".to_owned())];
+        let s = score(&truth, &days, &silent);
+        assert_eq!(s.dias, 2);
+        assert_eq!(
+            (s.error_max_pct, s.peor_dia.as_str()),
+            (2.0, "A 2026-08-19")
+        );
+        assert_eq!(
+            (s.error_max_gps_pct, s.peor_dia_gps.as_str()),
+            (1.0, "A 2026-08-18")
+        );
+        assert!((s.error_medio_pct - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_day_missing_from_the_database_is_all_error() {
+        let s = score(&[day("A", "2026-08-18", 10.0)], &DayKms::new(), &[]);
+        assert_eq!((s.error_max_pct, s.error_max_gps_pct), (100.0, 100.0));
+    }
+}

@@ -1,0 +1,203 @@
+//! `flota evaluar`: how well the detections in a database match the ground truth.
+//!
+//! Owns the evaluation as a whole: reading the truth log (`truth`) and the detections (through
+//! the store), building each type's intervals (`intervals`), scoring them (`matching`: a hit
+//! is within `--tolerancia` seconds at both ends), the kilometres (`km`), the output (`report`)
+//! and the regression gate (`--f1-minimo`). Reports precision, recall, F1 and start/end error
+//! percentiles per type, the kilometre error per vehicle-day, and the phantom kilometres
+//! accumulated while truly parked. This is the only code besides the tests that reads the
+//! truth log.
+
+pub mod intervals;
+pub mod km;
+pub mod matching;
+pub mod report;
+pub mod truth;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::store::Store;
+use intervals::{Context, Detected, KINDS};
+use km::{DayKms, KmScore};
+use matching::Rules;
+pub use report::TypeScore;
+
+/// Matching tolerance when none is given, seconds.
+pub const DEFAULT_TOLERANCE_S: u32 = 60;
+
+/// What to evaluate.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub db: PathBuf,
+    pub truth: PathBuf,
+    /// Largest start or end error of a hit, seconds.
+    pub tolerance_s: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    pub base: String,
+    pub verdad: String,
+    pub escenario: String,
+    pub tolerancia_s: u32,
+    pub tipos: Vec<TypeScore>,
+    pub km: KmScore,
+    /// Kilometres the engine would count inside true stops of ten minutes or more.
+    pub km_fantasma_detenida: f64,
+    pub paradas_revisadas_km_fantasma: usize,
+}
+
+impl Evaluation {
+    pub fn score(&self, tipo: &str) -> Option<&TypeScore> {
+        self.tipos.iter().find(|t| t.tipo == tipo)
+    }
+
+    /// A Spanish table for the terminal.
+    pub fn table(&self) -> String {
+        format!(
+            "Evaluación de {} contra {} (escenario {}, tolerancia ±{} s)\n\n{}\n{}{}",
+            self.base,
+            self.verdad,
+            self.escenario,
+            self.tolerancia_s,
+            report::types_table(&self.tipos),
+            report::km_lines(
+                &self.km,
+                self.km_fantasma_detenida,
+                self.paradas_revisadas_km_fantasma
+            ),
+            report::listings(&self.tipos),
+        )
+    }
+
+    /// The types whose F1 is below `f1_min`; a type with nothing to score passes.
+    pub fn below(&self, f1_min: f64) -> Vec<&TypeScore> {
+        self.tipos
+            .iter()
+            .filter(|t| t.f1.is_some_and(|f1| f1 < f1_min))
+            .collect()
+    }
+
+    /// One Spanish sentence naming the types under `f1_min`, or `None` when all pass.
+    pub fn gate(&self, f1_min: f64) -> Option<String> {
+        let failing = self.below(f1_min);
+        (!failing.is_empty()).then(|| {
+            let list: Vec<String> = failing
+                .iter()
+                .map(|t| format!("{} (F1 {:.4})", t.tipo, t.f1.unwrap_or_default()))
+                .collect();
+            format!("F1 por debajo de {f1_min}: {}", list.join(", "))
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluateError {
+    #[error(
+        "el registro de verdad {truth} es de otra simulación que {db} (escenario_sha256 o ahora distintos); use el par que escribió flota simular"
+    )]
+    Mismatch { truth: String, db: String },
+}
+
+/// The truth file that goes with `db` unless one is given.
+pub fn truth_path(db: &Path, given: Option<&Path>) -> PathBuf {
+    given.map_or_else(
+        || crate::simulate::default_truth_path(db),
+        Path::to_path_buf,
+    )
+}
+
+pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
+    let (db, truth_file) = (&options.db, &options.truth);
+    let store = Store::open(db)?;
+    let meta = store.meta()?;
+    let log = truth::read(truth_file)?;
+    if log.header.escenario_sha256 != meta.scenario_sha256
+        || Some(log.header.ahora_utc) != meta.ahora_utc
+    {
+        return Err(EvaluateError::Mismatch {
+            truth: truth_file.display().to_string(),
+            db: db.display().to_string(),
+        }
+        .into());
+    }
+    let now = log.header.ahora_utc;
+    let truth = &log.events;
+    let plates: HashMap<i64, String> = store
+        .vehicles()?
+        .into_iter()
+        .map(|v| (v.id, v.plate))
+        .collect();
+    let found = detections(&store, &plates)?;
+
+    let ctx = Context::new(&meta.config, now, truth);
+    let rules = Rules {
+        tolerance_s: i64::from(options.tolerance_s),
+        now_utc: now,
+    };
+    let tipos = KINDS
+        .iter()
+        .map(|kind| {
+            let (truth_intervals, detected) = intervals::of_kind(kind, truth, &found, &ctx);
+            let score = matching::score(&truth_intervals, &detected, rules);
+            TypeScore::new(kind, &score, meta.zone)
+        })
+        .collect();
+
+    let days: DayKms = store
+        .every_day_km()?
+        .into_iter()
+        .map(|d| {
+            let plate = plates.get(&d.vehicle_id).cloned().unwrap_or_default();
+            ((plate, d.date), (d.km, d.km_gps))
+        })
+        .collect();
+    let silent: Vec<(String, String)> = ctx
+        .silent_since()
+        .map(|(plate, since)| {
+            let date = crate::fleet::dates::local_date(meta.zone, since);
+            (plate.to_owned(), date.to_string())
+        })
+        .collect();
+    let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
+    let (phantom_m, checked) = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
+
+    Ok(Evaluation {
+        base: db.display().to_string(),
+        verdad: truth_file.display().to_string(),
+        escenario: meta.scenario,
+        tolerancia_s: options.tolerance_s,
+        tipos,
+        km: km::score(truth, &days, &silent),
+        km_fantasma_detenida: phantom_m / 1000.0,
+        paradas_revisadas_km_fantasma: checked,
+    })
+}
+
+/// The stored events, with plates and fence names.
+fn detections(store: &Store, plates: &HashMap<i64, String>) -> anyhow::Result<Vec<Detected>> {
+    let fences: HashMap<i64, String> = store
+        .fences()?
+        .into_iter()
+        .map(|f| (f.id, f.fence.name))
+        .collect();
+    Ok(store
+        .every_event()?
+        .into_iter()
+        .map(|e| Detected {
+            plate: plates.get(&e.vehicle_id).cloned().unwrap_or_default(),
+            fence: e
+                .fence_id
+                .and_then(|id| fences.get(&id).cloned())
+                .unwrap_or_default(),
+            kind: e.kind,
+            start: e.start_utc,
+            end: e.end_utc,
+            end_of_day: e.end_of_day,
+            from_data_start: e.from_data_start,
+        })
+        .collect())
+}

@@ -1,0 +1,290 @@
+//! Kilometres from GPS alone, odometer ignored, against the truth, per unit-day.
+//!
+//! The km tests in `ground_truth` go through the reported figure, which is the odometer's (the
+//! simulator sets it to the true path). Here the engine's GPS-only distance (`km_gps`) must be
+//! within 1 % of the truth on every unit-day at σ 5 m: on the reference week under several
+//! seeds, and on a fleet of our own in another city and time zone (Madrid), with its own
+//! street geometry (right-angle blocks, a bulging avenue, a ring road), which also turns the
+//! odometer off (`usar_odometro = false`) so the reported figure is the GPS one.
+
+use std::path::{Path, PathBuf};
+
+use flota::evaluate::truth;
+use flota::geo::{LatLon, offset_m};
+use flota::route::{RouteFile, StopFile};
+use flota::sim::TruthEvent;
+use rusqlite::Connection;
+
+use crate::simulation::{scenario_path, simulate_file};
+
+/// Days shorter than this are not judged: 1 % of a few hundred metres is noise.
+const MIN_DAY_KM: f64 = 10.0;
+const MAX_ERROR_PCT: f64 = 1.0;
+
+/// One unit-day: truth, GPS-only and reported kilometres, and whether the tracker was silent
+/// for a while that day (no position can tell what was driven then).
+#[derive(Debug)]
+struct Day {
+    plate: String,
+    date: String,
+    truth_km: f64,
+    gps_km: f64,
+    reported_km: f64,
+    silent: bool,
+}
+
+impl Day {
+    fn gps_error_pct(&self) -> f64 {
+        (self.gps_km - self.truth_km) / self.truth_km * 100.0
+    }
+}
+
+fn days(db: &Path, truth_path: &Path) -> Vec<Day> {
+    let log = truth::read(truth_path).unwrap();
+    let zone: chrono_tz::Tz = log.header.zona_horaria.parse().unwrap();
+    let silences: Vec<(String, String)> = log
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::PerdidaSenal {
+                placa, inicio_utc, ..
+            } => Some((
+                placa.clone(),
+                flota::fleet::dates::local_date(zone, *inicio_utc).to_string(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let conn = Connection::open(db).unwrap();
+    let stored = |plate: &str, date: &str| -> (f64, f64) {
+        conn.query_row(
+            "SELECT km_gps, km FROM resumen_diario JOIN vehiculos v ON v.id = vehiculo_id
+             WHERE v.placa = ?1 AND fecha = ?2",
+            [plate, date],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or((0.0, 0.0))
+    };
+    log.events
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::KmDia { placa, fecha, km } if *km >= MIN_DAY_KM => {
+                let (gps_km, reported_km) = stored(placa, fecha);
+                Some(Day {
+                    plate: placa.clone(),
+                    date: fecha.clone(),
+                    truth_km: *km,
+                    gps_km,
+                    reported_km,
+                    silent: silences.contains(&(placa.clone(), fecha.clone())),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every judged day within 1 %; returns how many were judged. Days with a signal loss are
+/// left out (and counted): across a silence the engine can only bridge the gap.
+fn check(name: &str, days: &[Day]) -> usize {
+    let judged: Vec<&Day> = days.iter().filter(|d| !d.silent).collect();
+    let over: Vec<String> = judged
+        .iter()
+        .filter(|d| d.gps_error_pct().abs() > MAX_ERROR_PCT)
+        .map(|d| {
+            format!(
+                "{} {}: {:.2} km GPS vs {:.2} km ({:+.3} %)",
+                d.plate,
+                d.date,
+                d.gps_km,
+                d.truth_km,
+                d.gps_error_pct()
+            )
+        })
+        .collect();
+    assert!(over.is_empty(), "{name}: {over:#?}");
+    assert!(
+        judged.len() * 5 >= days.len() * 4,
+        "{name}: only {} of {} days judged",
+        judged.len(),
+        days.len()
+    );
+    judged.len()
+}
+
+#[test]
+fn gps_km_of_the_reference_week_under_other_seeds() {
+    for seed in ["1", "2", "3", "4"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, stderr, db, truth) =
+            simulate_file(&scenario_path("semana"), dir.path(), &["--semilla", seed]);
+        assert!(ok, "{stderr}");
+        let judged = check(&format!("semana, semilla {seed}"), &days(&db, &truth));
+        assert!(judged >= 60, "{judged}");
+    }
+}
+
+#[test]
+fn gps_km_of_a_fleet_in_madrid() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = madrid(dir.path());
+    let (ok, stderr, db, truth) = simulate_file(&scenario, dir.path(), &[]);
+    assert!(ok, "{stderr}");
+    let days = days(&db, &truth);
+    // With the odometer off, what is reported is the GPS distance.
+    for day in &days {
+        assert_eq!(day.reported_km, day.gps_km, "{day:?}");
+    }
+    assert!(check("madrid", &days) >= 15);
+}
+
+/// Local metres east/north of Madrid's Puerta del Sol.
+fn at(east_m: f64, north_m: f64) -> LatLon {
+    offset_m(LatLon::new(40.4168, -3.7038), east_m, north_m)
+}
+
+/// Corners of a polyline, with every edge split into vertices about 50 m apart.
+fn dense(corners: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = vec![corners[0]];
+    for w in corners.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let length = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
+        let n = (length / 50.0).ceil().max(1.0) as usize;
+        for k in 1..=n {
+            let f = k as f64 / n as f64;
+            out.push((a.0 + (b.0 - a.0) * f, a.1 + (b.1 - a.1) * f));
+        }
+    }
+    out
+}
+
+/// An arc of `radius_m` around `centre`, from `from_deg` to `to_deg` (maths angles), 5° steps.
+fn arc(centre: (f64, f64), radius_m: f64, from_deg: f64, to_deg: f64) -> Vec<(f64, f64)> {
+    let steps = ((to_deg - from_deg).abs() / 5.0).ceil() as usize;
+    (0..=steps)
+        .map(|k| {
+            let angle = (from_deg + (to_deg - from_deg) * k as f64 / steps as f64).to_radians();
+            (
+                centre.0 + radius_m * angle.cos(),
+                centre.1 + radius_m * angle.sin(),
+            )
+        })
+        .collect()
+}
+
+fn write_route(dir: &Path, name: &str, line: &[(f64, f64)], stops: &[(&str, (f64, f64))]) {
+    let points: Vec<LatLon> = line.iter().map(|&(e, n)| at(e, n)).collect();
+    let length_m: f64 = points
+        .windows(2)
+        .map(|w| flota::geo::distance_m(w[0], w[1]))
+        .sum();
+    let file = RouteFile {
+        nombre: name.into(),
+        fuente: "manual".into(),
+        paradas: stops
+            .iter()
+            .map(|(stop, (e, n))| {
+                let p = at(*e, *n);
+                StopFile {
+                    nombre: (*stop).into(),
+                    lat: p.lat,
+                    lon: p.lon,
+                }
+            })
+            .collect(),
+        distancia_m: length_m.round() as u64,
+        // 25 km/h on average, stops aside.
+        duracion_s: (length_m / (25.0 / 3.6)).round() as u64,
+        polilinea: RouteFile::encode(&points),
+    };
+    std::fs::write(dir.join(format!("{name}.json")), file.to_json()).unwrap();
+}
+
+/// Two routes and a scenario of six units for three days, written into `dir`.
+fn madrid(dir: &Path) -> PathBuf {
+    let routes = dir.join("rutas");
+    std::fs::create_dir_all(&routes).unwrap();
+    // City blocks with right-angle turns, and an avenue that bulges east in a half circle.
+    let mut blocks = dense(&[
+        (0.0, 0.0),
+        (600.0, 0.0),
+        (600.0, 200.0),
+        (450.0, 200.0),
+        (450.0, 550.0),
+        (1150.0, 550.0),
+    ]);
+    blocks.extend(arc((1150.0, 725.0), 175.0, -90.0, 90.0).into_iter().skip(1));
+    blocks.extend(
+        dense(&[
+            (1150.0, 900.0),
+            (800.0, 900.0),
+            (800.0, 1300.0),
+            (200.0, 1300.0),
+            (200.0, 900.0),
+            (-300.0, 900.0),
+            (-300.0, 300.0),
+            (0.0, 300.0),
+            (0.0, 0.0),
+        ])
+        .into_iter()
+        .skip(1),
+    );
+    let depot = ("deposito", (0.0, 0.0));
+    write_route(
+        &routes,
+        "m01_cuadricula",
+        &blocks,
+        &[
+            depot,
+            ("norte", (500.0, 1300.0)),
+            ("oeste", (-300.0, 600.0)),
+            depot,
+        ],
+    );
+    // Down an avenue, once round a ring road of 800 m radius, and back.
+    let mut ring = dense(&[(0.0, 0.0), (0.0, -400.0)]);
+    ring.extend(arc((0.0, -1200.0), 800.0, 90.0, -270.0).into_iter().skip(1));
+    ring.extend(dense(&[(0.0, -400.0), (0.0, 0.0)]).into_iter().skip(1));
+    write_route(
+        &routes,
+        "m02_anillo",
+        &ring,
+        &[depot, ("anillo_sur", (0.0, -2000.0)), depot],
+    );
+    let scenario = dir.join("madrid.toml");
+    std::fs::write(
+        &scenario,
+        r#"[escenario]
+nombre = "madrid"
+descripcion = "Seis unidades en Madrid: cuadras, una avenida curva y una ronda"
+zona_horaria = "Europe/Madrid"
+dias = 3
+intervalo_reporte_s = 15
+semilla = 31
+rutas = "rutas"
+
+[turno]
+inicio = ["07:00", "08:00"]
+duracion_h = [6.0, 7.0]
+
+[ruido]
+sigma_m = 5.0
+
+[deteccion]
+usar_odometro = false
+
+[[geocercas]]
+nombre = "Depósito Sol"
+tipo = "bodega"
+circulo = { centro = [40.4168, -3.7038], radio_m = 150 }
+
+[[flotillas]]
+prefijo = "M"
+cantidad = 6
+tipo = "panel"
+rutas = ["m01_cuadricula", "m02_anillo"]
+"#,
+    )
+    .unwrap();
+    scenario
+}

@@ -1,0 +1,211 @@
+//! How a served session ends, with clients that misbehave: input closed while nobody reads
+//! the output, SIGTERM/SIGINT in the middle of a large answer, and the end of input while a
+//! call is still running. Each drives a real binary; deadlines are liveness bounds only.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process};
+use serde_json::{Value, json};
+
+use crate::ground_truth::fixture;
+use crate::support::{Server, TIMEOUT, flota_bin};
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Waits for `child` to exit; `None` if it is still alive at `deadline`.
+fn exit_before(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn signal(child: &Child, signal: Signal) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    kill_process(pid, signal).unwrap();
+}
+
+#[test]
+fn closing_stdin_ends_the_server_even_when_nobody_reads_its_output() {
+    // 5,000 calls fed by a separate process, so the test can close the server's stdin while
+    // lines are still unread in it: the server holds back reading once its output is full.
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("llamadas.jsonl");
+    let mut text = format!("{INITIALIZE}\n{INITIALIZED}\n");
+    for id in 0..5000 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "resumen_recorrido",
+                                     "arguments": {"placa": "P-456DEF", "fecha": "ayer"}}});
+        text.push_str(&format!("{call}\n"));
+    }
+    std::fs::write(&calls, text).unwrap();
+    let mut feeder = Command::new("cat")
+        .arg(&calls)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Command::new(flota_bin())
+        .args(["servir", "--db", "/nonexistent/flota.db"])
+        .stdin(Stdio::from(feeder.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Never read: only look at how much waits unread in the pipe.
+    let stdout = server.stdout.take().unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while rustix::io::ioctl_fionread(&stdout).unwrap() < 16 * 1024 {
+        assert!(Instant::now() < deadline, "the server wrote nothing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        feeder.try_wait().unwrap().is_none(),
+        "the server read all 5,000 lines: nothing was left unread in its stdin"
+    );
+    // The feeder dies: the server's stdin is closed with lines still in it.
+    feeder.kill().unwrap();
+    feeder.wait().unwrap();
+    let status = exit_before(&mut server, Instant::now() + Duration::from_secs(5));
+    if status.is_none() {
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+    let status = status.expect("the server was still alive 5 s after its stdin closed");
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Sends `signal` while the client is reading a map answer (about 200 KB, more than a pipe
+/// holds) slowly, then reads on to the end. At 100 KB/s the line is still being written when
+/// the grace and the drain are over (about a second): only waiting for it keeps it whole.
+fn stop_mid_answer(signal_to_send: Signal) {
+    let db = fixture("minimo").db.to_str().unwrap().to_owned();
+    let mut server = Command::new(flota_bin())
+        .args(["servir", "--db", &db])
+        .env("FLOTA_TILES_URL", "no")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(stdin, "{INITIALIZE}\n{INITIALIZED}").unwrap();
+    for id in 1..=6 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "mapa_recorrido",
+                                     "arguments": {"placa": "P-456DEF", "fecha": "2026-08-18"}}});
+        writeln!(stdin, "{call}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let read = Arc::new(Mutex::new(Vec::new()));
+    let mut stdout = server.stdout.take().unwrap();
+    let reader = {
+        let read = Arc::clone(&read);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            loop {
+                match stdout.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => read.lock().unwrap().extend_from_slice(&chunk[..n]),
+                }
+                std::thread::sleep(Duration::from_millis(40));
+            }
+        })
+    };
+    // Wait until a map answer is partly read: its line is then surely being written (it is
+    // larger than the pipe), and that is when the signal must not cut it.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        {
+            let read = read.lock().unwrap();
+            let lines = read.iter().filter(|&&b| b == b'\n').count();
+            if lines >= 1 && read.last() != Some(&b'\n') {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "no answer started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    signal(&server, signal_to_send);
+    let status = exit_before(&mut server, Instant::now() + TIMEOUT);
+    if status.is_none() {
+        server.kill().unwrap();
+    }
+    reader.join().unwrap();
+    let status = status.unwrap_or_else(|| panic!("alive after {signal_to_send:?}"));
+    assert_eq!(status.code(), Some(0), "{signal_to_send:?}: {status}");
+    let read = read.lock().unwrap();
+    let text = std::str::from_utf8(&read).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "{signal_to_send:?}: stdout ends mid-line"
+    );
+    let mut maps = 0;
+    for line in text.lines() {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{signal_to_send:?}: not JSON ({e}), {} bytes", line.len()));
+        maps += usize::from(message["id"].is_i64());
+    }
+    assert!(
+        maps >= 1,
+        "{signal_to_send:?}: the answer being read was lost"
+    );
+    drop(stdin);
+}
+
+#[test]
+fn sigterm_and_sigint_mid_answer_exit_zero_without_cutting_a_line() {
+    stop_mid_answer(Signal::TERM);
+    stop_mid_answer(Signal::INT);
+}
+
+/// How a test ends a session.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    CloseStdin,
+    Signal(Signal),
+}
+
+#[test]
+fn a_call_that_finishes_within_the_grace_is_still_answered() {
+    for ending in [
+        Ending::CloseStdin,
+        Ending::Signal(Signal::TERM),
+        Ending::Signal(Signal::INT),
+    ] {
+        let mut server = Server::example();
+        server.initialize("2025-11-25");
+        // 300 ms of work, well inside the grace; and 60 s of work, well beyond it.
+        server.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"esperar","arguments":{"milisegundos":300}}}"#);
+        server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"esperar","arguments":{"milisegundos":60000}}}"#);
+        // Answered by the reader after it handed both calls to workers: both are running.
+        server.send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+        assert_eq!(server.recv()["id"], 3);
+        if let Ending::Signal(signal_to_send) = ending {
+            signal(server.child(), signal_to_send);
+        }
+        let (status, rest) = server.finish();
+        assert_eq!(status.code(), Some(0), "{ending:?}");
+        let answers: Vec<Value> = rest
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 1, "{ending:?}: {rest:?}");
+        assert_eq!(answers[0]["id"], 1, "{ending:?}");
+        assert!(
+            answers[0]["result"]["structuredContent"]["milisegundos_esperados"]
+                .as_u64()
+                .is_some_and(|ms| ms >= 300),
+            "{ending:?}: {}",
+            answers[0]
+        );
+    }
+}
