@@ -61,6 +61,9 @@ pub struct Exported {
     pub path: Option<PathBuf>,
     pub bytes: Vec<u8>,
     pub summary: String,
+    /// Set when the unit's positions changed after the analysis: the detections drawn or
+    /// listed may be stale.
+    pub aviso: Option<String>,
 }
 
 pub fn run(options: &Options) -> anyhow::Result<Exported> {
@@ -128,6 +131,7 @@ pub fn run(options: &Options) -> anyhow::Result<Exported> {
         path,
         bytes,
         summary,
+        aviso: track.aviso.clone(),
     })
 }
 

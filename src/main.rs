@@ -92,6 +92,9 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
                     eprintln!("{}", exported.summary);
                 }
             }
+            if let Some(aviso) = &exported.aviso {
+                eprintln!("aviso: {aviso}");
+            }
         }
         Verb::Rutas(verb) => return routes(verb),
         Verb::Cliente(args) => {

@@ -22,7 +22,7 @@ use crate::output::Staged;
 use crate::scenario::{self, Ahora, Source};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;
-use crate::store::{ANALYSIS_VERSION, SCHEMA_VERSION, Writer};
+use crate::store::{Covered, Key, SCHEMA_VERSION, Writer};
 
 /// What to simulate and where to put it.
 #[derive(Debug, Clone)]
@@ -163,6 +163,8 @@ struct UnitOutput {
     truth: Vec<TruthEvent>,
     /// What the detection engine makes of `reports` (and nothing else).
     analysis: Analysis,
+    /// Fixes the engine read (duplicates and reports after "now" are not fixes it reads).
+    fixes: u64,
 }
 
 impl Sink for UnitOutput {
@@ -227,6 +229,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let next = AtomicUsize::new(0);
     let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
     let mut truth_events = 0u64;
+    let mut fixes = 0u64;
     let mut write_time = Duration::ZERO;
     let written: anyhow::Result<()> = std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -249,11 +252,10 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
                         limit_kmh: simulation.world.units[unit].limit_kmh,
                         zone: simulation.world.zone,
                     };
-                    output.analysis = engine::analyze(
-                        &ctx,
-                        fixes_of(&output.reports),
-                        simulation.world.ahora_utc,
-                    );
+                    let fixes = fixes_of(&output.reports);
+                    let now = simulation.world.ahora_utc;
+                    output.fixes = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
+                    output.analysis = engine::analyze(&ctx, fixes, now);
                     if sender.send((unit, output)).is_err() {
                         return;
                     }
@@ -277,6 +279,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
                     world.ahora_utc,
                 )?;
                 write_time += t.elapsed();
+                fixes += output.fixes;
                 for event in &output.truth {
                     serde_json::to_writer(&mut truth, event)?;
                     truth.write_all(b"\n")?;
@@ -296,40 +299,31 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     );
 
     let positions = db.rows;
-    let meta: Vec<(&str, String)> = vec![
-        ("esquema_version", SCHEMA_VERSION.to_string()),
-        ("flota_version", env!("CARGO_PKG_VERSION").to_owned()),
-        ("escenario", world.name.clone()),
-        ("escenario_descripcion", world.description.clone()),
-        ("escenario_sha256", world.hash.clone()),
-        ("semilla", world.seed.to_string()),
-        ("zona_horaria", world.zone.name().to_owned()),
+    db.seal_analysis(&Covered {
+        config: &config,
+        until_utc: world.ahora_utc,
+        fixes,
+    })?;
+    let first_day = world.days.first().map(ToString::to_string);
+    let last_day = world.days.last().map(ToString::to_string);
+    let meta: Vec<(Key, String)> = vec![
+        (Key::SchemaVersion, SCHEMA_VERSION.to_string()),
+        (Key::FlotaVersion, env!("CARGO_PKG_VERSION").to_owned()),
+        (Key::Scenario, world.name.clone()),
+        (Key::ScenarioDescription, world.description.clone()),
+        (Key::ScenarioSha256, world.hash.clone()),
+        (Key::Seed, world.seed.to_string()),
+        (Key::Zone, world.zone.name().to_owned()),
         (
-            "ahora_local",
+            Key::AhoraLocal,
             world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
         ),
-        ("ahora_utc", world.ahora_utc.to_string()),
-        (
-            "desde_fecha",
-            world
-                .days
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-        ),
-        (
-            "hasta_fecha",
-            world
-                .days
-                .last()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-        ),
-        ("intervalo_reporte_s", world.interval_s.to_string()),
-        ("limite_flota_kmh", world.fleet_limit_kmh.to_string()),
-        ("posiciones", positions.to_string()),
-        ("deteccion", config.to_json()),
-        ("analisis_version", ANALYSIS_VERSION.to_string()),
+        (Key::AhoraUtc, world.ahora_utc.to_string()),
+        (Key::FromDate, first_day.unwrap_or_default()),
+        (Key::ToDate, last_day.unwrap_or_default()),
+        (Key::IntervalS, world.interval_s.to_string()),
+        (Key::FleetLimitKmh, world.fleet_limit_kmh.to_string()),
+        (Key::Positions, positions.to_string()),
     ];
     db.write_meta(&meta)?;
     db.finish()?;

@@ -115,11 +115,28 @@ impl DetectionConfig {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
     }
+
+    /// SHA-256 of [`Self::to_json`], hex: which thresholds an analysis was made with. Every
+    /// threshold is in the JSON (defaults included), so a threshold added later changes it.
+    pub fn sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(self.to_json().as_bytes()))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fingerprint_follows_every_threshold() {
+        let base = DetectionConfig::default();
+        let mut other = base.clone();
+        other.parada_prolongada_min += 1.0;
+        assert_eq!(base.sha256(), DetectionConfig::default().sha256());
+        assert_ne!(base.sha256(), other.sha256());
+        assert_eq!(base.sha256().len(), 64);
+    }
 
     #[test]
     fn overrides_and_errors() {

@@ -1,8 +1,9 @@
 //! One unit's day as positions and detections: what a map or an export of that day shows.
 //!
 //! Owns loading it: the day's fixes (local day in the fleet's zone, clipped at the fleet's
-//! "now"), its aggregate row and the engine's events that touch it. Read-only, through the
-//! fleet's pooled connections; the truth log is never involved.
+//! "now"), its aggregate row and the engine's events that touch it, refused when the
+//! detections cannot be used and flagged when the unit's positions changed after them.
+//! Read-only, through the fleet's pooled connections; the truth log is never involved.
 
 use chrono::NaiveDate;
 
@@ -26,6 +27,8 @@ pub struct DayTrack {
     pub gaps: Vec<EventRow>,
     pub speeding: Vec<EventRow>,
     pub visits: Vec<EventRow>,
+    /// Set when the unit's positions changed after the analysis (see `trust.rs`).
+    pub aviso: Option<String>,
 }
 
 impl DayTrack {
@@ -53,6 +56,7 @@ impl Fleet {
     ) -> Result<DayTrack, ToolError> {
         let vehicle = snapshot.vehicle(placa)?.clone();
         let date = snapshot.date("fecha", fecha)?;
+        let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
         let date_text = date.to_string();
@@ -70,11 +74,15 @@ impl Fleet {
         let day = match day {
             Some(day) if !fixes.is_empty() => day,
             _ => {
-                return Err(ToolError::Failed(format!(
+                let message = format!(
                     "La unidad {} no tiene reportes el {} ({date}).",
                     vehicle.plate,
                     dates::weekday_es(date)
-                )));
+                );
+                return Err(ToolError::Failed(match &aviso {
+                    Some(aviso) => format!("{message} {aviso}"),
+                    None => message,
+                }));
             }
         };
         Ok(DayTrack {
@@ -88,6 +96,7 @@ impl Fleet {
             gaps,
             speeding,
             visits,
+            aviso,
         })
     }
 }

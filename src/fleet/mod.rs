@@ -1,16 +1,18 @@
 //! What the fleet tools share: the database behind them, "now", and how people name things.
 //!
 //! Owns [`Fleet`], the tools' context: it opens the database read-only and lazily (a missing
-//! or unreadable file never stops the server; each call says what to do), notices when the file
-//! is replaced (a new `flota simular`) and reloads, keeps a small pool of connections for
-//! concurrent calls, and resolves plates, geofence names and dates into Spanish errors the
-//! model can act on. "Now" is `--ahora`/`FLOTA_AHORA` if given, else the data set's `ahora`
-//! from `meta`, else the wall clock (a live database).
+//! or unreadable file never stops the server; each call says what to do), reloads when the
+//! file is replaced (another inode, size or time) or changed in place (SQLite's
+//! `data_version` on a kept connection), keeps a small pool of connections for concurrent
+//! calls, and resolves plates, geofence names and dates into Spanish errors the model can act
+//! on. Whether the detections can be trusted is `trust.rs`. "Now" is `--ahora`/`FLOTA_AHORA`
+//! if given, else the data set's `ahora` from `meta`, else the wall clock (a live database).
 
 pub mod dates;
 mod day;
 pub mod places;
 pub mod text;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,7 +21,7 @@ use std::time::SystemTime;
 use chrono::{NaiveDate, NaiveDateTime, TimeZone};
 
 use crate::mcp::ToolError;
-use crate::store::{ANALYSIS_VERSION, Meta, Store, StoreError, StoredFence, Vehicle};
+use crate::store::{AnalysisState, Meta, Store, StoreError, StoredFence, Vehicle};
 use places::{Geocoder, Places};
 use text::Found;
 
@@ -46,7 +48,10 @@ pub struct Snapshot {
     /// The fleet's "now", UTC seconds, and its local date.
     pub now_utc: i64,
     pub today: NaiveDate,
-    identity: (u64, Option<SystemTime>),
+    /// How far the stored detections can be trusted (see `trust.rs`).
+    pub analysis: AnalysisState,
+    /// The database as the user named it, for sentences that name a command to run.
+    db_shown: String,
 }
 
 impl Snapshot {
@@ -143,11 +148,51 @@ impl Snapshot {
     }
 }
 
+/// Which file a snapshot was read from. Renaming another file over the database changes the
+/// inode even when the size and modification time are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<FileIdentity> {
+        let metadata = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (metadata.dev(), metadata.ino())
+        };
+        // Elsewhere the file index is not on stable Rust; `data_version` still sees commits.
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Some(FileIdentity {
+            device,
+            inode,
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+        })
+    }
+}
+
+/// The snapshot in use and what tells whether it is still the file's content.
+struct Loaded {
+    snapshot: Arc<Snapshot>,
+    file: Option<FileIdentity>,
+    /// A connection kept open on the file the snapshot was read from: its `data_version`
+    /// changes when any other connection commits to that file.
+    watch: Store,
+    data_version: i64,
+}
+
 /// The tools' shared context.
 pub struct Fleet {
     db: PathBuf,
     ahora: Option<NaiveDateTime>,
-    snapshot: Mutex<Option<Arc<Snapshot>>>,
+    loaded: Mutex<Option<Loaded>>,
     /// Idle read-only connections, tagged with the file generation they were opened on.
     pool: Mutex<Vec<(u64, Store)>>,
     generation: std::sync::atomic::AtomicU64,
@@ -164,7 +209,7 @@ impl Fleet {
         Fleet {
             db,
             ahora,
-            snapshot: Mutex::new(None),
+            loaded: Mutex::new(None),
             pool: Mutex::new(Vec::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             geocoder,
@@ -173,12 +218,6 @@ impl Fleet {
 
     pub fn db_path(&self) -> &Path {
         &self.db
-    }
-
-    fn identity(&self) -> Option<(u64, Option<SystemTime>)> {
-        std::fs::metadata(&self.db)
-            .ok()
-            .map(|m| (m.len(), m.modified().ok()))
     }
 
     fn store_error(&self, err: StoreError) -> ToolError {
@@ -193,36 +232,54 @@ impl Fleet {
         ToolError::Failed(message)
     }
 
-    /// The current snapshot, reloaded if the database file changed.
+    /// The current snapshot, reloaded if the database file was replaced or changed. Costs a
+    /// `stat` and one `PRAGMA data_version` when nothing changed.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
-        let identity = self.identity();
-        let mut slot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(snapshot) = slot.as_ref()
-            && Some(snapshot.identity) == identity
+        let file = FileIdentity::of(&self.db);
+        let mut slot = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(loaded) = slot.as_ref()
+            && loaded.file == file
         {
-            return Ok(Arc::clone(snapshot));
+            let version = loaded
+                .watch
+                .data_version()
+                .map_err(|e| self.store_error(e))?;
+            if version == loaded.data_version {
+                return Ok(Arc::clone(&loaded.snapshot));
+            }
         }
-        // The file is new or replaced: old connections point at the old file.
-        let generation = self
-            .generation
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            + 1;
+        // New, replaced or changed: pooled connections may point at a file no longer there.
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.pool
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+        let loaded = self.load(file)?;
+        let snapshot = Arc::clone(&loaded.snapshot);
+        *slot = Some(loaded);
+        Ok(snapshot)
+    }
+
+    /// Reads the reference data and the detections' state in one read transaction, with the
+    /// `data_version` they belong to: a commit after it makes the next call load again.
+    fn load(&self, file: Option<FileIdentity>) -> Result<Loaded, ToolError> {
         let store = self.open_store()?;
-        let meta = store.meta().map_err(|e| self.store_error(e))?;
-        if meta.analysis_version != Some(ANALYSIS_VERSION) {
-            return Err(ToolError::Failed(format!(
-                "La base {} no tiene detecciones de esta versión de flota; ejecute: flota analizar {}",
-                self.db.display(),
-                self.db.display()
-            )));
-        }
-        let vehicles = store.vehicles().map_err(|e| self.store_error(e))?;
-        let fences = store.fences().map_err(|e| self.store_error(e))?;
-        let stored_routes = store.routes().map_err(|e| self.store_error(e))?;
+        let (data_version, meta, analysis, vehicles, fences, stored_routes) = store
+            .read_consistently(|s| {
+                let data_version = s.data_version()?;
+                let meta = s.meta()?;
+                let analysis = s.analysis_state(&meta)?;
+                Ok((
+                    data_version,
+                    meta,
+                    analysis,
+                    s.vehicles()?,
+                    s.fences()?,
+                    s.routes()?,
+                ))
+            })
+            .map_err(|e| self.store_error(e))?;
         let stops: Vec<_> = stored_routes
             .iter()
             .flat_map(|r| r.stops.iter().skip(1).cloned())
@@ -240,7 +297,30 @@ impl Fleet {
             })
             .collect();
         let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
-        let now_utc = match self.ahora {
+        let now_utc = self.now_utc(&meta);
+        let today = dates::local_date(meta.zone, now_utc);
+        let snapshot = Arc::new(Snapshot {
+            places: Places::new(&fence_list, &stops),
+            routes,
+            meta,
+            vehicles,
+            fences,
+            now_utc,
+            today,
+            analysis,
+            db_shown: self.db.display().to_string(),
+        });
+        Ok(Loaded {
+            snapshot,
+            file,
+            watch: store,
+            data_version,
+        })
+    }
+
+    /// `--ahora` if given, else the data set's, else the wall clock.
+    fn now_utc(&self, meta: &Meta) -> i64 {
+        match self.ahora {
             Some(local) => meta
                 .zone
                 .from_local_datetime(&local)
@@ -251,24 +331,7 @@ impl Fleet {
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64)
             }),
-        };
-        let today = dates::local_date(meta.zone, now_utc);
-        let snapshot = Arc::new(Snapshot {
-            places: Places::new(&fence_list, &stops),
-            routes,
-            meta,
-            vehicles,
-            fences,
-            now_utc,
-            today,
-            identity: identity.unwrap_or((0, None)),
-        });
-        self.pool
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((generation, store));
-        *slot = Some(Arc::clone(&snapshot));
-        Ok(snapshot)
+        }
     }
 
     /// A read-only connection whose queries stop when the current call is cancelled (by the

@@ -1,12 +1,77 @@
 //! Writing the detection engine's output: `eventos` and `resumen_diario`.
 //!
 //! Owns the mapping from an [`Analysis`] to rows. Used inline by `flota simular` (while the
-//! positions are still in memory) and by `flota analizar` (re-reading them from the file);
-//! both call the same function, so the tables cannot differ.
+//! positions are still in memory) and by `flota analizar` (re-reading them from the file,
+//! through a [`Rewrite`]); both call the same function, so the tables cannot differ.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use crate::engine::{Analysis, DetectionConfig};
+use super::coverage::{self, Covered};
+use super::reader::{Store, StoreError, for_each_fix_in, spanish};
+use crate::engine::{Analysis, DetectionConfig, Fix};
+
+/// A re-analysis under way: one transaction that recreates the analysis tables if they are
+/// missing, empties them, takes each vehicle's analysis, and on [`Rewrite::commit`] records
+/// what it covered. Dropped without committing, it leaves the previous tables as they were.
+pub struct Rewrite<'a> {
+    tx: Transaction<'a>,
+    path: String,
+}
+
+impl Store {
+    /// Starts rewriting the analysis tables. The write lock is taken at once, so a
+    /// concurrent writer is reported before any work is done.
+    pub fn rewrite_analysis(&mut self) -> Result<Rewrite<'_>, StoreError> {
+        let path = self.path().to_owned();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| spanish(&path, e))?;
+        coverage::unseal(&tx)
+            .and_then(|()| clear(&tx))
+            .map_err(|e| spanish(&path, e))?;
+        Ok(Rewrite { tx, path })
+    }
+}
+
+impl Rewrite<'_> {
+    /// A vehicle's fixes with `from_utc <= ts < to_utc`, as [`Store::for_each_fix`].
+    pub fn for_each_fix(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+        each: impl FnMut(Fix),
+    ) -> Result<(), StoreError> {
+        for_each_fix_in(&self.tx, &self.path, vehicle_id, from_utc, to_utc, each)
+    }
+
+    /// Stores one vehicle's analysis.
+    pub fn insert(
+        &self,
+        vehicle_id: i64,
+        analysis: &Analysis,
+        fence_ids: &[i64],
+        config: &DetectionConfig,
+        now_utc: i64,
+    ) -> Result<(), StoreError> {
+        insert(&self.tx, vehicle_id, analysis, fence_ids, config, now_utc)
+            .map_err(|e| spanish(&self.path, e))
+    }
+
+    /// Records what was covered, gathers planner statistics and commits; returns the number
+    /// of events stored.
+    pub fn commit(self, covered: &Covered<'_>) -> Result<i64, StoreError> {
+        let path = self.path;
+        let tx = self.tx;
+        let events = coverage::seal(&tx, covered)
+            .and_then(|()| analyze_tables(&tx))
+            .and_then(|()| tx.query_row("SELECT count(*) FROM eventos", [], |r| r.get(0)))
+            .map_err(|e| spanish(&path, e))?;
+        tx.commit().map_err(|e| spanish(&path, e))?;
+        Ok(events)
+    }
+}
 
 /// Inserts one vehicle's analysis. `fence_ids[i]` is the `geocercas.id` of the engine's
 /// fence `i`.
@@ -129,6 +194,6 @@ pub fn analyze_tables(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Empties the analysis tables (before a full re-analysis).
-pub fn clear(conn: &Connection) -> rusqlite::Result<()> {
+fn clear(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("DELETE FROM eventos; DELETE FROM resumen_diario;")
 }

@@ -1,17 +1,22 @@
-//! The SQLite database: its schema, the encoding of positions, the writer used by
-//! `flota simular`, the analysis tables, and the read-only reader the server uses.
+//! The SQLite database: its schema, `meta`'s keys, the encoding of positions, the writer used
+//! by `flota simular`, the analysis tables and what they cover, and the read-only reader the
+//! server uses.
 //!
 //! Owns every SQL statement. Nothing outside this module builds SQL.
 
 pub mod analysis;
+pub mod coverage;
 pub mod encoding;
+pub mod meta;
 pub mod queries;
 pub mod reader;
 pub mod schema;
 pub mod writer;
 
+pub use coverage::{AnalysisState, Covered, Unusable};
 pub use encoding::StoredRow;
+pub use meta::{AnalysisRecord, Key, Meta};
 pub use queries::{DayKm, DayRow, EventRow, KmRow};
-pub use reader::{Meta, Store, StoreError, StoredFence, StoredRoute, Vehicle};
+pub use reader::{Store, StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 pub use writer::{WriteError, Writer};

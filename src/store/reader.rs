@@ -7,12 +7,11 @@
 
 use std::path::Path;
 
-use chrono::NaiveDate;
-use chrono_tz::Tz;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+use super::meta::{Key, Meta};
 use super::schema::SCHEMA_VERSION;
-use crate::engine::{DetectionConfig, Fix};
+use crate::engine::Fix;
 use crate::geo::LatLon;
 use crate::geofence::{Geofence, Shape, ShapeColumns};
 
@@ -44,23 +43,41 @@ pub enum StoreError {
         "{path} está dañada o incompleta (¿se copió a medias o falló el disco?); regenérela con: flota simular --salida {path}"
     )]
     Corrupt { path: String },
+    #[error("{path} no tiene la tabla {table}; regenérela con: flota simular --salida {path}")]
+    MissingTable { path: String, table: String },
+    #[error("no se puede escribir en {path}: el archivo o su carpeta son de solo lectura")]
+    ReadOnly { path: String },
+    #[error("no queda espacio en el disco para escribir en {path}")]
+    DiskFull { path: String },
     #[error("{path}: error de SQLite: {message}")]
     Sqlite { path: String, message: String },
 }
 
-/// The database's `meta` table, parsed.
-#[derive(Debug, Clone)]
-pub struct Meta {
-    pub zone: Tz,
-    pub ahora_utc: Option<i64>,
-    pub from_date: Option<NaiveDate>,
-    pub to_date: Option<NaiveDate>,
-    pub interval_s: i64,
-    pub config: DetectionConfig,
-    pub scenario: String,
-    pub scenario_sha256: String,
-    pub analysis_version: Option<i64>,
-    pub positions: Option<i64>,
+/// A SQLite failure in Spanish: the cases a user can act on are named (a writer's lock, a
+/// damaged file, a missing table, no permission, a full disk); the rest keep SQLite's text.
+pub(super) fn spanish(path: &str, e: rusqlite::Error) -> StoreError {
+    let path = path.to_owned();
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            return StoreError::Busy { path };
+        }
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => return StoreError::Corrupt { path },
+        Some(rusqlite::ErrorCode::ReadOnly) => return StoreError::ReadOnly { path },
+        Some(rusqlite::ErrorCode::DiskFull) => return StoreError::DiskFull { path },
+        _ => {}
+    }
+    let message = e.to_string();
+    // SQLite says which table is missing only in its English message.
+    if let Some(at) = message.find("no such table: ") {
+        let table = message[at + "no such table: ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("main.")
+            .to_owned();
+        return StoreError::MissingTable { path, table };
+    }
+    StoreError::Sqlite { path, message }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -152,26 +169,34 @@ impl Store {
         let _ = self.conn.progress_handler(10_000, Some(stop));
     }
 
-    /// A SQLite failure in Spanish: a writer's lock is named as such.
+    /// A SQLite failure in Spanish ([`spanish`]).
     pub(super) fn sqlite(&self, e: rusqlite::Error) -> StoreError {
-        let busy = matches!(
-            e.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        );
-        if busy {
-            return StoreError::Busy {
-                path: self.path.clone(),
-            };
-        }
-        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) {
-            return StoreError::Corrupt {
-                path: self.path.clone(),
-            };
-        }
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            message: e.to_string(),
-        }
+        spanish(&self.path, e)
+    }
+
+    /// Runs `read` in one read transaction: every query in it sees the same state of the
+    /// file, whatever another connection commits meanwhile.
+    pub fn read_consistently<T>(
+        &self,
+        read: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn
+            .execute_batch("BEGIN")
+            .map_err(|e| self.sqlite(e))?;
+        let result = read(self);
+        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let ended = self.conn.execute_batch(end).map_err(|e| self.sqlite(e));
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// SQLite's `data_version` on this connection: it changes when another connection
+    /// commits a change to the file, and only then (cheap: one look at the file header).
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.sqlite(e))
     }
 
     fn check_version(&self) -> Result<(), StoreError> {
@@ -199,7 +224,7 @@ impl Store {
             });
         }
         let found = self
-            .meta_value("esquema_version")?
+            .meta_value(Key::SchemaVersion)?
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(0);
         if found != SCHEMA_VERSION {
@@ -212,43 +237,31 @@ impl Store {
         Ok(())
     }
 
-    pub fn meta_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+    pub fn meta_value(&self, key: Key) -> Result<Option<String>, StoreError> {
         self.conn
-            .query_row("SELECT valor FROM meta WHERE clave = ?1", [key], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT valor FROM meta WHERE clave = ?1",
+                [key.name()],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(|e| self.sqlite(e))
     }
 
     pub fn meta(&self) -> Result<Meta, StoreError> {
-        let get = |key: &str| self.meta_value(key);
-        let zone: Tz = get("zona_horaria")?
-            .and_then(|z| z.parse().ok())
-            .unwrap_or(chrono_tz::UTC);
-        let date =
-            |v: Option<String>| v.and_then(|d| NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok());
-        let config = get("deteccion")?
-            .map(|json| DetectionConfig::from_json(&json))
-            .transpose()
-            .map_err(|e| StoreError::Sqlite {
-                path: self.path.clone(),
-                message: e.to_string(),
-            })?
-            .unwrap_or_default();
-        Ok(Meta {
-            zone,
-            ahora_utc: get("ahora_utc")?.and_then(|v| v.parse().ok()),
-            from_date: date(get("desde_fecha")?),
-            to_date: date(get("hasta_fecha")?),
-            interval_s: get("intervalo_reporte_s")?
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(15),
-            config,
-            scenario: get("escenario")?.unwrap_or_default(),
-            scenario_sha256: get("escenario_sha256")?.unwrap_or_default(),
-            analysis_version: get("analisis_version")?.and_then(|v| v.parse().ok()),
-            positions: get("posiciones")?.and_then(|v| v.parse().ok()),
+        let mut failure = None;
+        let meta = Meta::parse(|key| {
+            self.meta_value(key).unwrap_or_else(|e| {
+                failure.get_or_insert(e);
+                None
+            })
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        meta.map_err(|e| StoreError::Sqlite {
+            path: self.path.clone(),
+            message: e.to_string(),
         })
     }
 
@@ -384,10 +397,7 @@ pub fn for_each_fix_in(
     to_utc: i64,
     mut each: impl FnMut(Fix),
 ) -> Result<(), StoreError> {
-    let sqlite = |e: rusqlite::Error| StoreError::Sqlite {
-        path: path.to_owned(),
-        message: e.to_string(),
-    };
+    let sqlite = |e: rusqlite::Error| spanish(path, e);
     let mut stmt = conn
         .prepare_cached(
             "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m
@@ -428,7 +438,7 @@ mod tests {
         let path = dir.path().join("t.db");
         let mut writer = Writer::create(&path).unwrap();
         writer
-            .write_meta(&[("esquema_version", SCHEMA_VERSION.to_string())])
+            .write_meta(&[(Key::SchemaVersion, SCHEMA_VERSION.to_string())])
             .unwrap();
         writer.finish().unwrap();
         let mut store = Store::open(&path).unwrap();
@@ -445,7 +455,7 @@ mod tests {
         // The connection stays usable once the signal is down.
         STOP.store(false, Ordering::Relaxed);
         assert_eq!(
-            store.meta_value("esquema_version").unwrap(),
+            store.meta_value(Key::SchemaVersion).unwrap(),
             Some(SCHEMA_VERSION.to_string())
         );
     }

@@ -6,6 +6,12 @@
 //! (microdegrees are 0.11 m; metres for the odometer): it halves the file and speeds up
 //! writing; `vista_posiciones` shows them in degrees and kilometres. There is no truth column
 //! anywhere: the ground truth lives in its own file. Documented in docs/datos.md.
+//!
+//! The detection engine's tables are created apart ([`ANALYSIS_DDL`], idempotent) so that
+//! `flota analizar` can recreate them in a file that lost them. The change log
+//! `cambios_desde_analisis` and its triggers record, per table and vehicle, the rows anyone
+//! wrote to the positions or the detections after the analysis: the analysis drops the
+//! triggers while it writes and empties the log when it is done (src/store/coverage.rs).
 
 /// Bumped whenever a table or column changes; readers refuse other versions.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -75,7 +81,17 @@ CREATE TABLE posiciones (
     PRIMARY KEY (vehiculo_id, ts_utc, secuencia)
 ) WITHOUT ROWID;
 
-CREATE TABLE eventos (
+CREATE VIEW vista_posiciones AS
+SELECT p.vehiculo_id, v.placa, p.ts_utc, datetime(p.ts_utc, 'unixepoch') AS ts_utc_texto,
+       p.secuencia, p.ts_utc + p.retraso_s AS recibido_utc,
+       p.lat_e6 / 1e6 AS lat, p.lon_e6 / 1e6 AS lon, p.velocidad_kmh, p.rumbo_grados,
+       p.ignicion, p.odometro_m / 1000.0 AS odometro_km
+FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id;
+";
+
+/// The detection engine's output tables and indexes, created when missing.
+pub const ANALYSIS_DDL: &str = "
+CREATE TABLE IF NOT EXISTS eventos (
     id INTEGER PRIMARY KEY,
     vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),
     tipo TEXT NOT NULL,
@@ -91,13 +107,13 @@ CREATE TABLE eventos (
     motor_encendido INTEGER,
     desde_inicio_datos INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
-CREATE INDEX eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
-CREATE INDEX eventos_por_fin ON eventos (tipo, fin_utc, vehiculo_id);
-CREATE INDEX eventos_prolongadas ON eventos (inicio_utc)
+CREATE INDEX IF NOT EXISTS eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
+CREATE INDEX IF NOT EXISTS eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
+CREATE INDEX IF NOT EXISTS eventos_por_fin ON eventos (tipo, fin_utc, vehiculo_id);
+CREATE INDEX IF NOT EXISTS eventos_prolongadas ON eventos (inicio_utc)
     WHERE tipo = 'parada' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL);
 
-CREATE TABLE resumen_diario (
+CREATE TABLE IF NOT EXISTS resumen_diario (
     vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id),
     fecha TEXT NOT NULL,
     km REAL NOT NULL,
@@ -116,11 +132,58 @@ CREATE TABLE resumen_diario (
     ultimo_reporte_utc INTEGER NOT NULL,
     PRIMARY KEY (vehiculo_id, fecha)
 ) WITHOUT ROWID;
-
-CREATE VIEW vista_posiciones AS
-SELECT p.vehiculo_id, v.placa, p.ts_utc, datetime(p.ts_utc, 'unixepoch') AS ts_utc_texto,
-       p.secuencia, p.ts_utc + p.retraso_s AS recibido_utc,
-       p.lat_e6 / 1e6 AS lat, p.lon_e6 / 1e6 AS lon, p.velocidad_kmh, p.rumbo_grados,
-       p.ignicion, p.odometro_m / 1000.0 AS odometro_km
-FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id;
 ";
+
+/// The tables the analysis writes.
+pub const ANALYSIS_TABLES: [&str; 2] = ["eventos", "resumen_diario"];
+
+/// The change log's table: rows written per table and vehicle since the last analysis.
+pub const CHANGE_LOG: &str = "cambios_desde_analisis";
+
+/// Tables whose writes the log records: the analysis's input and its output.
+pub const LOGGED_TABLES: [&str; 3] = ["posiciones", "eventos", "resumen_diario"];
+
+pub const CHANGE_LOG_DDL: &str = "
+CREATE TABLE IF NOT EXISTS cambios_desde_analisis (
+    tabla TEXT NOT NULL,
+    vehiculo_id INTEGER NOT NULL,
+    filas INTEGER NOT NULL,
+    PRIMARY KEY (tabla, vehiculo_id)
+) WITHOUT ROWID;
+";
+
+/// The change log's triggers as `(name, CREATE TRIGGER statement)`: an insert, a delete and an
+/// update on each logged table. An update logs the new row's vehicle, and the old row's too
+/// when the vehicle changed.
+pub fn change_triggers() -> Vec<(String, String)> {
+    // `WHERE` keeps SQLite from reading `ON CONFLICT` as part of a join.
+    let log = |table: &str, row: &str, when: &str| {
+        format!(
+            "INSERT INTO {CHANGE_LOG} (tabla, vehiculo_id, filas) \
+             SELECT '{table}', {row}.vehiculo_id, 1 WHERE {when} \
+             ON CONFLICT (tabla, vehiculo_id) DO UPDATE SET filas = filas + 1;"
+        )
+    };
+    let mut triggers = Vec::new();
+    for table in LOGGED_TABLES {
+        let events = [
+            ("insercion", "INSERT", log(table, "NEW", "true")),
+            ("borrado", "DELETE", log(table, "OLD", "true")),
+            (
+                "actualizacion",
+                "UPDATE",
+                format!(
+                    "{} {}",
+                    log(table, "NEW", "true"),
+                    log(table, "OLD", "OLD.vehiculo_id IS NOT NEW.vehiculo_id")
+                ),
+            ),
+        ];
+        for (suffix, event, body) in events {
+            let name = format!("cambios_{table}_{suffix}");
+            let sql = format!("CREATE TRIGGER {name} AFTER {event} ON {table} BEGIN {body} END;");
+            triggers.push((name, sql));
+        }
+    }
+    triggers
+}

@@ -10,8 +10,10 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
+use super::coverage::{self, Covered};
 use super::encoding::StoredRow;
-use super::schema::{DDL, SCHEMA_VERSION};
+use super::meta::Key;
+use super::schema::{ANALYSIS_DDL, CHANGE_LOG_DDL, DDL, SCHEMA_VERSION};
 use crate::scenario::World;
 use crate::sim::Report;
 
@@ -56,6 +58,8 @@ impl Writer {
         )
         .map_err(wrap)?;
         conn.execute_batch(DDL).map_err(wrap)?;
+        conn.execute_batch(ANALYSIS_DDL).map_err(wrap)?;
+        conn.execute_batch(CHANGE_LOG_DDL).map_err(wrap)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(wrap)?;
         let row = format!("({})", ["?"; COLUMNS].join(","));
@@ -236,17 +240,34 @@ impl Writer {
             .map_err(|e| self.wrap(e))
     }
 
-    pub fn write_meta(&mut self, entries: &[(&str, String)]) -> Result<(), WriteError> {
+    pub fn write_meta(&mut self, entries: &[(Key, String)]) -> Result<(), WriteError> {
         self.commit_open()?;
         for (key, value) in entries {
             self.conn
                 .execute(
                     "INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)",
-                    params![key, value],
+                    params![key.name(), value],
                 )
                 .map_err(|e| self.wrap(e))?;
         }
         Ok(())
+    }
+
+    /// Once every unit's positions and analysis are written: records what the analysis
+    /// covered and starts the change log, exactly as `flota analizar` does. The log's
+    /// triggers are created only now, so the bulk writes above never fire them.
+    pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), WriteError> {
+        self.commit_open()?;
+        let tx = self.conn.transaction().map_err(|e| WriteError::Sqlite {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        coverage::seal(&tx, covered)
+            .and_then(|()| tx.commit())
+            .map_err(|e| WriteError::Sqlite {
+                path: self.path.clone(),
+                source: e,
+            })
     }
 
     fn commit_open(&mut self) -> Result<(), WriteError> {

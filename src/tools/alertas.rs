@@ -155,6 +155,11 @@ pub struct Output {
     pub por_unidad: Vec<UnitCounts>,
     pub detalle: Vec<Detail>,
     pub nota: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for Alertas {
@@ -181,6 +186,7 @@ impl TypedTool for Alertas {
         let (start, end) =
             dates::resolve_range(&params.fecha_inicio, &params.fecha_fin, snapshot.today)
                 .map_err(ToolError::InvalidArguments)?;
+        let aviso = snapshot.detections(None)?;
         let (from, _) = snapshot.day_bounds(start);
         let (_, to) = snapshot.day_bounds(end);
         let now = snapshot.now_utc;
@@ -365,6 +371,7 @@ impl TypedTool for Alertas {
             por_unidad,
             detalle,
             nota,
+            aviso,
         }))
     }
 }

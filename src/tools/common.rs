@@ -61,3 +61,12 @@ pub fn cap<T>(items: &mut Vec<T>) -> usize {
     items.truncate(MAX_ROWS);
     total
 }
+
+/// A business failure's sentence, followed by the detections' warning when there is one (the
+/// failure may come from detections that do not cover the latest positions).
+pub fn with_warning(message: String, aviso: Option<&str>) -> String {
+    match aviso {
+        Some(aviso) => format!("{message} {aviso}"),
+        None => message,
+    }
+}

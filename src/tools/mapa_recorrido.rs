@@ -70,6 +70,11 @@ pub struct Output {
     pub imagen: ImageOut,
     pub encuadre: FrameOut,
     pub nota_para_el_asistente: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for MapaRecorrido {
@@ -191,6 +196,7 @@ impl TypedTool for MapaRecorrido {
                  de su respuesta, y que puede hacer clic en ella para ampliarla. Para cifras \
                  exactas use los campos de este resultado."
                 .into(),
+            aviso: track.aviso.clone(),
         };
         let mut reply = Reply::new(output);
         reply.extra.push(Content::Image {

@@ -57,6 +57,11 @@ pub struct Output {
     pub zona_horaria: String,
     #[schemars(description = "El instante 'ahora' de la flota usado para la consulta")]
     pub consultado: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si las detecciones de la unidad faltan o no cubren sus últimas posiciones: qué dato falta o puede estar desactualizado y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for PosicionActual {
@@ -88,11 +93,16 @@ impl TypedTool for PosicionActual {
         let snapshot = self.fleet.snapshot()?;
         let vehicle = snapshot.vehicle(&params.placa)?.clone();
         let now = snapshot.now_utc;
+        // The position is the last report, whatever the detections' state; only the stop's
+        // start comes from them, and their tables may be missing.
+        let usable = snapshot.detections_usable();
         let (fix, stop) = self.fleet.query(|store| {
-            Ok((
-                store.last_fix(vehicle.id, now)?,
-                store.stop_at(vehicle.id, now)?,
-            ))
+            let stop = if usable {
+                store.stop_at(vehicle.id, now)?
+            } else {
+                None
+            };
+            Ok((store.last_fix(vehicle.id, now)?, stop))
         })?;
         let Some(fix) = fix else {
             let why = if vehicle.active {
@@ -144,6 +154,7 @@ impl TypedTool for PosicionActual {
             odometro_km: fix.odometer_m.map(|m| round1(m as f64 / 1000.0)),
             zona_horaria: snapshot.zone_name(),
             consultado: iso(&snapshot, now),
+            aviso: snapshot.detections_note(&vehicle, "desde cuándo está detenida la unidad"),
         }))
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{cap, round1};
+use super::common::{cap, round1, with_warning};
 use crate::fleet::{Fleet, dates};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
@@ -54,6 +54,11 @@ pub struct Output {
     pub total_unidades: usize,
     pub ranking: Vec<Row>,
     pub sin_reportes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for ReporteKilometraje {
@@ -79,6 +84,7 @@ impl TypedTool for ReporteKilometraje {
         let (start, end) =
             dates::resolve_range(&params.fecha_inicio, &params.fecha_fin, snapshot.today)
                 .map_err(ToolError::InvalidArguments)?;
+        let aviso = snapshot.detections(None)?;
         let (a, b) = (start.to_string(), end.to_string());
         let rows = self.fleet.query(|store| store.km_by_vehicle(&a, &b))?;
         let mut ranking: Vec<Row> = rows
@@ -115,13 +121,16 @@ impl TypedTool for ReporteKilometraje {
         cap(&mut sin_reportes);
         let total_unidades = cap(&mut ranking);
         if total_unidades == 0 {
-            return Err(ToolError::Failed(format!(
-                "Ninguna unidad reportó entre {start} y {end} (los datos van del {} al {}).",
-                snapshot
-                    .meta
-                    .from_date
-                    .map_or("?".into(), |d| d.to_string()),
-                dates::local_date(snapshot.zone(), snapshot.now_utc)
+            return Err(ToolError::Failed(with_warning(
+                format!(
+                    "Ninguna unidad reportó entre {start} y {end} (los datos van del {} al {}).",
+                    snapshot
+                        .meta
+                        .from_date
+                        .map_or("?".into(), |d| d.to_string()),
+                    dates::local_date(snapshot.zone(), snapshot.now_utc)
+                ),
+                aviso.as_deref(),
             )));
         }
         Ok(Reply::new(Output {
@@ -132,6 +141,7 @@ impl TypedTool for ReporteKilometraje {
             total_unidades,
             ranking,
             sin_reportes,
+            aviso,
         }))
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{cap, clock, minutes, place, round1};
+use super::common::{cap, clock, minutes, place, round1, with_warning};
 use crate::fleet::{Fleet, dates};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
@@ -87,6 +87,11 @@ pub struct Output {
     pub excesos_de_velocidad: Vec<SpeedingOut>,
     pub geocercas: Vec<VisitOut>,
     pub reportes_recibidos: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for ResumenRecorrido {
@@ -112,6 +117,7 @@ impl TypedTool for ResumenRecorrido {
         let snapshot = self.fleet.snapshot()?;
         let vehicle = snapshot.vehicle(&params.placa)?.clone();
         let date = snapshot.date("fecha", &params.fecha)?;
+        let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
         let date_text = date.to_string();
@@ -125,10 +131,13 @@ impl TypedTool for ResumenRecorrido {
             ))
         })?;
         let Some(day) = day.filter(|d| d.fixes > 0) else {
-            return Err(ToolError::Failed(format!(
-                "La unidad {} no tiene reportes el {} ({date}).",
-                vehicle.plate,
-                dates::weekday_es(date)
+            return Err(ToolError::Failed(with_warning(
+                format!(
+                    "La unidad {} no tiene reportes el {} ({date}).",
+                    vehicle.plate,
+                    dates::weekday_es(date)
+                ),
+                aviso.as_deref(),
             )));
         };
         let now = snapshot.now_utc;
@@ -222,6 +231,7 @@ impl TypedTool for ResumenRecorrido {
             excesos_de_velocidad: speeding_list,
             geocercas: visit_list,
             reportes_recibidos: day.fixes,
+            aviso,
         }))
     }
 }

@@ -64,6 +64,11 @@ pub struct Output {
     pub total: usize,
     pub por_estado: ByState,
     pub unidades: Vec<Stopped>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for UnidadesDetenidas {
@@ -86,6 +91,7 @@ impl TypedTool for UnidadesDetenidas {
 
     fn call(&self, params: Params, _: &CallContext) -> Result<Reply<Output>, ToolError> {
         let snapshot = self.fleet.snapshot()?;
+        let aviso = snapshot.detections(None)?;
         let threshold = params.minutos_minimos.unwrap_or(30);
         let now = snapshot.now_utc;
         let gap_s = snapshot.meta.config.perdida_senal_s as i64;
@@ -156,6 +162,7 @@ impl TypedTool for UnidadesDetenidas {
             total,
             por_estado,
             unidades: list,
+            aviso,
         }))
     }
 }

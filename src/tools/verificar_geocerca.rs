@@ -62,6 +62,11 @@ pub struct Output {
     pub numero_visitas: usize,
     pub minutos_total_dentro: f64,
     pub visitas: Vec<VisitOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
+    )]
+    pub aviso: Option<String>,
 }
 
 impl TypedTool for VerificarGeocerca {
@@ -88,6 +93,7 @@ impl TypedTool for VerificarGeocerca {
         let vehicle = snapshot.vehicle(&params.placa)?.clone();
         let fence = snapshot.fence(&params.nombre_geocerca)?.clone();
         let date = snapshot.date("fecha", &params.fecha)?;
+        let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, day_end) = snapshot.day_bounds(date);
         let now = snapshot.now_utc;
         let to = day_end.min(now + 1);
@@ -135,6 +141,7 @@ impl TypedTool for VerificarGeocerca {
             numero_visitas: count,
             minutos_total_dentro: round1(total_minutes),
             visitas: list,
+            aviso,
         }))
     }
 }

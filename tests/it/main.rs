@@ -1,6 +1,7 @@
 //! Integration tests: the real binaries, driven from outside.
 //!
 //! - `protocol`: raw JSON lines against `flota servir`;
+//! - `analysis`: missing or stale detections are never served as fact; changed databases reload;
 //! - `example_server`: the example tools, validation per era, progress, cancellation;
 //! - `in_process`: the core through in-memory pipes, panics and property tests;
 //! - `rmcp_client`: the official Rust SDK as a client;
@@ -29,6 +30,7 @@
     clippy::print_stderr
 )]
 
+mod analysis;
 mod cli;
 mod evaluate;
 mod example_server;

@@ -1,0 +1,283 @@
+//! Whether the stored detections still describe the stored positions.
+//!
+//! Owns the analysis's coverage record (the `analisis_*` keys of `meta`: engine version,
+//! thresholds' SHA-256, "now" and fixes analysed), sealing it with the change log
+//! (`cambios_desde_analisis` and its triggers, src/store/schema.rs), and the check a reader
+//! runs: [`Store::analysis_state`]. The check reads the schema list, `meta` and the change log
+//! (a handful of rows, never the positions), so it costs the same on any size of database.
+//! Spanish reasons live here; the sentences with the command to run are the fleet's.
+
+use std::collections::BTreeSet;
+
+use rusqlite::Connection;
+
+use super::meta::Key;
+use super::reader::{Store, StoreError};
+use super::schema::{
+    ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL, change_triggers,
+};
+use crate::engine::DetectionConfig;
+use crate::store::Meta;
+
+/// What an analysis covered, recorded when it is committed.
+#[derive(Debug, Clone, Copy)]
+pub struct Covered<'a> {
+    /// The thresholds it ran with (also written as the database's `deteccion`).
+    pub config: &'a DetectionConfig,
+    /// Fixes with a time after this were not analysed.
+    pub until_utc: i64,
+    /// Fixes the engine read.
+    pub fixes: u64,
+}
+
+/// How far the stored detections can be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnalysisState {
+    /// They describe every stored position.
+    Current,
+    /// They are right for what was analysed, but positions changed since: `(vehicle id,
+    /// rows written)` per vehicle, by id.
+    Behind(Vec<(i64, i64)>),
+    /// Nothing can be said from them.
+    Unusable(Unusable),
+}
+
+/// Why the detections cannot be used, as a Spanish clause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    #[error("faltan las tablas de detecciones")]
+    TablesMissing,
+    #[error(
+        "la base no dice qué posiciones cubren las detecciones, algo que las versiones anteriores de flota no registraban"
+    )]
+    NoRecord,
+    #[error("las detecciones son de otra versión del motor de detección")]
+    OtherVersion,
+    #[error("las detecciones se calcularon con otros umbrales que los de la base")]
+    OtherThresholds,
+    #[error("las tablas de detecciones se modificaron después del análisis")]
+    Modified,
+}
+
+/// Before an analysis rewrites its tables: recreates them if they are missing and drops the
+/// change log's triggers, so the analysis's own writes are not logged (and emptying the
+/// tables stays a truncation, not a row-by-row delete).
+pub(super) fn unseal(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(ANALYSIS_DDL)?;
+    for (name, _) in change_triggers() {
+        conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
+    }
+    Ok(())
+}
+
+/// After an analysis wrote its tables, in the same transaction: records what it covered,
+/// starts a fresh change log and puts the triggers back.
+pub(super) fn seal(conn: &Connection, covered: &Covered<'_>) -> rusqlite::Result<()> {
+    conn.execute_batch(CHANGE_LOG_DDL)?;
+    for (name, create) in change_triggers() {
+        conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}; {create}"))?;
+    }
+    conn.execute_batch(&format!("DELETE FROM {CHANGE_LOG};"))?;
+    let entries = [
+        (Key::Detection, covered.config.to_json()),
+        (Key::AnalysisVersion, ANALYSIS_VERSION.to_string()),
+        (Key::AnalysisDetectionSha256, covered.config.sha256()),
+        (Key::AnalysisUntilUtc, covered.until_utc.to_string()),
+        (Key::AnalysisFixes, covered.fixes.to_string()),
+    ];
+    let mut put =
+        conn.prepare_cached("INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)")?;
+    for (key, value) in entries {
+        put.execute([key.name(), value.as_str()])?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// How far the detections can be trusted, given the database's `meta`.
+    pub fn analysis_state(&self, meta: &Meta) -> Result<AnalysisState, StoreError> {
+        let present = self.schema_names()?;
+        if !ANALYSIS_TABLES.iter().all(|t| present.contains(*t)) {
+            return Ok(AnalysisState::Unusable(Unusable::TablesMissing));
+        }
+        let record = &meta.analysis;
+        if record.version.is_some_and(|v| v != ANALYSIS_VERSION) {
+            return Ok(AnalysisState::Unusable(Unusable::OtherVersion));
+        }
+        let logged = present.contains(CHANGE_LOG)
+            && change_triggers()
+                .iter()
+                .all(|(name, _)| present.contains(name));
+        if !logged || record.version.is_none() || record.detection_sha256.is_none() {
+            return Ok(AnalysisState::Unusable(Unusable::NoRecord));
+        }
+        if record.detection_sha256.as_deref() != Some(meta.config.sha256().as_str()) {
+            return Ok(AnalysisState::Unusable(Unusable::OtherThresholds));
+        }
+        let changes = self.changes()?;
+        if changes.iter().any(|(table, _, _)| table != "posiciones") {
+            return Ok(AnalysisState::Unusable(Unusable::Modified));
+        }
+        if changes.is_empty() {
+            return Ok(AnalysisState::Current);
+        }
+        Ok(AnalysisState::Behind(
+            changes
+                .into_iter()
+                .map(|(_, id, rows)| (id, rows))
+                .collect(),
+        ))
+    }
+
+    /// Names of the tables and triggers in the file.
+    fn schema_names(&self) -> Result<BTreeSet<String>, StoreError> {
+        self.conn
+            .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")
+            .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// The change log: `(table, vehicle id, rows)` by vehicle id.
+    fn changes(&self) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        self.conn
+            .prepare(&format!(
+                "SELECT tabla, vehiculo_id, filas FROM {CHANGE_LOG} ORDER BY vehiculo_id, tabla"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.sqlite(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema::{DDL, SCHEMA_VERSION};
+
+    /// A file with the schema, one vehicle's positions, detections, and a sealed analysis.
+    fn sealed(dir: &std::path::Path) -> (std::path::PathBuf, Connection) {
+        let path = dir.join("t.db");
+        let conn = Connection::open(&path).unwrap();
+        // Rows for vehicles the test never declares.
+        conn.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+        conn.execute_batch(DDL).unwrap();
+        conn.execute_batch(ANALYSIS_DDL).unwrap();
+        conn.execute(
+            "INSERT INTO meta VALUES (?1, ?2)",
+            [Key::SchemaVersion.name(), &SCHEMA_VERSION.to_string()],
+        )
+        .unwrap();
+        conn.execute_batch(
+            "INSERT INTO posiciones (vehiculo_id, ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
+             VALUES (1, 100, 0, 0, 0, 0, 1, 0), (1, 115, 0, 0, 0, 0, 1, 0);
+             INSERT INTO eventos (vehiculo_id, tipo, inicio_utc, lat, lon) VALUES (1, 'parada', 100, 0, 0);",
+        )
+        .unwrap();
+        let config = DetectionConfig::default();
+        unseal(&conn).unwrap();
+        seal(
+            &conn,
+            &Covered {
+                config: &config,
+                until_utc: 200,
+                fixes: 2,
+            },
+        )
+        .unwrap();
+        (path, conn)
+    }
+
+    fn state(path: &std::path::Path) -> AnalysisState {
+        let store = Store::open(path).unwrap();
+        let meta = store.meta().unwrap();
+        store.analysis_state(&meta).unwrap()
+    }
+
+    #[test]
+    fn every_write_after_the_analysis_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, conn) = sealed(dir.path());
+        assert_eq!(state(&path), AnalysisState::Current);
+        // Writes to the positions put that vehicle behind, whatever their time.
+        let check = |sql: &str, expected: AnalysisState| {
+            conn.execute_batch(sql).unwrap();
+            assert_eq!(state(&path), expected, "{sql}");
+        };
+        check(
+            "INSERT INTO posiciones (vehiculo_id, ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
+             VALUES (2, 50, 0, 0, 0, 0, 1, 0)",
+            AnalysisState::Behind(vec![(2, 1)]),
+        );
+        check(
+            "UPDATE posiciones SET velocidad_kmh = 5 WHERE vehiculo_id = 1",
+            AnalysisState::Behind(vec![(1, 2), (2, 1)]),
+        );
+        check(
+            "UPDATE posiciones SET vehiculo_id = 3 WHERE vehiculo_id = 2",
+            AnalysisState::Behind(vec![(1, 2), (2, 2), (3, 1)]),
+        );
+        check(
+            "DELETE FROM posiciones WHERE vehiculo_id = 1",
+            AnalysisState::Behind(vec![(1, 4), (2, 2), (3, 1)]),
+        );
+        // A write to the detections voids them.
+        check(
+            "DELETE FROM eventos",
+            AnalysisState::Unusable(Unusable::Modified),
+        );
+        // A new analysis starts a fresh log.
+        unseal(&conn).unwrap();
+        seal(
+            &conn,
+            &Covered {
+                config: &DetectionConfig::default(),
+                until_utc: 200,
+                fixes: 1,
+            },
+        )
+        .unwrap();
+        assert_eq!(state(&path), AnalysisState::Current);
+    }
+
+    #[test]
+    fn what_makes_detections_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, conn) = sealed(dir.path());
+        let check = |sql: &str, expected: Unusable| {
+            conn.execute_batch(sql).unwrap();
+            assert_eq!(state(&path), AnalysisState::Unusable(expected), "{sql}");
+        };
+        check(
+            "UPDATE meta SET valor = json_set(valor, '$.parada_min_s', 90.0) WHERE clave = 'deteccion'",
+            Unusable::OtherThresholds,
+        );
+        check(
+            "UPDATE meta SET valor = '99' WHERE clave = 'analisis_version'",
+            Unusable::OtherVersion,
+        );
+        check(
+            "DELETE FROM meta WHERE clave LIKE 'analisis_%'",
+            Unusable::NoRecord,
+        );
+        check("DROP TABLE resumen_diario", Unusable::TablesMissing);
+        // The analysis recreates what was dropped, and the record with it.
+        unseal(&conn).unwrap();
+        seal(
+            &conn,
+            &Covered {
+                config: &DetectionConfig::default(),
+                until_utc: 200,
+                fixes: 2,
+            },
+        )
+        .unwrap();
+        assert_eq!(state(&path), AnalysisState::Current);
+        // A log without its triggers records nothing: as good as no record.
+        check(
+            "DROP TRIGGER cambios_posiciones_insercion",
+            Unusable::NoRecord,
+        );
+    }
+}
