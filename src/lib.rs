@@ -6,6 +6,7 @@
 
 pub mod analyze;
 pub mod app;
+pub mod calendar;
 pub mod claude_config;
 pub mod cli;
 pub mod client;

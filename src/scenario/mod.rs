@@ -12,7 +12,7 @@ mod resolve;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chrono::{NaiveDate, NaiveDateTime, Weekday};
+use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
@@ -115,14 +115,9 @@ impl World {
             && !self.holidays.contains(&date)
     }
 
-    /// UTC seconds of local midnight starting `date` (the earliest, across a DST change).
+    /// UTC seconds of the first instant of the local day `date`.
     pub fn local_midnight_utc(&self, date: NaiveDate) -> i64 {
-        use chrono::TimeZone;
-        let midnight = date.and_hms_opt(0, 0, 0).unwrap_or_default();
-        self.zone
-            .from_local_datetime(&midnight)
-            .earliest()
-            .map_or_else(|| midnight.and_utc().timestamp(), |t| t.timestamp())
+        crate::calendar::day_start_utc(self.zone, date)
     }
 }
 
@@ -221,18 +216,6 @@ pub enum LongStopAt {
     /// A halt on the road at this fraction of the first loop.
     Fraction(f64),
 }
-
-pub const WEEKDAYS_ES: [(&str, Weekday); 9] = [
-    ("lunes", Weekday::Mon),
-    ("martes", Weekday::Tue),
-    ("miercoles", Weekday::Wed),
-    ("miércoles", Weekday::Wed),
-    ("jueves", Weekday::Thu),
-    ("viernes", Weekday::Fri),
-    ("sabado", Weekday::Sat),
-    ("sábado", Weekday::Sat),
-    ("domingo", Weekday::Sun),
-];
 
 /// Where a scenario's text came from, for messages and for finding its routes.
 #[derive(Debug, Clone)]

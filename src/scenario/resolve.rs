@@ -17,8 +17,9 @@ use super::file::{
 };
 use super::{
     Ahora, Dynamics, Injection, InjectionKind, LongStopAt, ScenarioError, ShiftRule, Trigger, Unit,
-    WEEKDAYS_ES, World, plate_key,
+    World, plate_key,
 };
+use crate::calendar::{WEEKDAY_KEYS, weekday_es, weekday_named};
 use crate::geo::{LatLon, distance_m};
 use crate::geofence::{Geofence, Shape, ring_area_deg2};
 use crate::route::Route;
@@ -234,11 +235,12 @@ fn weekdays(check: &Checker, what: &str, names: &[String]) -> Result<[bool; 7], 
     let mut days = [false; 7];
     for name in names {
         let lower = name.trim().to_lowercase();
-        match WEEKDAYS_ES.iter().find(|(n, _)| *n == lower) {
-            Some((_, weekday)) => days[weekday.num_days_from_monday() as usize] = true,
+        match weekday_named(&lower) {
+            Some(weekday) => days[weekday.num_days_from_monday() as usize] = true,
             None => {
                 return check.fail(format!(
-                    "{what}: '{name}' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)"
+                    "{what}: '{name}' no es un día ({})",
+                    WEEKDAY_KEYS.join(", ")
                 ));
             }
         }
@@ -298,18 +300,10 @@ fn shift_rules(check: &Checker, shift: &ShiftFile) -> Result<[ShiftRule; 7], Sce
         &shift.sabado,
         &shift.domingo,
     ];
-    let names = [
-        "lunes",
-        "martes",
-        "miercoles",
-        "jueves",
-        "viernes",
-        "sabado",
-        "domingo",
-    ];
     let mut rules = [base; 7];
     for (i, over) in overrides.iter().enumerate() {
-        rules[i] = shift_rule(check, &format!("[turno.{}]", names[i]), base, over.as_ref())?;
+        let what = format!("[turno.{}]", WEEKDAY_KEYS[i]);
+        rules[i] = shift_rule(check, &what, base, over.as_ref())?;
     }
     Ok(rules)
 }
@@ -1106,16 +1100,4 @@ fn random_injections(
 
 pub fn hhmm(seconds: u32) -> String {
     format!("{:02}:{:02}", seconds / 3600, (seconds / 60) % 60)
-}
-
-pub fn weekday_es(date: NaiveDate) -> &'static str {
-    [
-        "lunes",
-        "martes",
-        "miércoles",
-        "jueves",
-        "viernes",
-        "sábado",
-        "domingo",
-    ][date.weekday().num_days_from_monday() as usize]
 }

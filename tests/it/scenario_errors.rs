@@ -202,6 +202,29 @@ fn injection_errors_name_the_culprit() {
 }
 
 #[test]
+fn weekday_words_with_or_without_accents() {
+    // Accented and capitalised words are days (so the injection's Tuesday is not one of them).
+    check(
+        replace(
+            "[[unidades]]\nplaca = \"P-789GHJ\"",
+            "[[unidades]]\ndias_laborables = [\"Miércoles\", \"SÁBADO\", \"jueves\"]\nplaca = \"P-789GHJ\"",
+        ),
+        "la unidad no trabaja el martes (2026-08-18)",
+    );
+    check(
+        replace(
+            "[[unidades]]\nplaca = \"P-789GHJ\"",
+            "[[unidades]]\ndias_laborables = [\"miercoles\", \"lunez\"]\nplaca = \"P-789GHJ\"",
+        ),
+        "unidad 'P-789GHJ' dias_laborables: 'lunez' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)",
+    );
+    check(
+        append("[turno.miercoles]\nduracion_h = [9.0, 18.0]"),
+        "[turno.miercoles]: un turno no puede pasar de la medianoche",
+    );
+}
+
+#[test]
 fn bad_command_lines_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(flota_bin())
