@@ -168,6 +168,8 @@ pub struct Injection {
     pub kind: InjectionKind,
 }
 
+/// What is injected, with its parameters: one type for the scenario's explicit injections and
+/// the simulator's plan (which adds those drawn at random).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InjectionKind {
     Speeding {
@@ -180,8 +182,7 @@ pub enum InjectionKind {
         minutes: f64,
     },
     SignalLoss {
-        /// Seconds after local midnight.
-        start_s: u32,
+        at: LossAt,
         minutes: f64,
     },
     StoppedNow {
@@ -190,6 +191,7 @@ pub enum InjectionKind {
 }
 
 impl InjectionKind {
+    /// The kind's word in scenario files and the truth log (`exceso_velocidad`…).
     pub fn name(&self) -> &'static str {
         match self {
             InjectionKind::Speeding { .. } => "exceso_velocidad",
@@ -207,6 +209,15 @@ pub enum Trigger {
     Time(u32),
     /// When the day's first loop passes this fraction of its route.
     Fraction(f64),
+}
+
+/// When a signal loss starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossAt {
+    /// Seconds after local midnight (how a scenario file places one).
+    Clock(u32),
+    /// Fraction of the day's shift, start to planned end (how a random one is placed).
+    ShiftFraction(f64),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -16,8 +16,8 @@ use super::file::{
     UnitFile, VehicleTypeFile,
 };
 use super::{
-    Ahora, Dynamics, Injection, InjectionKind, LongStopAt, ScenarioError, ShiftRule, Trigger, Unit,
-    World, plate_key,
+    Ahora, Dynamics, Injection, InjectionKind, LongStopAt, LossAt, ScenarioError, ShiftRule,
+    Trigger, Unit, World, plate_key,
 };
 use crate::calendar::{WEEKDAY_KEYS, weekday_es, weekday_named};
 use crate::geo::{LatLon, distance_m};
@@ -857,7 +857,7 @@ fn injections(
                 unit,
                 date,
                 kind: InjectionKind::SignalLoss {
-                    start_s: start,
+                    at: LossAt::Clock(start),
                     minutes: s.minutos,
                 },
             },
@@ -987,9 +987,10 @@ fn timed_window(kind: &InjectionKind) -> Option<(u32, u32)> {
             duration_s,
             ..
         } => Some((*start, start + *duration_s as u32 + 600)),
-        InjectionKind::SignalLoss { start_s, minutes } => {
-            Some((*start_s, start_s + (*minutes * 60.0) as u32))
-        }
+        InjectionKind::SignalLoss {
+            at: LossAt::Clock(start_s),
+            minutes,
+        } => Some((*start_s, start_s + (*minutes * 60.0) as u32)),
         _ => None,
     }
 }

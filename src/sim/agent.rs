@@ -19,11 +19,11 @@ use rand_distr::Exp;
 use super::Sink;
 use super::course::Course;
 use super::gnss::{Report, Tracker, TrueSample};
-use super::plan::{LossAt, Planned, PlannedKind};
+use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
 use super::truth::{StopReason, TruthEvent};
 use crate::geo::LatLon;
-use crate::scenario::{LongStopAt, Trigger, Unit, World};
+use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
 
 /// Longest integration step, while cruising.
 const CRUISE_STEP_MS: i64 = 5000;
@@ -292,7 +292,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 fecha: planned.date.to_string(),
                 clase: planned.kind.name().into(),
                 aleatoria: planned.random,
-                parametros: planned.kind.parameters(),
+                parametros: plan::parameters(&planned.kind),
             });
         }
         // Parked at the depot, engine off, since before the data starts.
@@ -367,7 +367,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         let length_h = self.uniform(rule.length_h);
         let mut shift_end_ms = self.now_ms + (length_h * 3_600_000.0) as i64;
         let stop_now = self.planned(date).find_map(|p| match p.kind {
-            PlannedKind::StoppedNow { minutes } => Some(minutes),
+            InjectionKind::StoppedNow { minutes } => Some(minutes),
             _ => None,
         });
         let stop_now_ms = stop_now.map(|m| self.end_ms - (m * 60_000.0).round() as i64);
@@ -395,9 +395,9 @@ impl<'a, S: Sink> Agent<'a, S> {
         if let Some(at) = stop_now_ms {
             self.schedule(at, Event::StopNow);
         }
-        let planned: Vec<PlannedKind> = self.planned(date).map(|p| p.kind.clone()).collect();
+        let planned: Vec<InjectionKind> = self.planned(date).map(|p| p.kind.clone()).collect();
         for kind in planned {
-            if let PlannedKind::SignalLoss { at, minutes } = kind {
+            if let InjectionKind::SignalLoss { at, minutes } = kind {
                 let start_ms = match at {
                     LossAt::Clock(s) => self.day_starts_ms[index] + i64::from(s) * 1000,
                     LossAt::ShiftFraction(f) => {
@@ -437,7 +437,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         let base_min = self.uniform(behaviour.espera_parada_min);
         let long_stop = if loop_index == 0 {
             self.planned(date).find_map(|p| match &p.kind {
-                PlannedKind::LongStop { at, minutes } => Some((at.clone(), *minutes)),
+                InjectionKind::LongStop { at, minutes } => Some((at.clone(), *minutes)),
                 _ => None,
             })
         } else {
@@ -506,7 +506,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.pending_speeding = None;
         if loop_index == 0 {
             let speeding = self.planned(date).find_map(|p| match p.kind {
-                PlannedKind::Speeding {
+                InjectionKind::Speeding {
                     at,
                     speed_kmh,
                     duration_s,

@@ -19,7 +19,7 @@ pub mod truth;
 pub use agent::MIN_TRUTH_STOP_S;
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
-pub use plan::{LossAt, Planned, PlannedKind};
+pub use plan::Planned;
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::scenario::World;

@@ -11,78 +11,38 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::rng::{Purpose, stream};
-use crate::scenario::{InjectionKind, LongStopAt, Trigger, World};
+use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, World};
 
-/// When a signal loss starts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LossAt {
-    /// Seconds after local midnight.
-    Clock(u32),
-    /// Fraction of the day's shift (start to planned end).
-    ShiftFraction(f64),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PlannedKind {
-    Speeding {
-        at: Trigger,
-        speed_kmh: f64,
-        duration_s: f64,
-    },
-    LongStop {
-        at: LongStopAt,
-        minutes: f64,
-    },
-    SignalLoss {
-        at: LossAt,
-        minutes: f64,
-    },
-    StoppedNow {
-        minutes: f64,
-    },
-}
-
-impl PlannedKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            PlannedKind::Speeding { .. } => "exceso_velocidad",
-            PlannedKind::LongStop { .. } => "parada_prolongada",
-            PlannedKind::SignalLoss { .. } => "perdida_senal",
-            PlannedKind::StoppedNow { .. } => "detenida_ahora",
+/// The planned parameters of an injection, for the truth log.
+pub fn parameters(kind: &InjectionKind) -> serde_json::Value {
+    let trigger = |t: &Trigger| match t {
+        Trigger::Time(s) => json!({"hora_s": s}),
+        Trigger::Fraction(f) => json!({"fraccion_ruta": f}),
+    };
+    match kind {
+        InjectionKind::Speeding {
+            at,
+            speed_kmh,
+            duration_s,
+        } => {
+            json!({"velocidad_kmh": speed_kmh, "duracion_s": duration_s, "inicio": trigger(at)})
         }
-    }
-
-    /// The planned parameters, for the truth log.
-    pub fn parameters(&self) -> serde_json::Value {
-        let trigger = |t: &Trigger| match t {
-            Trigger::Time(s) => json!({"hora_s": s}),
-            Trigger::Fraction(f) => json!({"fraccion_ruta": f}),
-        };
-        match self {
-            PlannedKind::Speeding {
-                at,
-                speed_kmh,
-                duration_s,
-            } => {
-                json!({"velocidad_kmh": speed_kmh, "duracion_s": duration_s, "inicio": trigger(at)})
-            }
-            PlannedKind::LongStop { at, minutes } => match at {
-                LongStopAt::Stop(name) => json!({"minutos": minutes, "parada": name}),
-                LongStopAt::Fraction(f) => json!({"minutos": minutes, "fraccion_ruta": f}),
-            },
-            PlannedKind::SignalLoss { at, minutes } => match at {
-                LossAt::Clock(s) => json!({"minutos": minutes, "hora_s": s}),
-                LossAt::ShiftFraction(f) => json!({"minutos": minutes, "fraccion_turno": f}),
-            },
-            PlannedKind::StoppedNow { minutes } => json!({"minutos": minutes}),
-        }
+        InjectionKind::LongStop { at, minutes } => match at {
+            LongStopAt::Stop(name) => json!({"minutos": minutes, "parada": name}),
+            LongStopAt::Fraction(f) => json!({"minutos": minutes, "fraccion_ruta": f}),
+        },
+        InjectionKind::SignalLoss { at, minutes } => match at {
+            LossAt::Clock(s) => json!({"minutos": minutes, "hora_s": s}),
+            LossAt::ShiftFraction(f) => json!({"minutos": minutes, "fraccion_turno": f}),
+        },
+        InjectionKind::StoppedNow { minutes } => json!({"minutos": minutes}),
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
     pub date: NaiveDate,
-    pub kind: PlannedKind,
+    pub kind: InjectionKind,
     pub random: bool,
 }
 
@@ -90,29 +50,9 @@ pub struct Planned {
 pub fn plan(world: &World) -> Vec<Vec<Planned>> {
     let mut plan: Vec<Vec<Planned>> = vec![Vec::new(); world.units.len()];
     for injection in &world.injections {
-        let kind = match &injection.kind {
-            InjectionKind::Speeding {
-                at,
-                speed_kmh,
-                duration_s,
-            } => PlannedKind::Speeding {
-                at: *at,
-                speed_kmh: *speed_kmh,
-                duration_s: *duration_s,
-            },
-            InjectionKind::LongStop { at, minutes } => PlannedKind::LongStop {
-                at: at.clone(),
-                minutes: *minutes,
-            },
-            InjectionKind::SignalLoss { start_s, minutes } => PlannedKind::SignalLoss {
-                at: LossAt::Clock(*start_s),
-                minutes: *minutes,
-            },
-            InjectionKind::StoppedNow { minutes } => PlannedKind::StoppedNow { minutes: *minutes },
-        };
         plan[injection.unit].push(Planned {
             date: injection.date,
-            kind,
+            kind: injection.kind.clone(),
             random: false,
         });
     }
@@ -148,7 +88,7 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
         let at = Trigger::Fraction(rng.random_range(0.15..0.85));
         plan[u].push(Planned {
             date,
-            kind: PlannedKind::Speeding {
+            kind: InjectionKind::Speeding {
                 at,
                 speed_kmh,
                 duration_s,
@@ -174,7 +114,7 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
         };
         plan[u].push(Planned {
             date,
-            kind: PlannedKind::LongStop { at, minutes },
+            kind: InjectionKind::LongStop { at, minutes },
             random: true,
         });
     }
@@ -191,7 +131,7 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
         let at = LossAt::ShiftFraction(rng.random_range(0.2..0.8));
         plan[u].push(Planned {
             date,
-            kind: PlannedKind::SignalLoss { at, minutes },
+            kind: InjectionKind::SignalLoss { at, minutes },
             random: true,
         });
     }
@@ -212,7 +152,7 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
         let minutes = uniform(&mut rng, r.detenida_minutos).round();
         plan[u].push(Planned {
             date,
-            kind: PlannedKind::StoppedNow { minutes },
+            kind: InjectionKind::StoppedNow { minutes },
             random: true,
         });
     }
