@@ -552,18 +552,22 @@ impl<'a, S: Sink> Agent<'a, S> {
             let should = inside.contains(&fence);
             match (self.visits[fence].is_some(), should) {
                 (false, true) => self.visits[fence] = Some(Some(now)),
-                (true, false) => {
-                    if let Some(entry) = self.visits[fence].take() {
-                        self.sink.truth(TruthEvent::VisitaGeocerca {
-                            placa: self.unit.plate.clone(),
-                            geocerca: self.world.fences[fence].name.clone(),
-                            entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                            salida_utc: Some(now.div_euclid(1000)),
-                        });
-                    }
-                }
+                (true, false) => self.close_visit(fence, Some(now)),
                 _ => {}
             }
+        }
+    }
+
+    /// Ends the stay in `fence`, if there is one, at `exit_ms` (`None`: still inside at
+    /// `ahora`), and logs it.
+    fn close_visit(&mut self, fence: usize, exit_ms: Option<i64>) {
+        if let Some(entry) = self.visits[fence].take() {
+            self.sink.truth(TruthEvent::VisitaGeocerca {
+                placa: self.unit.plate.clone(),
+                geocerca: self.world.fences[fence].name.clone(),
+                entrada_utc: entry.map(|e| e.div_euclid(1000)),
+                salida_utc: exit_ms.map(|e| e.div_euclid(1000)),
+            });
         }
     }
 
@@ -753,21 +757,14 @@ impl<'a, S: Sink> Agent<'a, S> {
         if ds > 0.0 {
             let at = |b: f64| t0 + (((b - s0) / ds) * (t1 - t0) as f64).round() as i64;
             let length = self.world.routes[self.route].length_m();
-            for span in &self.courses[self.route].spans {
+            let courses = self.courses;
+            for span in &courses[self.route].spans {
                 if s0 < span.from_m && span.from_m <= s1 && self.visits[span.fence].is_none() {
                     self.visits[span.fence] = Some(Some(at(span.from_m)));
                 }
                 // A span that runs to the route's end is left only by the next departure.
                 if s0 < span.to_m && span.to_m <= s1 && span.to_m < length {
-                    let exit = at(span.to_m);
-                    if let Some(entry) = self.visits[span.fence].take() {
-                        self.sink.truth(TruthEvent::VisitaGeocerca {
-                            placa: self.unit.plate.clone(),
-                            geocerca: self.world.fences[span.fence].name.clone(),
-                            entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                            salida_utc: Some(exit.div_euclid(1000)),
-                        });
-                    }
+                    self.close_visit(span.fence, Some(at(span.to_m)));
                 }
             }
         }
@@ -1028,14 +1025,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             self.emit_stop(stop, None, duration_s);
         }
         for fence in 0..self.visits.len() {
-            if let Some(entry) = self.visits[fence].take() {
-                self.sink.truth(TruthEvent::VisitaGeocerca {
-                    placa: self.unit.plate.clone(),
-                    geocerca: self.world.fences[fence].name.clone(),
-                    entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                    salida_utc: None,
-                });
-            }
+            self.close_visit(fence, None);
         }
         if let Some((date, start_ms)) = self.jornada_open.take() {
             self.sink.truth(TruthEvent::Jornada {
