@@ -7,6 +7,7 @@
 
 mod error;
 mod file;
+mod injections;
 mod resolve;
 
 use std::collections::BTreeMap;
