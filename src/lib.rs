@@ -20,6 +20,7 @@ pub mod geofence;
 pub mod log;
 pub mod map;
 pub mod mcp;
+pub mod mutex;
 pub mod net;
 pub mod output;
 pub mod route;

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::geo::{LatLon, distance_m};
 use crate::geofence::Geofence;
+use crate::mutex::lock;
 use crate::net::{Get, Http, Reply};
 
 /// A named place a point can be described against.
@@ -250,12 +251,6 @@ impl Geocoder {
             .filter(|a| !a.trim().is_empty())
             .ok_or_else(|| "respuesta sin dirección".to_owned())
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
