@@ -3,9 +3,9 @@
 //! Owns one small state machine per fence. A fix on the other side of the fence from the
 //! confirmed state starts a pending crossing, timed where the straight line between the two
 //! fixes crosses the boundary; the crossing is confirmed once the unit has stayed on the new
-//! side for the confirmation time, and any fix back on the old side cancels it. The reference
-//! counted four reports and stamped the crossing with the first of them (about 45 s late);
-//! here the stamp is the interpolated crossing itself. A unit inside at its first fix has a
+//! side for the confirmation time, and any fix back on the old side cancels it. Counting four
+//! reports and stamping the crossing with the first of them would be about 45 s late; here
+//! the stamp is the interpolated crossing itself. A unit inside at its first fix has a
 //! visit "since before the data". Silences do not end a visit by themselves, so a night parked
 //! inside the depot is one visit across midnight.
 

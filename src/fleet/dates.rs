@@ -1,7 +1,7 @@
 //! Dates as operators say them: `2026-08-18`, `hoy`, `ayer`, `anteayer`, `lunes`…
 //!
 //! Owns resolving a date argument against the fleet's "now" in the fleet's zone, date ranges
-//! (inclusive, at most 92 days apart, like the reference), and formatting times back in local
+//! (inclusive, at most 92 days apart: about three months), and formatting times back in local
 //! time. A weekday name means its most recent occurrence, today included. The words and the
 //! local day themselves are `crate::calendar`'s (re-exported here for the tools).
 

@@ -4,10 +4,10 @@
 //! de Bodega Mixco" or "a 350 m de la parada z10_oakland" for the nearest geofence or route
 //! stop — needs nothing but the database. The online address comes from Google's Geocoding
 //! API (`GOOGLE_MAPS_API_KEY`) or a Nominatim-compatible service (`FLOTA_GEOCODER_URL`), with
-//! a two-second timeout, a cache of answers (never of failures, unlike the reference), a
-//! one-minute pause after a failure so an offline machine stays fast, and the offline phrase
-//! as fallback. The tools make no other HTTP call; this one goes through `net`, whose errors
-//! never carry the URL or the key.
+//! a two-second timeout, a cache of answers (never of failures), a one-minute pause after a
+//! failure so an offline machine stays fast, and the offline phrase as fallback. The tools
+//! make no other HTTP call; this one goes through `net`, whose errors never carry the URL or
+//! the key.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
