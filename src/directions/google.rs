@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use super::{Answer, Parsed, decode, json_body, retryable_http};
+use super::{Answer, Parsed, decode, read_answer, with_message};
 use crate::net::Get;
 use crate::route::StopFile;
 
@@ -79,20 +79,11 @@ struct GeocodedWaypoint {
 }
 
 pub(super) fn parse(http_status: u16, body: &[u8], stops: &[StopFile]) -> Answer {
-    let response: Response = match json_body(body, "Google") {
+    let response: Response = match read_answer(http_status, body, "Google") {
         Ok(r) => r,
-        Err(_) if retryable_http(http_status) => {
-            return Answer::Retry(format!("Google respondió HTTP {http_status}"));
-        }
-        Err(_) if http_status != 200 => {
-            return Answer::Fail(format!("Google respondió HTTP {http_status}"));
-        }
-        Err(reason) => return Answer::Fail(reason),
+        Err(answer) => return answer,
     };
-    let detail = |code: &str| match &response.error_message {
-        Some(m) if !m.trim().is_empty() => format!("{code}: {}", m.trim()),
-        _ => code.to_owned(),
-    };
+    let detail = |code: &str| with_message(code, response.error_message.as_deref());
     match response.status.as_str() {
         "OK" => {}
         "ZERO_RESULTS" => {
@@ -245,13 +236,7 @@ mod tests {
     fn statuses_become_sentences() {
         let check = |body: serde_json::Value, http: u16, retry: bool, needle: &str| {
             let answer = parse(http, body.to_string().as_bytes(), &stops(3));
-            let (got_retry, text) = match answer {
-                Answer::Retry(t) => (true, t),
-                Answer::Fail(t) => (false, t),
-                Answer::Route(_) => panic!("{body}: a route"),
-            };
-            assert_eq!(got_retry, retry, "{body}: {text}");
-            assert!(text.contains(needle), "{body}: {text}");
+            crate::directions::tests::assert_failure(answer, retry, needle, &body.to_string());
         };
         check(
             json!({"status": "REQUEST_DENIED", "error_message": "The provided API key is invalid."}),
