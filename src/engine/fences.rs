@@ -27,6 +27,31 @@ struct Track {
     cancelled: Option<(i64, i64)>,
 }
 
+impl Track {
+    /// Takes a confirmed crossing at `at` to the `inside` side: starts a visit, or ends the
+    /// open one and returns its start.
+    fn cross(&mut self, inside: bool, at: i64) -> Option<(i64, bool)> {
+        self.inside = inside;
+        if inside {
+            self.entry = Some((at, false));
+            None
+        } else {
+            self.entry.take()
+        }
+    }
+}
+
+/// The visit of `fence` that started at `entry` (its time, and whether at the data's first
+/// fix) and ended at `exit_utc` (`None`: still inside).
+fn visit(fence: usize, (entry_utc, from_data_start): (i64, bool), exit_utc: Option<i64>) -> Visit {
+    Visit {
+        fence,
+        entry_utc,
+        exit_utc,
+        from_data_start,
+    }
+}
+
 /// A cancelled crossing repeated within this long keeps the first crossing's time, seconds.
 const RETRY_S: i64 = 60;
 
@@ -99,16 +124,8 @@ impl FenceDetector {
             if fix.ts_utc - first_new >= self.confirm_s {
                 track.pending = None;
                 track.cancelled = None;
-                track.inside = now_inside;
-                if now_inside {
-                    track.entry = Some((at, false));
-                } else if let Some((entry, from_start)) = track.entry.take() {
-                    self.visits.push(Visit {
-                        fence: index,
-                        entry_utc: entry,
-                        exit_utc: Some(at),
-                        from_data_start: from_start,
-                    });
+                if let Some(entry) = track.cross(now_inside, at) {
+                    self.visits.push(visit(index, entry, Some(at)));
                 }
             }
         }
@@ -121,26 +138,12 @@ impl FenceDetector {
         for (index, track) in self.tracks.iter_mut().enumerate() {
             if let Some((at, first_new)) = track.pending.take()
                 && now_utc - first_new >= self.confirm_s
+                && let Some(entry) = track.cross(!track.inside, at)
             {
-                track.inside = !track.inside;
-                if track.inside {
-                    track.entry = Some((at, false));
-                } else if let Some((entry, from_start)) = track.entry.take() {
-                    self.visits.push(Visit {
-                        fence: index,
-                        entry_utc: entry,
-                        exit_utc: Some(at),
-                        from_data_start: from_start,
-                    });
-                }
+                self.visits.push(visit(index, entry, Some(at)));
             }
-            if let Some((entry, from_start)) = track.entry.take() {
-                self.visits.push(Visit {
-                    fence: index,
-                    entry_utc: entry,
-                    exit_utc: None,
-                    from_data_start: from_start,
-                });
+            if let Some(entry) = track.entry.take() {
+                self.visits.push(visit(index, entry, None));
             }
         }
         self.visits.sort_by_key(|v| (v.entry_utc, v.fence));
