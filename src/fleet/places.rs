@@ -256,20 +256,10 @@ impl Geocoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geofence::Shape;
 
     fn places() -> Places {
-        let cedis = Geofence::new(
-            "CEDIS Zona 12".into(),
-            "bodega".into(),
-            Shape::Square {
-                centre: LatLon::new(14.585, -90.545),
-                half_side_m: 260.0,
-            },
-            None,
-        );
         Places::new(
-            &[cedis],
+            &[crate::geofence::tests::cedis()],
             &[("z10_oakland".into(), LatLon::new(14.599, -90.509))],
         )
     }
