@@ -83,73 +83,8 @@ pub(super) fn parse(http_status: u16, body: &[u8], stops: &[StopFile]) -> Answer
         Ok(r) => r,
         Err(answer) => return answer,
     };
-    let detail = |code: &str| with_message(code, response.error_message.as_deref());
-    match response.status.as_str() {
-        "OK" => {}
-        "ZERO_RESULTS" => {
-            return Answer::Fail(format!(
-                "Google no encontró una ruta por carretera entre las paradas ({})",
-                detail("ZERO_RESULTS")
-            ));
-        }
-        "NOT_FOUND" => {
-            let missing: Vec<String> = response
-                .geocoded_waypoints
-                .iter()
-                .zip(stops)
-                .filter(|(w, _)| w.geocoder_status != "OK")
-                .map(|(_, s)| format!("'{}'", s.nombre))
-                .collect();
-            let which = if missing.is_empty() {
-                "alguna parada".to_owned()
-            } else {
-                format!("la parada {}", missing.join(", "))
-            };
-            return Answer::Fail(format!(
-                "Google no pudo ubicar {which} ({})",
-                detail("NOT_FOUND")
-            ));
-        }
-        "REQUEST_DENIED" => {
-            return Answer::Fail(format!(
-                "Google rechazó la solicitud ({}); revise GOOGLE_MAPS_API_KEY y que la \
-                 Directions API esté habilitada para esa clave",
-                detail("REQUEST_DENIED")
-            ));
-        }
-        "OVER_QUERY_LIMIT" => {
-            return Answer::Retry(format!(
-                "Google: se excedió el límite de solicitudes ({})",
-                detail("OVER_QUERY_LIMIT")
-            ));
-        }
-        "OVER_DAILY_LIMIT" => {
-            return Answer::Fail(format!(
-                "Google: la clave no tiene cuota o facturación activa ({})",
-                detail("OVER_DAILY_LIMIT")
-            ));
-        }
-        "INVALID_REQUEST" => {
-            return Answer::Fail(format!(
-                "Google considera inválida la solicitud ({})",
-                detail("INVALID_REQUEST")
-            ));
-        }
-        "MAX_WAYPOINTS_EXCEEDED" | "MAX_ROUTE_LENGTH_EXCEEDED" => {
-            return Answer::Fail(format!(
-                "Google no acepta una ruta tan larga o con tantas paradas ({})",
-                detail(&response.status)
-            ));
-        }
-        "UNKNOWN_ERROR" => {
-            return Answer::Retry(format!(
-                "Google tuvo un error interno ({})",
-                detail("UNKNOWN_ERROR")
-            ));
-        }
-        other => {
-            return Answer::Fail(format!("Google respondió el estado desconocido {other:?}"));
-        }
+    if let Some(failure) = status_failure(&response, stops) {
+        return failure;
     }
     let Some(route) = response.routes.into_iter().next() else {
         return Answer::Fail("Google respondió OK sin ninguna ruta".into());
@@ -182,6 +117,63 @@ pub(super) fn parse(http_status: u16, body: &[u8], stops: &[StopFile]) -> Answer
         distance_m: route.legs.iter().map(|l| l.distance.value).sum(),
         duration_s: route.legs.iter().map(|l| l.duration.value).sum(),
     })
+}
+
+/// What a status other than `OK` means, in one Spanish sentence; `None` for `OK`.
+fn status_failure(response: &Response, stops: &[StopFile]) -> Option<Answer> {
+    let detail = |code: &str| with_message(code, response.error_message.as_deref());
+    let failure = match response.status.as_str() {
+        "OK" => return None,
+        "ZERO_RESULTS" => Answer::Fail(format!(
+            "Google no encontró una ruta por carretera entre las paradas ({})",
+            detail("ZERO_RESULTS")
+        )),
+        "NOT_FOUND" => {
+            let missing: Vec<String> = response
+                .geocoded_waypoints
+                .iter()
+                .zip(stops)
+                .filter(|(w, _)| w.geocoder_status != "OK")
+                .map(|(_, s)| format!("'{}'", s.nombre))
+                .collect();
+            let which = if missing.is_empty() {
+                "alguna parada".to_owned()
+            } else {
+                format!("la parada {}", missing.join(", "))
+            };
+            Answer::Fail(format!(
+                "Google no pudo ubicar {which} ({})",
+                detail("NOT_FOUND")
+            ))
+        }
+        "REQUEST_DENIED" => Answer::Fail(format!(
+            "Google rechazó la solicitud ({}); revise GOOGLE_MAPS_API_KEY y que la \
+             Directions API esté habilitada para esa clave",
+            detail("REQUEST_DENIED")
+        )),
+        "OVER_QUERY_LIMIT" => Answer::Retry(format!(
+            "Google: se excedió el límite de solicitudes ({})",
+            detail("OVER_QUERY_LIMIT")
+        )),
+        "OVER_DAILY_LIMIT" => Answer::Fail(format!(
+            "Google: la clave no tiene cuota o facturación activa ({})",
+            detail("OVER_DAILY_LIMIT")
+        )),
+        "INVALID_REQUEST" => Answer::Fail(format!(
+            "Google considera inválida la solicitud ({})",
+            detail("INVALID_REQUEST")
+        )),
+        "MAX_WAYPOINTS_EXCEEDED" | "MAX_ROUTE_LENGTH_EXCEEDED" => Answer::Fail(format!(
+            "Google no acepta una ruta tan larga o con tantas paradas ({})",
+            detail(&response.status)
+        )),
+        "UNKNOWN_ERROR" => Answer::Retry(format!(
+            "Google tuvo un error interno ({})",
+            detail("UNKNOWN_ERROR")
+        )),
+        other => Answer::Fail(format!("Google respondió el estado desconocido {other:?}")),
+    };
+    Some(failure)
 }
 
 #[cfg(test)]
