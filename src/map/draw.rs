@@ -155,6 +155,15 @@ impl Rect {
     }
 }
 
+/// Plotters' style for an area filled with `colour`.
+fn filled(colour: BackendColor) -> ShapeStyle {
+    ShapeStyle {
+        color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+        filled: true,
+        stroke_width: 1,
+    }
+}
+
 fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
     BackendColor {
         alpha,
@@ -192,13 +201,8 @@ impl Canvas<'_> {
     }
 
     fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: true,
-            stroke_width: 1,
-        };
         self.backend()
-            .fill_polygon(points.iter().map(|p| sp(*p)), &style)
+            .fill_polygon(points.iter().map(|p| sp(*p)), &filled(colour))
             .map_err(failed)
     }
 
@@ -214,13 +218,8 @@ impl Canvas<'_> {
     }
 
     fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: true,
-            stroke_width: 1,
-        };
         self.backend()
-            .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &style, true)
+            .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &filled(colour), true)
             .map_err(failed)
     }
 
