@@ -1,7 +1,7 @@
 //! The course's minimal MCP server, rebuilt on flota's protocol core.
 //!
 //! Four tools over stdio: `analizar_texto`, `calcular_estadisticas`, `informacion_sistema`
-//! (the reference course server's three) and `esperar`, a slow tool that shows progress and
+//! (the course server's original three) and `esperar`, a slow tool that shows progress and
 //! cancellation. Each tool is a [`TypedTool`]: typed parameters, typed output, schemas derived
 //! from the types. Try it: `cargo run --example servidor_texto < examples/requests.jsonl`.
 #![allow(clippy::print_stderr)]

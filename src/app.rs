@@ -17,8 +17,8 @@ use crate::log_info;
 use crate::mcp::{self, ServeOptions, ServerInfo};
 use crate::tools;
 
-/// The database to serve: `--db`, else `FLOTA_DB`, else `MCP_FLOTA_DB` (the reference's
-/// variable), else `datos/flota.db`.
+/// The database to serve: `--db`, else `FLOTA_DB`, else `MCP_FLOTA_DB` (an older name, still
+/// accepted), else `datos/flota.db`.
 pub fn db_path(flag: Option<&Path>) -> PathBuf {
     flag.map(Path::to_path_buf)
         .or_else(|| std::env::var_os("FLOTA_DB").map(PathBuf::from))

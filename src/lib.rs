@@ -6,6 +6,7 @@
 
 pub mod analyze;
 pub mod app;
+pub mod calendar;
 pub mod claude_config;
 pub mod cli;
 pub mod client;
@@ -19,6 +20,7 @@ pub mod geofence;
 pub mod log;
 pub mod map;
 pub mod mcp;
+pub mod mutex;
 pub mod net;
 pub mod output;
 pub mod route;

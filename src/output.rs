@@ -5,11 +5,14 @@
 //! A crash, Ctrl-C or an error leaves the previous file untouched (a stale `.parcial` is
 //! removed on the next run, or by `Drop` when the process unwinds). When a target cannot be
 //! written, [`Staged::prepare`] says why in one Spanish sentence naming the path the user gave
-//! (never the temporary name, never the system's English).
+//! (never the temporary name, never the system's English). Cache files, which several writers
+//! may race on and which need not survive a crash, take the lighter [`write_cache_file`].
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A target that cannot be written, and why, in Spanish.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +108,28 @@ impl Drop for Staged {
     }
 }
 
+/// Replaces `target` (creating its folder) with `bytes` through a temporary file and a rename,
+/// so a reader sees the old file or the new one, never part of one. For caches: the
+/// temporary name is unique to this write (threads and processes may store the same file at
+/// once), nothing is flushed to disk (a crash may lose the file, not corrupt it), and the
+/// temporary file is removed when anything fails.
+pub fn write_cache_file(target: &Path, bytes: &[u8]) -> io::Result<()> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut name = OsString::from(".");
+    name.push(target.file_name().unwrap_or_default());
+    let write = WRITES.fetch_add(1, Ordering::Relaxed);
+    name.push(format!(".{}.{write}.parcial", std::process::id()));
+    let temp = target.with_file_name(name);
+    let written = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, target));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
 /// The folder `target` goes in, as the user would name it.
 fn folder_of(target: &Path) -> &Path {
     match target.parent() {
@@ -185,5 +210,24 @@ mod tests {
         std::fs::write(staged.temp(), "nuevo").unwrap();
         staged.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "nuevo");
+    }
+
+    #[test]
+    fn cache_files_are_replaced_whole_and_leave_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("15").join("7").join("9.png");
+        write_cache_file(&target, b"uno").unwrap();
+        write_cache_file(&target, b"dos").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"dos");
+        // A target that cannot be replaced (a folder): an error, and no temporary file.
+        let folder = dir.path().join("15").join("7").join("8.png");
+        std::fs::create_dir(&folder).unwrap();
+        assert!(write_cache_file(&folder, b"tres").is_err());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("15").join("7"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["8.png", "9.png"]);
     }
 }

@@ -16,7 +16,8 @@ use crate::geo::{LatLon, bearing_deg, distance_m, lerp, local_m};
 /// Polyline precision used by every route file (Google's format, 5 decimals).
 pub const POLYLINE_PRECISION: u32 = 5;
 /// A stop farther than this from the line is an error. Delivery points may sit off the
-/// routed street: the reference's `aeropuerto` is 178 m from its line, `san_cristobal` 162 m.
+/// routed street: in the shipped routes `aeropuerto` is 178 m from its line, `san_cristobal`
+/// 162 m.
 pub const MAX_STOP_OFFSET_M: f64 = 250.0;
 /// The first and last stop must be this close to the line's ends.
 pub const MAX_END_OFFSET_M: f64 = 100.0;
@@ -104,8 +105,8 @@ impl RouteFile {
         })
     }
 
-    /// The file's text as flota and the reference write it: pretty-printed, two-space
-    /// indent, keys in format order, no final newline.
+    /// The file's text as flota writes it (and as the shipped route files are): pretty-printed,
+    /// two-space indent, keys in format order, no final newline.
     pub fn to_json(&self) -> String {
         // Serialising plain strings, numbers and lists cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default()
@@ -454,10 +455,11 @@ mod tests {
     }
 
     #[test]
-    fn shipped_routes_load_with_the_reference_figures() {
+    fn shipped_routes_load_with_their_recorded_lengths() {
         let routes = load_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rutas")).unwrap();
         assert_eq!(routes.len(), 10);
-        // Great-circle lengths from seed-fleet.md §4.8 (within 0.5 %: the mean radius differs).
+        // Great-circle lengths recorded when the routes were drawn (within 0.5 %: that
+        // measurement used another mean Earth radius).
         for (name, length) in [
             ("r01_cedis_z1_z4", 18_892.0),
             ("r09_caes_pinula_fraijanes", 56_725.0),

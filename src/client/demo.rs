@@ -43,7 +43,7 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
         &format!("{} herramientas: {}", names.len(), names.join(", ")),
     );
 
-    // The fleet tour, as the reference's demo: "today" comes from the server's own answer.
+    // The fleet tour: "today" comes from the server's own answer.
     let has = |name: &str| names.contains(&name);
     let mut week_start: Option<String> = None;
     if has("unidades_detenidas") {

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use super::{Answer, Parsed, decode, json_body, retryable_http};
+use super::{Answer, Parsed, decode, read_answer, with_message};
 use crate::net::Get;
 use crate::route::StopFile;
 
@@ -79,86 +79,12 @@ struct GeocodedWaypoint {
 }
 
 pub(super) fn parse(http_status: u16, body: &[u8], stops: &[StopFile]) -> Answer {
-    let response: Response = match json_body(body, "Google") {
+    let response: Response = match read_answer(http_status, body, "Google") {
         Ok(r) => r,
-        Err(_) if retryable_http(http_status) => {
-            return Answer::Retry(format!("Google respondió HTTP {http_status}"));
-        }
-        Err(_) if http_status != 200 => {
-            return Answer::Fail(format!("Google respondió HTTP {http_status}"));
-        }
-        Err(reason) => return Answer::Fail(reason),
+        Err(answer) => return answer,
     };
-    let detail = |code: &str| match &response.error_message {
-        Some(m) if !m.trim().is_empty() => format!("{code}: {}", m.trim()),
-        _ => code.to_owned(),
-    };
-    match response.status.as_str() {
-        "OK" => {}
-        "ZERO_RESULTS" => {
-            return Answer::Fail(format!(
-                "Google no encontró una ruta por carretera entre las paradas ({})",
-                detail("ZERO_RESULTS")
-            ));
-        }
-        "NOT_FOUND" => {
-            let missing: Vec<String> = response
-                .geocoded_waypoints
-                .iter()
-                .zip(stops)
-                .filter(|(w, _)| w.geocoder_status != "OK")
-                .map(|(_, s)| format!("'{}'", s.nombre))
-                .collect();
-            let which = if missing.is_empty() {
-                "alguna parada".to_owned()
-            } else {
-                format!("la parada {}", missing.join(", "))
-            };
-            return Answer::Fail(format!(
-                "Google no pudo ubicar {which} ({})",
-                detail("NOT_FOUND")
-            ));
-        }
-        "REQUEST_DENIED" => {
-            return Answer::Fail(format!(
-                "Google rechazó la solicitud ({}); revise GOOGLE_MAPS_API_KEY y que la \
-                 Directions API esté habilitada para esa clave",
-                detail("REQUEST_DENIED")
-            ));
-        }
-        "OVER_QUERY_LIMIT" => {
-            return Answer::Retry(format!(
-                "Google: se excedió el límite de solicitudes ({})",
-                detail("OVER_QUERY_LIMIT")
-            ));
-        }
-        "OVER_DAILY_LIMIT" => {
-            return Answer::Fail(format!(
-                "Google: la clave no tiene cuota o facturación activa ({})",
-                detail("OVER_DAILY_LIMIT")
-            ));
-        }
-        "INVALID_REQUEST" => {
-            return Answer::Fail(format!(
-                "Google considera inválida la solicitud ({})",
-                detail("INVALID_REQUEST")
-            ));
-        }
-        "MAX_WAYPOINTS_EXCEEDED" | "MAX_ROUTE_LENGTH_EXCEEDED" => {
-            return Answer::Fail(format!(
-                "Google no acepta una ruta tan larga o con tantas paradas ({})",
-                detail(&response.status)
-            ));
-        }
-        "UNKNOWN_ERROR" => {
-            return Answer::Retry(format!(
-                "Google tuvo un error interno ({})",
-                detail("UNKNOWN_ERROR")
-            ));
-        }
-        other => {
-            return Answer::Fail(format!("Google respondió el estado desconocido {other:?}"));
-        }
+    if let Some(failure) = status_failure(&response, stops) {
+        return failure;
     }
     let Some(route) = response.routes.into_iter().next() else {
         return Answer::Fail("Google respondió OK sin ninguna ruta".into());
@@ -191,6 +117,63 @@ pub(super) fn parse(http_status: u16, body: &[u8], stops: &[StopFile]) -> Answer
         distance_m: route.legs.iter().map(|l| l.distance.value).sum(),
         duration_s: route.legs.iter().map(|l| l.duration.value).sum(),
     })
+}
+
+/// What a status other than `OK` means, in one Spanish sentence; `None` for `OK`.
+fn status_failure(response: &Response, stops: &[StopFile]) -> Option<Answer> {
+    let detail = |code: &str| with_message(code, response.error_message.as_deref());
+    let failure = match response.status.as_str() {
+        "OK" => return None,
+        "ZERO_RESULTS" => Answer::Fail(format!(
+            "Google no encontró una ruta por carretera entre las paradas ({})",
+            detail("ZERO_RESULTS")
+        )),
+        "NOT_FOUND" => {
+            let missing: Vec<String> = response
+                .geocoded_waypoints
+                .iter()
+                .zip(stops)
+                .filter(|(w, _)| w.geocoder_status != "OK")
+                .map(|(_, s)| format!("'{}'", s.nombre))
+                .collect();
+            let which = if missing.is_empty() {
+                "alguna parada".to_owned()
+            } else {
+                format!("la parada {}", missing.join(", "))
+            };
+            Answer::Fail(format!(
+                "Google no pudo ubicar {which} ({})",
+                detail("NOT_FOUND")
+            ))
+        }
+        "REQUEST_DENIED" => Answer::Fail(format!(
+            "Google rechazó la solicitud ({}); revise GOOGLE_MAPS_API_KEY y que la \
+             Directions API esté habilitada para esa clave",
+            detail("REQUEST_DENIED")
+        )),
+        "OVER_QUERY_LIMIT" => Answer::Retry(format!(
+            "Google: se excedió el límite de solicitudes ({})",
+            detail("OVER_QUERY_LIMIT")
+        )),
+        "OVER_DAILY_LIMIT" => Answer::Fail(format!(
+            "Google: la clave no tiene cuota o facturación activa ({})",
+            detail("OVER_DAILY_LIMIT")
+        )),
+        "INVALID_REQUEST" => Answer::Fail(format!(
+            "Google considera inválida la solicitud ({})",
+            detail("INVALID_REQUEST")
+        )),
+        "MAX_WAYPOINTS_EXCEEDED" | "MAX_ROUTE_LENGTH_EXCEEDED" => Answer::Fail(format!(
+            "Google no acepta una ruta tan larga o con tantas paradas ({})",
+            detail(&response.status)
+        )),
+        "UNKNOWN_ERROR" => Answer::Retry(format!(
+            "Google tuvo un error interno ({})",
+            detail("UNKNOWN_ERROR")
+        )),
+        other => Answer::Fail(format!("Google respondió el estado desconocido {other:?}")),
+    };
+    Some(failure)
 }
 
 #[cfg(test)]
@@ -245,13 +228,7 @@ mod tests {
     fn statuses_become_sentences() {
         let check = |body: serde_json::Value, http: u16, retry: bool, needle: &str| {
             let answer = parse(http, body.to_string().as_bytes(), &stops(3));
-            let (got_retry, text) = match answer {
-                Answer::Retry(t) => (true, t),
-                Answer::Fail(t) => (false, t),
-                Answer::Route(_) => panic!("{body}: a route"),
-            };
-            assert_eq!(got_retry, retry, "{body}: {text}");
-            assert!(text.contains(needle), "{body}: {text}");
+            crate::directions::tests::assert_failure(answer, retry, needle, &body.to_string());
         };
         check(
             json!({"status": "REQUEST_DENIED", "error_message": "The provided API key is invalid."}),

@@ -295,6 +295,32 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], who: &str) -> Result<T
     })
 }
 
+/// A provider's JSON answer. A body that is not that JSON is blamed on the HTTP status when it
+/// is not 200 (worth another try when the status says so), else on the provider.
+fn read_answer<T: serde::de::DeserializeOwned>(
+    http_status: u16,
+    body: &[u8],
+    who: &str,
+) -> Result<T, Answer> {
+    json_body(body, who).map_err(|reason| {
+        if retryable_http(http_status) {
+            Answer::Retry(format!("{who} respondió HTTP {http_status}"))
+        } else if http_status != 200 {
+            Answer::Fail(format!("{who} respondió HTTP {http_status}"))
+        } else {
+            Answer::Fail(reason)
+        }
+    })
+}
+
+/// A provider's status code with its own explanation, when it sent one: `code: message`.
+fn with_message(code: &str, message: Option<&str>) -> String {
+    match message.map(str::trim) {
+        Some(m) if !m.is_empty() => format!("{code}: {m}"),
+        _ => code.to_owned(),
+    }
+}
+
 /// The HTTP statuses worth retrying.
 fn retryable_http(status: u16) -> bool {
     status == 429 || (500..600).contains(&status)
@@ -303,6 +329,18 @@ fn retryable_http(status: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A provider's answer is a failure, worth a retry or not as `retry` says, whose sentence
+    /// contains `needle`; `case` names the input in messages.
+    pub(super) fn assert_failure(answer: Answer, retry: bool, needle: &str, case: &str) {
+        let (got_retry, text) = match answer {
+            Answer::Retry(t) => (true, t),
+            Answer::Fail(t) => (false, t),
+            Answer::Route(_) => panic!("{case}: a route"),
+        };
+        assert_eq!(got_retry, retry, "{case}: {text}");
+        assert!(text.contains(needle), "{case}: {text}");
+    }
 
     #[test]
     fn finish_rejects_what_cannot_be_a_route() {

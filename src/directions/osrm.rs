@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::{Answer, Parsed, decode, json_body, retryable_http};
+use super::{Answer, Parsed, decode, read_answer, retryable_http, with_message};
 use crate::net::Get;
 use crate::route::StopFile;
 
@@ -46,20 +46,11 @@ struct Route {
 }
 
 pub(super) fn parse(http_status: u16, body: &[u8]) -> Answer {
-    let response: Response = match json_body(body, "OSRM") {
+    let response: Response = match read_answer(http_status, body, "OSRM") {
         Ok(r) => r,
-        Err(_) if retryable_http(http_status) => {
-            return Answer::Retry(format!("OSRM respondió HTTP {http_status}"));
-        }
-        Err(_) if http_status != 200 => {
-            return Answer::Fail(format!("OSRM respondió HTTP {http_status}"));
-        }
-        Err(reason) => return Answer::Fail(reason),
+        Err(answer) => return answer,
     };
-    let detail = match &response.message {
-        Some(m) if !m.trim().is_empty() => format!("{}: {}", response.code, m.trim()),
-        _ => response.code.clone(),
-    };
+    let detail = with_message(&response.code, response.message.as_deref());
     match response.code.as_str() {
         "Ok" => {}
         "NoRoute" => {
@@ -106,13 +97,8 @@ mod tests {
     #[test]
     fn codes_become_sentences() {
         let check = |body: serde_json::Value, http: u16, retry: bool, needle: &str| {
-            let (got_retry, text) = match parse(http, body.to_string().as_bytes()) {
-                Answer::Retry(t) => (true, t),
-                Answer::Fail(t) => (false, t),
-                Answer::Route(_) => panic!("{body}: a route"),
-            };
-            assert_eq!(got_retry, retry, "{body}: {text}");
-            assert!(text.contains(needle), "{body}: {text}");
+            let answer = parse(http, body.to_string().as_bytes());
+            crate::directions::tests::assert_failure(answer, retry, needle, &body.to_string());
         };
         check(
             json!({"code": "NoRoute", "message": "Impossible route between points"}),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{NaiveDate, TimeZone};
+use chrono::NaiveDate;
 use chrono_tz::Tz;
 
 use super::distance::GpsDistance;
@@ -75,14 +75,7 @@ impl DayAccumulator {
         {
             return date;
         }
-        let date = self.zone.timestamp_opt(ts_utc, 0).single().map_or_else(
-            || {
-                chrono::DateTime::from_timestamp(ts_utc, 0)
-                    .unwrap_or_default()
-                    .date_naive()
-            },
-            |t| t.date_naive(),
-        );
+        let date = crate::calendar::local_date(self.zone, ts_utc);
         let (from, to) = day_bounds(self.zone, date);
         self.current = Some((date, from, to));
         date
@@ -214,13 +207,5 @@ fn consistent(odometer_km: f64, gps_km: f64) -> bool {
     (0.5..=2.0).contains(&ratio)
 }
 
-/// UTC seconds of the local day `[00:00, next 00:00)`.
-pub fn day_bounds(zone: Tz, date: NaiveDate) -> (i64, i64) {
-    let start = |d: NaiveDate| {
-        let midnight = d.and_hms_opt(0, 0, 0).unwrap_or_default();
-        zone.from_local_datetime(&midnight)
-            .earliest()
-            .map_or_else(|| midnight.and_utc().timestamp(), |t| t.timestamp())
-    };
-    (start(date), start(date + chrono::Duration::days(1)))
-}
+/// The local day is the calendar's rule, shared with the simulator and the tools.
+pub use crate::calendar::day_bounds;

@@ -3,9 +3,9 @@
 //! Owns one small state machine per fence. A fix on the other side of the fence from the
 //! confirmed state starts a pending crossing, timed where the straight line between the two
 //! fixes crosses the boundary; the crossing is confirmed once the unit has stayed on the new
-//! side for the confirmation time, and any fix back on the old side cancels it. The reference
-//! counted four reports and stamped the crossing with the first of them (about 45 s late);
-//! here the stamp is the interpolated crossing itself. A unit inside at its first fix has a
+//! side for the confirmation time, and any fix back on the old side cancels it. Counting four
+//! reports and stamping the crossing with the first of them would be about 45 s late; here
+//! the stamp is the interpolated crossing itself. A unit inside at its first fix has a
 //! visit "since before the data". Silences do not end a visit by themselves, so a night parked
 //! inside the depot is one visit across midnight.
 
@@ -25,6 +25,31 @@ struct Track {
     /// If the same crossing happens again soon, the visit starts (or ends) at the first one —
     /// the unit drove along the edge, it did not arrive twice.
     cancelled: Option<(i64, i64)>,
+}
+
+impl Track {
+    /// Takes a confirmed crossing at `at` to the `inside` side: starts a visit, or ends the
+    /// open one and returns its start.
+    fn cross(&mut self, inside: bool, at: i64) -> Option<(i64, bool)> {
+        self.inside = inside;
+        if inside {
+            self.entry = Some((at, false));
+            None
+        } else {
+            self.entry.take()
+        }
+    }
+}
+
+/// The visit of `fence` that started at `entry` (its time, and whether at the data's first
+/// fix) and ended at `exit_utc` (`None`: still inside).
+fn visit(fence: usize, (entry_utc, from_data_start): (i64, bool), exit_utc: Option<i64>) -> Visit {
+    Visit {
+        fence,
+        entry_utc,
+        exit_utc,
+        from_data_start,
+    }
 }
 
 /// A cancelled crossing repeated within this long keeps the first crossing's time, seconds.
@@ -99,16 +124,8 @@ impl FenceDetector {
             if fix.ts_utc - first_new >= self.confirm_s {
                 track.pending = None;
                 track.cancelled = None;
-                track.inside = now_inside;
-                if now_inside {
-                    track.entry = Some((at, false));
-                } else if let Some((entry, from_start)) = track.entry.take() {
-                    self.visits.push(Visit {
-                        fence: index,
-                        entry_utc: entry,
-                        exit_utc: Some(at),
-                        from_data_start: from_start,
-                    });
+                if let Some(entry) = track.cross(now_inside, at) {
+                    self.visits.push(visit(index, entry, Some(at)));
                 }
             }
         }
@@ -121,26 +138,12 @@ impl FenceDetector {
         for (index, track) in self.tracks.iter_mut().enumerate() {
             if let Some((at, first_new)) = track.pending.take()
                 && now_utc - first_new >= self.confirm_s
+                && let Some(entry) = track.cross(!track.inside, at)
             {
-                track.inside = !track.inside;
-                if track.inside {
-                    track.entry = Some((at, false));
-                } else if let Some((entry, from_start)) = track.entry.take() {
-                    self.visits.push(Visit {
-                        fence: index,
-                        entry_utc: entry,
-                        exit_utc: Some(at),
-                        from_data_start: from_start,
-                    });
-                }
+                self.visits.push(visit(index, entry, Some(at)));
             }
-            if let Some((entry, from_start)) = track.entry.take() {
-                self.visits.push(Visit {
-                    fence: index,
-                    entry_utc: entry,
-                    exit_utc: None,
-                    from_data_start: from_start,
-                });
+            if let Some(entry) = track.entry.take() {
+                self.visits.push(visit(index, entry, None));
             }
         }
         self.visits.sort_by_key(|v| (v.entry_utc, v.fence));

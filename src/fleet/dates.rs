@@ -1,13 +1,16 @@
 //! Dates as operators say them: `2026-08-18`, `hoy`, `ayer`, `anteayer`, `lunes`…
 //!
 //! Owns resolving a date argument against the fleet's "now" in the fleet's zone, date ranges
-//! (inclusive, at most 92 days apart, like the reference), and formatting times back in local
-//! time. A weekday name means its most recent occurrence, today included.
+//! (inclusive, at most 92 days apart: about three months), and formatting times back in local
+//! time. A weekday name means its most recent occurrence, today included. The words and the
+//! local day themselves are `crate::calendar`'s (re-exported here for the tools).
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Weekday};
+use chrono::{Datelike, Duration, NaiveDate};
 use chrono_tz::Tz;
 
 use super::text::fold;
+use crate::calendar::weekday_named;
+pub use crate::calendar::{local, local_date, long_es, weekday_es};
 
 /// Longest range `fecha_fin − fecha_inicio`, days (so at most 93 calendar days).
 pub const MAX_RANGE_DAYS: i64 = 92;
@@ -22,16 +25,7 @@ pub fn resolve(argument: &str, text: &str, today: NaiveDate) -> Result<NaiveDate
         "anteayer" | "antier" => return Ok(today - Duration::days(2)),
         _ => {}
     }
-    let weekdays = [
-        ("lunes", Weekday::Mon),
-        ("martes", Weekday::Tue),
-        ("miercoles", Weekday::Wed),
-        ("jueves", Weekday::Thu),
-        ("viernes", Weekday::Fri),
-        ("sabado", Weekday::Sat),
-        ("domingo", Weekday::Sun),
-    ];
-    if let Some((_, weekday)) = weekdays.iter().find(|(name, _)| *name == word) {
+    if let Some(weekday) = weekday_named(word) {
         let back =
             (7 + today.weekday().num_days_from_monday() - weekday.num_days_from_monday()) % 7;
         return Ok(today - Duration::days(i64::from(back)));
@@ -66,62 +60,9 @@ pub fn resolve_range(
     Ok((start, end))
 }
 
-/// Spanish weekday name of a date.
-pub fn weekday_es(date: NaiveDate) -> &'static str {
-    [
-        "lunes",
-        "martes",
-        "miércoles",
-        "jueves",
-        "viernes",
-        "sábado",
-        "domingo",
-    ][date.weekday().num_days_from_monday() as usize]
-}
-
-/// A date as a Spanish speaker writes it: `martes 18 de agosto de 2026`.
-pub fn long_es(date: NaiveDate) -> String {
-    const MONTHS: [&str; 12] = [
-        "enero",
-        "febrero",
-        "marzo",
-        "abril",
-        "mayo",
-        "junio",
-        "julio",
-        "agosto",
-        "septiembre",
-        "octubre",
-        "noviembre",
-        "diciembre",
-    ];
-    format!(
-        "{} {} de {} de {}",
-        weekday_es(date),
-        date.day(),
-        MONTHS[date.month0() as usize],
-        date.year()
-    )
-}
-
 /// `HH:MM` in local time (labels on a map, where seconds are noise).
 pub fn clock_hm(zone: Tz, ts_utc: i64) -> String {
     local(zone, ts_utc).format("%H:%M").to_string()
-}
-
-/// The local date holding `ts_utc`.
-pub fn local_date(zone: Tz, ts_utc: i64) -> NaiveDate {
-    local(zone, ts_utc).date_naive()
-}
-
-pub fn local(zone: Tz, ts_utc: i64) -> DateTime<Tz> {
-    zone.timestamp_opt(ts_utc, 0).single().unwrap_or_else(|| {
-        zone.from_utc_datetime(
-            &DateTime::from_timestamp(ts_utc, 0)
-                .unwrap_or_default()
-                .naive_utc(),
-        )
-    })
 }
 
 /// `HH:MM:SS` in local time.

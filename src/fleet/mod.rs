@@ -261,8 +261,9 @@ impl Fleet {
         Ok(snapshot)
     }
 
-    /// Reads the reference data and the detections' state in one read transaction, with the
-    /// `data_version` they belong to: a commit after it makes the next call load again.
+    /// Reads the fleet's fixed data (meta, vehicles, fences, routes) and the detections' state
+    /// in one read transaction, with the `data_version` they belong to: a commit after it makes
+    /// the next call load again.
     fn load(&self, file: Option<FileIdentity>) -> Result<Loaded, ToolError> {
         let store = self.open_store()?;
         let (data_version, meta, analysis, vehicles, fences, stored_routes) = store

@@ -4,10 +4,10 @@
 //! de Bodega Mixco" or "a 350 m de la parada z10_oakland" for the nearest geofence or route
 //! stop — needs nothing but the database. The online address comes from Google's Geocoding
 //! API (`GOOGLE_MAPS_API_KEY`) or a Nominatim-compatible service (`FLOTA_GEOCODER_URL`), with
-//! a two-second timeout, a cache of answers (never of failures, unlike the reference), a
-//! one-minute pause after a failure so an offline machine stays fast, and the offline phrase
-//! as fallback. The tools make no other HTTP call; this one goes through `net`, whose errors
-//! never carry the URL or the key.
+//! a two-second timeout, a cache of answers (never of failures), a one-minute pause after a
+//! failure so an offline machine stays fast, and the offline phrase as fallback. The tools
+//! make no other HTTP call; this one goes through `net`, whose errors never carry the URL or
+//! the key.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::geo::{LatLon, distance_m};
 use crate::geofence::Geofence;
+use crate::mutex::lock;
 use crate::net::{Get, Http, Reply};
 
 /// A named place a point can be described against.
@@ -252,29 +253,13 @@ impl Geocoder {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geofence::Shape;
 
     fn places() -> Places {
-        let cedis = Geofence::new(
-            "CEDIS Zona 12".into(),
-            "bodega".into(),
-            Shape::Square {
-                centre: LatLon::new(14.585, -90.545),
-                half_side_m: 260.0,
-            },
-            None,
-        );
         Places::new(
-            &[cedis],
+            &[crate::geofence::tests::cedis()],
             &[("z10_oakland".into(), LatLon::new(14.599, -90.509))],
         )
     }

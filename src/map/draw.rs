@@ -155,6 +155,15 @@ impl Rect {
     }
 }
 
+/// Plotters' style for an area filled with `colour`.
+fn filled(colour: BackendColor) -> ShapeStyle {
+    ShapeStyle {
+        color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
+        filled: true,
+        stroke_width: 1,
+    }
+}
+
 fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
     BackendColor {
         alpha,
@@ -192,13 +201,8 @@ impl Canvas<'_> {
     }
 
     fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: true,
-            stroke_width: 1,
-        };
         self.backend()
-            .fill_polygon(points.iter().map(|p| sp(*p)), &style)
+            .fill_polygon(points.iter().map(|p| sp(*p)), &filled(colour))
             .map_err(failed)
     }
 
@@ -214,13 +218,8 @@ impl Canvas<'_> {
     }
 
     fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
-        let style = ShapeStyle {
-            color: RGBAColor(colour.rgb.0, colour.rgb.1, colour.rgb.2, colour.alpha),
-            filled: true,
-            stroke_width: 1,
-        };
         self.backend()
-            .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &style, true)
+            .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &filled(colour), true)
             .map_err(failed)
     }
 
@@ -376,174 +375,206 @@ impl Canvas<'_> {
     }
 }
 
-/// Draws `scene` over `basemap` in `view`.
+/// Where the fixed furniture goes, reserved before anything else so labels keep clear of it.
+struct Furniture {
+    legend: Rect,
+    scale: Rect,
+    north: Rect,
+}
+
+impl Furniture {
+    fn reserve(canvas: &mut Canvas<'_>, track_px: &[(f64, f64)]) -> Furniture {
+        let (width, height) = (f64::from(WIDTH), f64::from(HEIGHT));
+        let title = Rect::new(0.0, 0.0, width, TITLE_BAND);
+        let legend = legend_box(track_px);
+        let scale = Rect::new(width / 2.0 - 75.0, height - 34.0, 150.0, 30.0);
+        let attribution = Rect::new(width - 300.0, height - 18.0, 300.0, 18.0);
+        let north = Rect::new(width - 44.0, TITLE_BAND + 6.0, 36.0, 46.0);
+        canvas
+            .occupied
+            .extend([title, legend, scale, attribution, north]);
+        Furniture {
+            legend,
+            scale,
+            north,
+        }
+    }
+}
+
+/// Draws `scene` over `basemap` in `view`: the background, then the data layers bottom up,
+/// then the labels (most important first), then the furniture on top.
 pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture, MapError> {
     register_fonts();
     let (w, h) = (WIDTH * SS, HEIGHT * SS);
-    let mut buffer = vec![0u8; (w * h * 3) as usize];
-    match basemap {
-        Basemap::Tiles { tiles, .. } => {
-            fill(&mut buffer, palette::LAND);
-            for (tile, pixels) in tiles.iter() {
-                blit_tile(&mut buffer, tile, pixels);
-            }
-        }
-        Basemap::Offline => fill(&mut buffer, palette::LAND),
-    }
-    let project = |p: LatLon| view.project(p);
-    let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| project(t.p)).collect();
-    let mut skipped = 0usize;
-    let (drawn_points, stop_markers) = {
-        let mut canvas = Canvas {
-            pixels: Pixels {
-                buf: &mut buffer,
-                width: w as usize,
-                height: h as usize,
-            },
-            occupied: Vec::new(),
-        };
-        // Fixed furniture first, so labels keep clear of it.
-        let title_box = Rect::new(0.0, 0.0, f64::from(WIDTH), TITLE_BAND);
-        let legend = legend_box(&track_px);
-        let scale_box = Rect::new(
-            f64::from(WIDTH) / 2.0 - 75.0,
-            f64::from(HEIGHT) - 34.0,
-            150.0,
-            30.0,
-        );
-        let attribution_box = Rect::new(
-            f64::from(WIDTH) - 300.0,
-            f64::from(HEIGHT) - 18.0,
-            300.0,
-            18.0,
-        );
-        let north_box = Rect::new(f64::from(WIDTH) - 44.0, TITLE_BAND + 6.0, 36.0, 46.0);
-        canvas
-            .occupied
-            .extend([title_box, legend, scale_box, attribution_box, north_box]);
-
-        if let Basemap::Offline = basemap {
-            skipped += draw_offline_base(&mut canvas, scene, view)?;
-        }
-        draw_fences(&mut canvas, scene, view)?;
-        for gap in &scene.gaps {
-            if let Some(to) = gap.to {
-                canvas.dashed(project(gap.from), project(to), palette::GAP, 2.0)?;
-            }
-        }
-        let drawn_points = draw_track(&mut canvas, scene, &track_px)?;
-        draw_speeding(&mut canvas, scene, &track_px)?;
-        let groups = group_stops(scene, view);
-        for group in &groups {
-            let radius = stop_radius(group.minutes);
-            let fill = if group.long {
-                palette::LONG_STOP
-            } else {
-                palette::STOP
-            };
-            canvas.disc(group.at, radius + 1.5, rgba(palette::INK, 1.0))?;
-            canvas.disc(group.at, radius, rgba(fill, 1.0))?;
-            canvas.occupied.push(Rect::new(
-                group.at.0 - radius,
-                group.at.1 - radius,
-                2.0 * radius,
-                2.0 * radius,
-            ));
-        }
-        draw_start_end(&mut canvas, scene, &track_px)?;
-
-        // Labels, most important first: a label that finds no room is dropped, never
-        // drawn over another.
-        for fence in &scene.fences {
-            let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| project(*p)).collect();
-            let centre = centroid(&outline);
-            if visible(centre)
-                && !canvas.place_label(&fence.name, centre, 0.0, 11.0, true, palette::FENCE_TEXT)?
-            {
-                skipped += 1;
-            }
-        }
-        for group in &groups {
-            let text = if group.count == 1 {
-                format!("{} · {} min", group.start, group.minutes.round())
-            } else {
-                format!("{} paradas · {} min", group.count, group.minutes.round())
-            };
-            let colour = if group.long {
-                palette::LONG_STOP
-            } else {
-                palette::INK
-            };
-            if !canvas.place_label(
-                &text,
-                group.at,
-                stop_radius(group.minutes),
-                11.0,
-                group.long,
-                colour,
-            )? {
-                skipped += 1;
-            }
-        }
-        for mark in &scene.speeding {
-            let text = format!("{:.0} km/h", mark.max_kmh);
-            if !canvas.place_label(&text, project(mark.p), 5.0, 11.0, true, palette::BANDS[3])? {
-                skipped += 1;
-            }
-        }
-        for gap in &scene.gaps {
-            let at = match gap.to {
-                Some(to) => {
-                    let (a, b) = (project(gap.from), project(to));
-                    ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0)
-                }
-                None => project(gap.from),
-            };
-            if !canvas.place_label(&gap.label, at, 4.0, 10.0, false, palette::GAP)? {
-                skipped += 1;
-            }
-        }
-        if let Basemap::Offline = basemap {
-            for (name, p) in &scene.landmarks {
-                let at = project(*p);
-                if visible(at) {
-                    // Landmarks are background: no count of the ones left out.
-                    canvas.place_label(name, at, 3.0, 9.0, false, palette::LANDMARK)?;
-                }
-            }
-        }
-
-        draw_title(&mut canvas, scene)?;
-        draw_legend(&mut canvas, legend, scene.limit_kmh)?;
-        draw_scale(&mut canvas, view, scale_box)?;
-        draw_north(&mut canvas, north_box)?;
-        let attribution = match basemap {
-            Basemap::Tiles { attribution, .. } => attribution.to_string(),
-            Basemap::Offline => "Fondo sin conexión: rutas y geocercas de la flota".to_owned(),
-        };
-        let width = canvas.text_width(&attribution, 9.0, false)?;
-        let r = Rect::new(
-            f64::from(WIDTH) - width - 8.0,
-            f64::from(HEIGHT) - 15.0,
-            width + 8.0,
-            15.0,
-        );
-        canvas.rect(r, rgba(palette::PAPER, 0.8))?;
-        canvas.text(
-            &attribution,
-            (r.x0 + 4.0, f64::from(HEIGHT) - 4.0),
-            9.0,
-            false,
-            palette::SOFT_INK,
-        )?;
-        (drawn_points, groups.len())
+    let mut buffer = background(basemap, w, h);
+    let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| view.project(t.p)).collect();
+    let mut canvas = Canvas {
+        pixels: Pixels {
+            buf: &mut buffer,
+            width: w as usize,
+            height: h as usize,
+        },
+        occupied: Vec::new(),
     };
+    let furniture = Furniture::reserve(&mut canvas, &track_px);
+    let mut skipped = 0usize;
+    if let Basemap::Offline = basemap {
+        skipped += draw_offline_base(&mut canvas, scene, view)?;
+    }
+    draw_fences(&mut canvas, scene, view)?;
+    draw_gap_lines(&mut canvas, scene, view)?;
+    let drawn_points = draw_track(&mut canvas, scene, &track_px)?;
+    draw_speeding(&mut canvas, scene, &track_px)?;
+    let groups = group_stops(scene, view);
+    draw_stop_markers(&mut canvas, &groups)?;
+    draw_start_end(&mut canvas, scene, &track_px)?;
+    skipped += place_labels(&mut canvas, scene, view, &groups)?;
+    if let Basemap::Offline = basemap {
+        place_landmark_labels(&mut canvas, scene, view)?;
+    }
+    draw_title(&mut canvas, scene)?;
+    draw_legend(&mut canvas, furniture.legend, scene.limit_kmh)?;
+    draw_scale(&mut canvas, view, furniture.scale)?;
+    draw_north(&mut canvas, furniture.north)?;
+    draw_attribution(&mut canvas, basemap)?;
     Ok(Picture {
         rgb: downsample(&buffer, w, h),
         drawn_points,
-        stop_markers,
+        stop_markers: groups.len(),
         labels_skipped: skipped,
     })
+}
+
+/// The supersampled buffer with the land colour and the tiles, if any.
+fn background(basemap: &Basemap<'_>, w: u32, h: u32) -> Vec<u8> {
+    let mut buffer = vec![0u8; (w * h * 3) as usize];
+    fill(&mut buffer, palette::LAND);
+    if let Basemap::Tiles { tiles, .. } = basemap {
+        for (tile, pixels) in tiles.iter() {
+            blit_tile(&mut buffer, tile, pixels);
+        }
+    }
+    buffer
+}
+
+/// Signal gaps with both ends known: a dashed straight line between them.
+fn draw_gap_lines(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
+    for gap in &scene.gaps {
+        if let Some(to) = gap.to {
+            canvas.dashed(view.project(gap.from), view.project(to), palette::GAP, 2.0)?;
+        }
+    }
+    Ok(())
+}
+
+/// One ringed disc per stop group, sized by its minutes; labels keep off them.
+fn draw_stop_markers(canvas: &mut Canvas<'_>, groups: &[StopGroup]) -> DrawResult {
+    for group in groups {
+        let radius = stop_radius(group.minutes);
+        let fill = if group.long {
+            palette::LONG_STOP
+        } else {
+            palette::STOP
+        };
+        canvas.disc(group.at, radius + 1.5, rgba(palette::INK, 1.0))?;
+        canvas.disc(group.at, radius, rgba(fill, 1.0))?;
+        canvas.occupied.push(Rect::new(
+            group.at.0 - radius,
+            group.at.1 - radius,
+            2.0 * radius,
+            2.0 * radius,
+        ));
+    }
+    Ok(())
+}
+
+/// The data's labels, most important first: fences, stops, speeding peaks, signal gaps. A
+/// label that finds no room is dropped, never drawn over another; returns how many were.
+fn place_labels(
+    canvas: &mut Canvas<'_>,
+    scene: &Scene,
+    view: &View,
+    groups: &[StopGroup],
+) -> Result<usize, MapError> {
+    let project = |p: LatLon| view.project(p);
+    let mut skipped = 0usize;
+    for fence in &scene.fences {
+        let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| project(*p)).collect();
+        let centre = centroid(&outline);
+        if visible(centre) {
+            let placed =
+                canvas.place_label(&fence.name, centre, 0.0, 11.0, true, palette::FENCE_TEXT)?;
+            skipped += usize::from(!placed);
+        }
+    }
+    for group in groups {
+        let text = if group.count == 1 {
+            format!("{} · {} min", group.start, group.minutes.round())
+        } else {
+            format!("{} paradas · {} min", group.count, group.minutes.round())
+        };
+        let colour = if group.long {
+            palette::LONG_STOP
+        } else {
+            palette::INK
+        };
+        let clearance = stop_radius(group.minutes);
+        let placed = canvas.place_label(&text, group.at, clearance, 11.0, group.long, colour)?;
+        skipped += usize::from(!placed);
+    }
+    for mark in &scene.speeding {
+        let text = format!("{:.0} km/h", mark.max_kmh);
+        let placed =
+            canvas.place_label(&text, project(mark.p), 5.0, 11.0, true, palette::BANDS[3])?;
+        skipped += usize::from(!placed);
+    }
+    for gap in &scene.gaps {
+        let at = match gap.to {
+            Some(to) => {
+                let (a, b) = (project(gap.from), project(to));
+                ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0)
+            }
+            None => project(gap.from),
+        };
+        let placed = canvas.place_label(&gap.label, at, 4.0, 10.0, false, palette::GAP)?;
+        skipped += usize::from(!placed);
+    }
+    Ok(skipped)
+}
+
+/// Landmarks of the offline basemap, last: they are background, so none is counted as left
+/// out.
+fn place_landmark_labels(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
+    for (name, p) in &scene.landmarks {
+        let at = view.project(*p);
+        if visible(at) {
+            canvas.place_label(name, at, 3.0, 9.0, false, palette::LANDMARK)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whose background this is, bottom right.
+fn draw_attribution(canvas: &mut Canvas<'_>, basemap: &Basemap<'_>) -> DrawResult {
+    let attribution = match basemap {
+        Basemap::Tiles { attribution, .. } => attribution.to_string(),
+        Basemap::Offline => "Fondo sin conexión: rutas y geocercas de la flota".to_owned(),
+    };
+    let width = canvas.text_width(&attribution, 9.0, false)?;
+    let r = Rect::new(
+        f64::from(WIDTH) - width - 8.0,
+        f64::from(HEIGHT) - 15.0,
+        width + 8.0,
+        15.0,
+    );
+    canvas.rect(r, rgba(palette::PAPER, 0.8))?;
+    canvas.text(
+        &attribution,
+        (r.x0 + 4.0, f64::from(HEIGHT) - 4.0),
+        9.0,
+        false,
+        palette::SOFT_INK,
+    )
 }
 
 fn visible((x, y): (f64, f64)) -> bool {

@@ -208,7 +208,8 @@ mod tests {
             .collect()
     }
 
-    /// The reference: a pixel is covered when its centre is within `r` of the segment.
+    /// The definition the fast path must match: a pixel is covered when its centre is within
+    /// `r` of the segment.
     fn brute(a: (f64, f64), b: (f64, f64), r: f64, w: usize, h: usize) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         for y in 0..h {

@@ -5,6 +5,8 @@
 //! Owns turning a [`DayTrack`] (positions and detections, never the truth log) into plain
 //! geometry and Spanish labels. Knows nothing of pixels; `draw` does.
 
+use chrono_tz::Tz;
+
 use crate::fleet::{DayTrack, Snapshot, dates};
 use crate::geo::LatLon;
 
@@ -75,77 +77,8 @@ impl Scene {
     /// Builds the scene of one day.
     pub fn from_day(track: &DayTrack, snapshot: &Snapshot) -> Scene {
         let zone = snapshot.zone();
-        let hm = |t: i64| dates::clock_hm(zone, t);
-        let gap_starts: Vec<i64> = track.gaps.iter().map(|g| g.start_utc).collect();
-        let mut points = Vec::with_capacity(track.fixes.len());
-        let mut previous_ts = None;
-        for fix in &track.fixes {
-            let after_gap = previous_ts.is_some_and(|t| gap_starts.contains(&t));
-            points.push(TrackPoint {
-                p: fix.point(),
-                speed_kmh: fix.speed_kmh,
-                ts_utc: fix.ts_utc,
-                after_gap,
-            });
-            previous_ts = Some(fix.ts_utc);
-        }
-        let position_at = |ts: i64| {
-            track
-                .fixes
-                .binary_search_by_key(&ts, |f| f.ts_utc)
-                .ok()
-                .map(|i| track.fixes[i].point())
-        };
         let now = snapshot.now_utc;
-        let stops: Vec<StopMark> = track
-            .working_stops()
-            .map(|s| {
-                let start = s.start_utc.max(track.from_utc);
-                let end = s.end_utc.unwrap_or(now).min(track.to_utc);
-                StopMark {
-                    p: LatLon::new(s.lat, s.lon),
-                    minutes: (end - start).max(0) as f64 / 60.0,
-                    long: s.long,
-                    start: hm(s.start_utc),
-                }
-            })
-            .collect();
-        let speeding = track
-            .speeding
-            .iter()
-            .map(|e| {
-                let to = e.end_utc.unwrap_or(now);
-                // The label sits where the top speed was reported.
-                let top = track
-                    .fixes
-                    .iter()
-                    .filter(|f| f.ts_utc >= e.start_utc && f.ts_utc <= to)
-                    .max_by(|a, b| a.speed_kmh.total_cmp(&b.speed_kmh))
-                    .map_or(LatLon::new(e.lat, e.lon), |f| f.point());
-                SpeedingMark {
-                    p: top,
-                    max_kmh: e.max_kmh.unwrap_or(0.0),
-                    limit_kmh: e.limit_kmh.unwrap_or(track.vehicle.limit_kmh),
-                    from_utc: e.start_utc,
-                    to_utc: to,
-                }
-            })
-            .collect();
-        let gaps = track
-            .gaps
-            .iter()
-            .map(|g| {
-                let minutes = ((g.end_utc.unwrap_or(now) - g.start_utc) as f64 / 60.0).round();
-                GapMark {
-                    from: position_at(g.start_utc).unwrap_or(LatLon::new(g.lat, g.lon)),
-                    to: g.end_utc.and_then(position_at),
-                    label: match g.end_utc {
-                        Some(_) => format!("sin señal {minutes:.0} min"),
-                        None => format!("sin señal desde {}", hm(g.start_utc)),
-                    },
-                }
-            })
-            .collect();
+        let stops = stop_marks(track, now, zone);
         let fences = snapshot
             .fences
             .iter()
@@ -154,45 +87,22 @@ impl Scene {
                 outline: f.fence.outline(),
             })
             .collect();
-        let roads = snapshot.routes.iter().map(|r| r.points.clone()).collect();
-        let mut landmarks: Vec<(String, LatLon)> = Vec::new();
-        for route in &snapshot.routes {
-            // The first stop is the depot, which is a geofence with its own label.
-            for (name, p) in route.stops.iter().skip(1) {
-                // Routes share stops; one label per place.
-                let name = name.replace('_', " ");
-                if !landmarks.iter().any(|(n, _)| *n == name) {
-                    landmarks.push((name, *p));
-                }
-            }
-        }
-        let day = &track.day;
-        let mut subtitle = track.vehicle.driver.clone();
-        if let (Some(a), Some(b)) = (day.first_move_utc, day.last_move_utc) {
-            subtitle.push_str(&format!(" · salida {} · última llegada {}", hm(a), hm(b)));
-        }
-        subtitle.push_str(&format!(
-            " · {} paradas · vel. máx. {:.0} km/h · hora de {}",
-            stops.len(),
-            day.max_speed_kmh,
-            zone.name()
-        ));
         Scene {
             title: format!(
                 "{} · {} · {:.1} km",
                 track.vehicle.plate,
                 dates::long_es(track.date),
-                day.km
+                track.day.km
             ),
-            subtitle,
-            track: points,
+            subtitle: subtitle(track, stops.len(), zone),
+            track: track_points(track),
             limit_kmh: track.vehicle.limit_kmh,
             stops,
-            speeding,
-            gaps,
+            speeding: speeding_marks(track, now),
+            gaps: gap_marks(track, now, zone),
             fences,
-            roads,
-            landmarks,
+            roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
+            landmarks: landmarks(snapshot),
             ongoing: track.to_utc < snapshot.day_bounds(track.date).1,
         }
     }
@@ -212,4 +122,122 @@ impl Scene {
         }
         Some((sw, ne))
     }
+}
+
+/// The positions in time order, each marked when it ends a signal gap (the line breaks there).
+fn track_points(track: &DayTrack) -> Vec<TrackPoint> {
+    let gap_starts: Vec<i64> = track.gaps.iter().map(|g| g.start_utc).collect();
+    let mut points = Vec::with_capacity(track.fixes.len());
+    let mut previous_ts = None;
+    for fix in &track.fixes {
+        let after_gap = previous_ts.is_some_and(|t| gap_starts.contains(&t));
+        points.push(TrackPoint {
+            p: fix.point(),
+            speed_kmh: fix.speed_kmh,
+            ts_utc: fix.ts_utc,
+            after_gap,
+        });
+        previous_ts = Some(fix.ts_utc);
+    }
+    points
+}
+
+/// The working stops, their minutes cut to the day (an open one runs to "now").
+fn stop_marks(track: &DayTrack, now: i64, zone: Tz) -> Vec<StopMark> {
+    track
+        .working_stops()
+        .map(|s| {
+            let start = s.start_utc.max(track.from_utc);
+            let end = s.end_utc.unwrap_or(now).min(track.to_utc);
+            StopMark {
+                p: LatLon::new(s.lat, s.lon),
+                minutes: (end - start).max(0) as f64 / 60.0,
+                long: s.long,
+                start: dates::clock_hm(zone, s.start_utc),
+            }
+        })
+        .collect()
+}
+
+fn speeding_marks(track: &DayTrack, now: i64) -> Vec<SpeedingMark> {
+    track
+        .speeding
+        .iter()
+        .map(|e| {
+            let to = e.end_utc.unwrap_or(now);
+            // The label sits where the top speed was reported.
+            let top = track
+                .fixes
+                .iter()
+                .filter(|f| f.ts_utc >= e.start_utc && f.ts_utc <= to)
+                .max_by(|a, b| a.speed_kmh.total_cmp(&b.speed_kmh))
+                .map_or(LatLon::new(e.lat, e.lon), |f| f.point());
+            SpeedingMark {
+                p: top,
+                max_kmh: e.max_kmh.unwrap_or(0.0),
+                limit_kmh: e.limit_kmh.unwrap_or(track.vehicle.limit_kmh),
+                from_utc: e.start_utc,
+                to_utc: to,
+            }
+        })
+        .collect()
+}
+
+/// Signal gaps from the last position before to the first after (an open one has no end).
+fn gap_marks(track: &DayTrack, now: i64, zone: Tz) -> Vec<GapMark> {
+    let position_at = |ts: i64| {
+        track
+            .fixes
+            .binary_search_by_key(&ts, |f| f.ts_utc)
+            .ok()
+            .map(|i| track.fixes[i].point())
+    };
+    track
+        .gaps
+        .iter()
+        .map(|g| {
+            let minutes = ((g.end_utc.unwrap_or(now) - g.start_utc) as f64 / 60.0).round();
+            GapMark {
+                from: position_at(g.start_utc).unwrap_or(LatLon::new(g.lat, g.lon)),
+                to: g.end_utc.and_then(position_at),
+                label: match g.end_utc {
+                    Some(_) => format!("sin señal {minutes:.0} min"),
+                    None => format!("sin señal desde {}", dates::clock_hm(zone, g.start_utc)),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Named route stops for the offline basemap, one label per place.
+fn landmarks(snapshot: &Snapshot) -> Vec<(String, LatLon)> {
+    let mut landmarks: Vec<(String, LatLon)> = Vec::new();
+    for route in &snapshot.routes {
+        // The first stop is the depot, which is a geofence with its own label.
+        for (name, p) in route.stops.iter().skip(1) {
+            // Routes share stops; one label per place.
+            let name = name.replace('_', " ");
+            if !landmarks.iter().any(|(n, _)| *n == name) {
+                landmarks.push((name, *p));
+            }
+        }
+    }
+    landmarks
+}
+
+/// Driver, first departure and last arrival, stops, top speed, and the zone of the times.
+fn subtitle(track: &DayTrack, stop_count: usize, zone: Tz) -> String {
+    let hm = |t: i64| dates::clock_hm(zone, t);
+    let day = &track.day;
+    let mut subtitle = track.vehicle.driver.clone();
+    if let (Some(a), Some(b)) = (day.first_move_utc, day.last_move_utc) {
+        subtitle.push_str(&format!(" · salida {} · última llegada {}", hm(a), hm(b)));
+    }
+    subtitle.push_str(&format!(
+        " · {} paradas · vel. máx. {:.0} km/h · hora de {}",
+        stop_count,
+        day.max_speed_kmh,
+        zone.name()
+    ));
+    subtitle
 }

@@ -1,7 +1,7 @@
 //! Track simplification in picture pixels (Ramer–Douglas–Peucker).
 //!
 //! Owns deciding which reports a drawn line needs. A day at 15 s is ~3,000 reports, most of
-//! them on straight streets; dropping every n-th report (what the reference did) cuts corners
+//! them on straight streets; dropping every n-th report (the obvious thinning) cuts corners
 //! and stops, while RDP keeps every vertex that moves the line by more than a tolerance, so
 //! the drawing is the same to the eye with a fraction of the points. Pure; iterative, so a
 //! pathological track cannot overflow the stack.

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::png_io::decode_tile;
 use super::projection::{TILE_PX, TileRef, View};
+use crate::mutex::lock;
 use crate::net::{Get, Http, Reply};
 
 /// OpenStreetMap's standard tile layer.
@@ -441,26 +442,9 @@ fn read_cached(folder: &Path, tile: &TileRef, side: u32) -> Option<(Vec<u8>, boo
     }
 }
 
-/// Stores a tile: temp file then rename, so a reader never sees half a tile. Failures only
-/// cost the cache.
+/// Stores a tile whole, so a reader never sees half of one. Failures only cost the cache.
 fn write_cached(folder: &Path, tile: &TileRef, body: &[u8]) {
-    let path = tile_path(folder, tile);
-    let Some(parent) = path.parent() else {
-        return;
-    };
-    if std::fs::create_dir_all(parent).is_err() {
-        return;
-    }
-    let temp = parent.join(format!(".{}.{}.parcial", tile.y, std::process::id()));
-    if std::fs::write(&temp, body).is_ok() && std::fs::rename(&temp, &path).is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    let _ = crate::output::write_cache_file(&tile_path(folder, tile), body);
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@
 //!
 //! Layers, bottom up: [`transport`] (bytes and lines), [`jsonrpc`] (messages and ids),
 //! [`version`] (what each revision allows), [`schema`] (derived schemas and validation),
-//! [`tool`] (the tool contract), [`session`] (the state machine), [`server`] (threads and
-//! the bounded shutdown), [`stdio`] (the process's stdin/stdout, hang-up and signals).
+//! [`tool`] (the tool contract), [`session`] (the state machine), `in_flight` (which calls
+//! run and what may still be written for them), [`server`] (threads and the bounded
+//! shutdown), [`stdio`] (the process's stdin/stdout, hang-up and signals).
 
+mod in_flight;
 pub mod jsonrpc;
 pub mod schema;
 pub mod server;

@@ -3,9 +3,10 @@
 //!
 //! The reader thread reads lines and answers everything cheap itself (`initialize`, `ping`,
 //! `tools/list`, errors, cancellations), so those stay fast while a tool runs. Tool calls go
-//! to worker threads; their answers may leave out of order. The in-flight table is the single
-//! point that decides whether a call's progress or response may still be written: once
-//! `notifications/cancelled` marks a call, nothing more is sent for it. A call that outlives
+//! to worker threads; their answers may leave out of order. The in-flight table
+//! ([`super::in_flight`]) is the single point that decides whether a call starts and whether
+//! its progress or response may still be written: once `notifications/cancelled` marks a call,
+//! nothing more is sent for it. A call that outlives
 //! the time limit is answered by a watchdog with an `isError` result and marked cancelled, so
 //! the tool stops at its next check and its late answer is dropped. A panicking tool becomes
 //! a `-32603` answer for that request only.
@@ -14,17 +15,17 @@
 //! output is stuck, or a stop signal from [`super::stdio`]) and then runs the shutdown, every
 //! step of which has a deadline: no thread blocked in a read, a write or a tool can hold it.
 
-use std::collections::HashMap;
 use std::io::{self, BufRead};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::in_flight::{Admission, InFlight, Limits};
 use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
 use super::session::{Action, Call, Service, Session};
 use super::tool::CallContext;
@@ -104,63 +105,6 @@ impl Default for ServeOptions {
             call_timeout: Some(Duration::from_secs(30)),
             verbose: false,
         }
-    }
-}
-
-/// One call in progress.
-struct Entry {
-    /// Set by `notifications/cancelled` or the watchdog; the tool's answer is then dropped.
-    cancelled: Arc<AtomicBool>,
-    /// When the watchdog answers for it, with the line it sends.
-    deadline: Option<(Instant, String)>,
-    /// Length of its request line, for the byte budget.
-    bytes: usize,
-}
-
-/// Calls in progress, keyed by the raw text of their request id. An entry stays until its
-/// worker is done, even after a cancellation or a timeout: the id is still busy, and the
-/// in-flight cap counts threads really working.
-#[derive(Default)]
-struct InFlight {
-    calls: Mutex<HashMap<String, Entry>>,
-    changed: Condvar,
-}
-
-type Calls<'a> = std::sync::MutexGuard<'a, HashMap<String, Entry>>;
-
-impl InFlight {
-    fn lock(&self) -> Calls<'_> {
-        // A panicking tool never holds this lock, but stay usable even if something did.
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// True when no call is in flight. Never waits: a worker may hold the lock while blocked
-    /// on a full outbox, and the shutdown must not wait for it (false then).
-    fn is_idle(&self) -> bool {
-        match self.calls.try_lock() {
-            Ok(calls) => calls.is_empty(),
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().is_empty(),
-            Err(TryLockError::WouldBlock) => false,
-        }
-    }
-
-    /// Marks every call still running as cancelled (nothing more is written for it); returns
-    /// how many there were. Call only once the outbox is closed, so no holder of the lock can
-    /// be blocked on it.
-    fn abandon(&self) -> usize {
-        let calls = self.lock();
-        for entry in calls.values() {
-            entry.cancelled.store(true, Ordering::Relaxed);
-        }
-        calls.len()
-    }
-
-    /// Waits up to `left` for a call to finish.
-    fn wait<'a>(&'a self, calls: Calls<'a>, left: Duration) -> Calls<'a> {
-        self.changed
-            .wait_timeout(calls, left)
-            .map(|(guard, _)| guard)
-            .unwrap_or_else(|poisoned| poisoned.into_inner().0)
     }
 }
 
@@ -298,10 +242,7 @@ fn stalled(outbox: &Outbox) -> bool {
 fn shut_down(end: End, in_flight: &InFlight, outbox: &Outbox, grace: Duration) {
     let started = Instant::now();
     if end != End::Abandoned {
-        let until = started + grace;
-        while !in_flight.is_idle() && Instant::now() < until && !stalled(outbox) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        in_flight.drain(started + grace, || stalled(outbox));
     }
     // Producers blocked on a full queue drop their line and return, releasing the in-flight
     // lock; from here nothing new is written.
@@ -365,9 +306,8 @@ impl Reader {
                 Action::Send(line) => send(&self.outbox, line),
                 Action::Nothing => {}
                 Action::Cancel(key) => {
-                    if let Some(entry) = self.in_flight.lock().get(&key) {
+                    if self.in_flight.cancel(&key) {
                         log_debug!("llamada {key} cancelada por el cliente");
-                        entry.cancelled.store(true, Ordering::Relaxed);
                     }
                 }
                 Action::Call(call) => {
@@ -391,64 +331,37 @@ impl Reader {
         send(&self.outbox, error_line(None, &error));
     }
 
-    /// Waits for a slot (back-pressure), then hands the call to a worker or refuses it.
-    /// Returns false when reading must end (no workers left, or the session is over).
+    /// Asks the in-flight table for a slot (waiting: back-pressure), then hands the call to a
+    /// worker or refuses it. Returns false when reading must end (no workers left, or the
+    /// session is over).
     fn admit(&self, call: Call, size: usize) -> bool {
         let options = &self.options;
         let key = call.id.get().to_owned();
-        let mut calls = self.in_flight.lock();
-        let admission = Instant::now() + options.admission_wait;
-        let full = |calls: &HashMap<String, Entry>| {
-            let queued: usize = calls.values().map(|e| e.bytes).sum();
-            calls.len() >= options.max_in_flight
-                || (!calls.is_empty() && queued + size > options.max_in_flight_bytes)
+        let limits = Limits {
+            calls: options.max_in_flight,
+            bytes: options.max_in_flight_bytes,
+            wait: options.admission_wait,
         };
-        while full(&calls) && !calls.contains_key(&key) {
-            let left = admission.saturating_duration_since(Instant::now());
-            if left.is_zero() || self.stopping.load(Ordering::SeqCst) {
-                break;
+        let deadline = || {
+            options.call_timeout.map(|limit| {
+                (
+                    Instant::now() + limit,
+                    self.service.timeout_line(&call, limit),
+                )
+            })
+        };
+        let cancelled = match self
+            .in_flight
+            .admit(&key, size, limits, &self.stopping, deadline)
+        {
+            Admission::Admitted(cancelled) => cancelled,
+            Admission::Refused(reason) => {
+                let error = RpcError::new(ErrorCode::InvalidRequest, reason);
+                send(&self.outbox, error_line(Some(&call.id), &error));
+                return true;
             }
-            calls = self.in_flight.wait(calls, left);
-        }
-        if self.stopping.load(Ordering::SeqCst) {
-            // The session ended while this call waited: it is not started.
-            return false;
-        }
-        let refusal = if calls.contains_key(&key) {
-            Some(format!("ya hay una llamada en curso con el id {key}"))
-        } else if full(&calls) {
-            let queued: usize = calls.values().map(|e| e.bytes).sum();
-            Some(format!(
-                "servidor ocupado: {} llamadas en curso ({:.1} MB de solicitudes); \
-                 reintente cuando terminen",
-                calls.len(),
-                queued as f64 / 1e6
-            ))
-        } else {
-            None
+            Admission::Stopped => return false,
         };
-        if let Some(reason) = refusal {
-            drop(calls);
-            let error = RpcError::new(ErrorCode::InvalidRequest, reason);
-            send(&self.outbox, error_line(Some(&call.id), &error));
-            return true;
-        }
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let deadline = options.call_timeout.map(|limit| {
-            (
-                Instant::now() + limit,
-                self.service.timeout_line(&call, limit),
-            )
-        });
-        calls.insert(
-            key.clone(),
-            Entry {
-                cancelled: Arc::clone(&cancelled),
-                deadline,
-                bytes: size,
-            },
-        );
-        drop(calls);
         let job = Job {
             call,
             key,
@@ -472,23 +385,10 @@ fn send(outbox: &Outbox, line: String) {
 fn watchdog(in_flight: &InFlight, outbox: &Outbox, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
-        let now = Instant::now();
-        let mut calls = in_flight.lock();
-        for (key, entry) in calls.iter_mut() {
-            let due = entry
-                .deadline
-                .as_ref()
-                .is_some_and(|(deadline, _)| now >= *deadline);
-            if !due {
-                continue;
-            }
-            if let Some((_, line)) = entry.deadline.take()
-                && !entry.cancelled.swap(true, Ordering::Relaxed)
-            {
-                log_warn!("llamada {key} cancelada: superó el límite de tiempo");
-                send(outbox, line);
-            }
-        }
+        in_flight.expire(Instant::now(), |key, line| {
+            log_warn!("llamada {key} cancelada: superó el límite de tiempo");
+            send(outbox, line);
+        });
     }
 }
 
@@ -518,9 +418,7 @@ fn worker(
         let started = Instant::now();
         if job.cancelled.load(Ordering::Relaxed) {
             // Cancelled or timed out while queued: already answered (or never to be).
-            let mut calls = in_flight.lock();
-            calls.remove(&job.key);
-            in_flight.changed.notify_all();
+            in_flight.finish(&job.key, None, |_| {});
             continue;
         }
         let current = super::tool::CurrentCall::enter(Arc::clone(&job.cancelled));
@@ -541,14 +439,7 @@ fn worker(
             });
         drop(current);
         log_debug!("llamada {} atendida en {:?}", job.key, started.elapsed());
-        // Remove and answer under the lock, so a cancellation is either before (no answer)
-        // or after (too late, the answer is already queued) — never in between.
-        let mut calls = in_flight.lock();
-        calls.remove(&job.key);
-        if !job.cancelled.load(Ordering::Relaxed) {
-            send(outbox, line);
-        }
-        in_flight.changed.notify_all();
+        in_flight.finish(&job.key, Some(line), |line| send(outbox, line));
     }
 }
 
@@ -567,24 +458,19 @@ fn progress_sink(
             if !progress.is_finite() || progress <= *last {
                 return;
             }
-            let calls = in_flight.lock();
-            let live = calls
-                .get(&key)
-                .is_some_and(|entry| !entry.cancelled.load(Ordering::Relaxed));
-            if !live {
-                return;
-            }
-            *last = progress;
-            let params = ProgressParams {
-                progress_token: &token,
-                progress,
-                total,
-                message,
-            };
-            send(
-                &outbox,
-                notification_line("notifications/progress", &params),
-            );
+            in_flight.while_live(&key, || {
+                *last = progress;
+                let params = ProgressParams {
+                    progress_token: &token,
+                    progress,
+                    total,
+                    message,
+                };
+                send(
+                    &outbox,
+                    notification_line("notifications/progress", &params),
+                );
+            });
         },
     )
 }

@@ -76,7 +76,8 @@ impl ProtocolVersion {
     }
 
     /// From 2025-11-25 (SEP-1303) invalid arguments are reported as an `isError` result so the
-    /// model can correct itself; earlier sessions get the `-32602` error the reference sent.
+    /// model can correct itself; earlier sessions get the `-32602` JSON-RPC error their
+    /// revisions call for.
     pub fn argument_errors_are_results(self) -> bool {
         self >= ProtocolVersion::V2025_11_25
     }

@@ -127,17 +127,12 @@ impl Default for CalendarFile {
     }
 }
 
+/// Monday to Saturday.
 fn default_workdays() -> Vec<String> {
-    [
-        "lunes",
-        "martes",
-        "miercoles",
-        "jueves",
-        "viernes",
-        "sabado",
-    ]
-    .map(String::from)
-    .to_vec()
+    crate::calendar::WEEKDAY_KEYS[..6]
+        .iter()
+        .map(|day| (*day).to_owned())
+        .collect()
 }
 
 /// `[turno]`: shift start window and length window, with per-weekday overrides.

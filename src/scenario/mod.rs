@@ -7,12 +7,13 @@
 
 mod error;
 mod file;
+mod injections;
 mod resolve;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chrono::{NaiveDate, NaiveDateTime, Weekday};
+use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
@@ -115,14 +116,9 @@ impl World {
             && !self.holidays.contains(&date)
     }
 
-    /// UTC seconds of local midnight starting `date` (the earliest, across a DST change).
+    /// UTC seconds of the first instant of the local day `date`.
     pub fn local_midnight_utc(&self, date: NaiveDate) -> i64 {
-        use chrono::TimeZone;
-        let midnight = date.and_hms_opt(0, 0, 0).unwrap_or_default();
-        self.zone
-            .from_local_datetime(&midnight)
-            .earliest()
-            .map_or_else(|| midnight.and_utc().timestamp(), |t| t.timestamp())
+        crate::calendar::day_start_utc(self.zone, date)
     }
 }
 
@@ -173,6 +169,8 @@ pub struct Injection {
     pub kind: InjectionKind,
 }
 
+/// What is injected, with its parameters: one type for the scenario's explicit injections and
+/// the simulator's plan (which adds those drawn at random).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InjectionKind {
     Speeding {
@@ -185,8 +183,7 @@ pub enum InjectionKind {
         minutes: f64,
     },
     SignalLoss {
-        /// Seconds after local midnight.
-        start_s: u32,
+        at: LossAt,
         minutes: f64,
     },
     StoppedNow {
@@ -195,6 +192,7 @@ pub enum InjectionKind {
 }
 
 impl InjectionKind {
+    /// The kind's word in scenario files and the truth log (`exceso_velocidad`…).
     pub fn name(&self) -> &'static str {
         match self {
             InjectionKind::Speeding { .. } => "exceso_velocidad",
@@ -214,6 +212,15 @@ pub enum Trigger {
     Fraction(f64),
 }
 
+/// When a signal loss starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossAt {
+    /// Seconds after local midnight (how a scenario file places one).
+    Clock(u32),
+    /// Fraction of the day's shift, start to planned end (how a random one is placed).
+    ShiftFraction(f64),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LongStopAt {
     /// A delivery stop of the first loop, by name.
@@ -221,18 +228,6 @@ pub enum LongStopAt {
     /// A halt on the road at this fraction of the first loop.
     Fraction(f64),
 }
-
-pub const WEEKDAYS_ES: [(&str, Weekday); 9] = [
-    ("lunes", Weekday::Mon),
-    ("martes", Weekday::Tue),
-    ("miercoles", Weekday::Wed),
-    ("miércoles", Weekday::Wed),
-    ("jueves", Weekday::Thu),
-    ("viernes", Weekday::Fri),
-    ("sabado", Weekday::Sat),
-    ("sábado", Weekday::Sat),
-    ("domingo", Weekday::Sun),
-];
 
 /// Where a scenario's text came from, for messages and for finding its routes.
 #[derive(Debug, Clone)]

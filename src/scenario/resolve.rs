@@ -1,24 +1,24 @@
 //! From a parsed scenario file to a checked [`World`]: every semantic rule, one message each.
 //!
 //! Owns the meaning checks that the TOML syntax cannot express: names that must exist, ranges
-//! that must be ordered, geometry that must not be degenerate, injections that must fall on a
-//! working day, fit in a shift, and not collide. The first problem found is returned; nothing
-//! is simulated or written when any exists.
+//! that must be ordered, geometry that must not be degenerate, the period `--ahora` ends, and
+//! the [`Checker`] that words every message. The injections (which must fall on a working day,
+//! fit in a shift, and not collide) are checked in `injections.rs`. The first problem found is
+//! returned; nothing is simulated or written when any exists.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
+use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
 use chrono_tz::Tz;
 
 use super::file::{
-    BehaviourFile, GeofenceFile, InjectionsFile, NoiseFile, ScenarioFile, ShiftFile, ShiftOverride,
+    BehaviourFile, General, GeofenceFile, NoiseFile, ScenarioFile, ShiftFile, ShiftOverride,
     UnitFile, VehicleTypeFile,
 };
-use super::{
-    Ahora, Dynamics, Injection, InjectionKind, LongStopAt, ScenarioError, ShiftRule, Trigger, Unit,
-    WEEKDAYS_ES, World, plate_key,
-};
+use super::injections::{Frame, injections, random_injections};
+use super::{Ahora, Dynamics, ScenarioError, ShiftRule, Unit, World, plate_key};
+use crate::calendar::{WEEKDAY_KEYS, weekday_named};
 use crate::geo::{LatLon, distance_m};
 use crate::geofence::{Geofence, Shape, ring_area_deg2};
 use crate::route::Route;
@@ -26,19 +26,26 @@ use crate::route::Route;
 /// Routes of one unit must start within this distance of each other.
 const SAME_DEPOT_M: f64 = 300.0;
 
-struct Checker<'a> {
+/// Builds the messages: every one names the scenario file.
+pub(super) struct Checker<'a> {
     path: &'a Path,
 }
 
 impl Checker<'_> {
-    fn fail<T>(&self, message: impl Into<String>) -> Result<T, ScenarioError> {
+    pub(super) fn fail<T>(&self, message: impl Into<String>) -> Result<T, ScenarioError> {
         Err(ScenarioError::Invalid {
             path: self.path.to_path_buf(),
             message: message.into(),
         })
     }
 
-    fn range(&self, what: &str, range: [f64; 2], min: f64, max: f64) -> Result<(), ScenarioError> {
+    pub(super) fn range(
+        &self,
+        what: &str,
+        range: [f64; 2],
+        min: f64,
+        max: f64,
+    ) -> Result<(), ScenarioError> {
         let [a, b] = range;
         if !(a.is_finite() && b.is_finite()) || a > b {
             return self.fail(format!(
@@ -53,7 +60,13 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn value(&self, what: &str, value: f64, min: f64, max: f64) -> Result<(), ScenarioError> {
+    pub(super) fn value(
+        &self,
+        what: &str,
+        value: f64,
+        min: f64,
+        max: f64,
+    ) -> Result<(), ScenarioError> {
         if !value.is_finite() || value < min || value > max {
             return self.fail(format!(
                 "{what} = {value} fuera de los límites [{min}, {max}]"
@@ -62,7 +75,7 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn latlon(&self, what: &str, pair: [f64; 2]) -> Result<LatLon, ScenarioError> {
+    pub(super) fn latlon(&self, what: &str, pair: [f64; 2]) -> Result<LatLon, ScenarioError> {
         let [lat, lon] = pair;
         if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
             return self.fail(format!(
@@ -72,7 +85,7 @@ impl Checker<'_> {
         Ok(LatLon::new(lat, lon))
     }
 
-    fn clock(&self, what: &str, text: &str) -> Result<u32, ScenarioError> {
+    pub(super) fn clock(&self, what: &str, text: &str) -> Result<u32, ScenarioError> {
         let parsed = NaiveTime::parse_from_str(text, "%H:%M:%S")
             .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M"));
         match parsed {
@@ -109,48 +122,8 @@ pub fn resolve(
         1.0,
         3600.0,
     )?;
-    let ahora_local = match ahora {
-        Ahora::Local(local) => local,
-        Ahora::NowUtc(secs) => {
-            let now = zone
-                .timestamp_opt(secs - secs.rem_euclid(60), 0)
-                .single()
-                .map(|t| t.naive_local());
-            match now {
-                Some(now) => now,
-                None => return check.fail("el reloj del sistema da una hora inválida"),
-            }
-        }
-    };
-    let ahora_utc = match zone.from_local_datetime(&ahora_local).earliest() {
-        Some(t) => t.timestamp(),
-        None => {
-            return check.fail(format!(
-                "--ahora {ahora_local} no existe en {zone} (cambio de horario)"
-            ));
-        }
-    };
-    let last_day = ahora_local.date();
-    let first_day = match (general.dias, general.desde) {
-        (Some(_), Some(_)) => return check.fail("[escenario] use 'dias' o 'desde', no ambos"),
-        (None, None) => return check.fail("[escenario] falta 'dias' (o 'desde')"),
-        (Some(days), None) => {
-            check.value("[escenario] dias", days.into(), 1.0, 3660.0)?;
-            last_day - Duration::days(i64::from(days) - 1)
-        }
-        (None, Some(from)) => {
-            if from > last_day {
-                return check.fail(format!(
-                    "[escenario] desde = {from} es posterior al día de --ahora ({last_day})"
-                ));
-            }
-            from
-        }
-    };
-    let days: Vec<NaiveDate> = first_day
-        .iter_days()
-        .take_while(|d| *d <= last_day)
-        .collect();
+    let (ahora_local, ahora_utc) = ahora_in_zone(&check, zone, ahora)?;
+    let days = period(&check, general, ahora_local.date())?;
 
     let default_workdays = weekdays(
         &check,
@@ -175,20 +148,9 @@ pub fn resolve(
         .enumerate()
         .map(|(i, r)| (r.name.as_str(), i))
         .collect();
-    let mut unit_files = file.unidades.clone();
-    for (index, group) in file.flotillas.iter().enumerate() {
-        if group.cantidad == 0 || group.cantidad > 100_000 {
-            return check.fail(format!(
-                "[[flotillas]] #{}: cantidad = {} fuera de los límites [1, 100000]",
-                index + 1,
-                group.cantidad
-            ));
-        }
-        unit_files.extend(group.expand());
-    }
     let units = units(
         &check,
-        &unit_files,
+        &unit_files(&check, &file)?,
         &route_list,
         &route_index,
         &types,
@@ -230,15 +192,87 @@ pub fn resolve(
     })
 }
 
+/// `--ahora` on the zone's clock (the wall clock is cut to the minute) and in UTC.
+fn ahora_in_zone(
+    check: &Checker,
+    zone: Tz,
+    ahora: Ahora,
+) -> Result<(NaiveDateTime, i64), ScenarioError> {
+    let ahora_local = match ahora {
+        Ahora::Local(local) => local,
+        Ahora::NowUtc(secs) => {
+            let now = zone
+                .timestamp_opt(secs - secs.rem_euclid(60), 0)
+                .single()
+                .map(|t| t.naive_local());
+            match now {
+                Some(now) => now,
+                None => return check.fail("el reloj del sistema da una hora inválida"),
+            }
+        }
+    };
+    match zone.from_local_datetime(&ahora_local).earliest() {
+        Some(t) => Ok((ahora_local, t.timestamp())),
+        None => check.fail(format!(
+            "--ahora {ahora_local} no existe en {zone} (cambio de horario)"
+        )),
+    }
+}
+
+/// The simulated dates, ending with the day of `--ahora` (`last_day`).
+fn period(
+    check: &Checker,
+    general: &General,
+    last_day: NaiveDate,
+) -> Result<Vec<NaiveDate>, ScenarioError> {
+    let first_day = match (general.dias, general.desde) {
+        (Some(_), Some(_)) => return check.fail("[escenario] use 'dias' o 'desde', no ambos"),
+        (None, None) => return check.fail("[escenario] falta 'dias' (o 'desde')"),
+        (Some(days), None) => {
+            check.value("[escenario] dias", days.into(), 1.0, 3660.0)?;
+            last_day - Duration::days(i64::from(days) - 1)
+        }
+        (None, Some(from)) => {
+            if from > last_day {
+                return check.fail(format!(
+                    "[escenario] desde = {from} es posterior al día de --ahora ({last_day})"
+                ));
+            }
+            from
+        }
+    };
+    Ok(first_day
+        .iter_days()
+        .take_while(|d| *d <= last_day)
+        .collect())
+}
+
+/// `[[unidades]]` followed by every `[[flotillas]]` group expanded.
+fn unit_files(check: &Checker, file: &ScenarioFile) -> Result<Vec<UnitFile>, ScenarioError> {
+    let mut unit_files = file.unidades.clone();
+    for (index, group) in file.flotillas.iter().enumerate() {
+        if group.cantidad == 0 || group.cantidad > 100_000 {
+            return check.fail(format!(
+                "[[flotillas]] #{}: cantidad = {} fuera de los límites [1, 100000]",
+                index + 1,
+                group.cantidad
+            ));
+        }
+        unit_files.extend(group.expand());
+    }
+    Ok(unit_files)
+}
+
 fn weekdays(check: &Checker, what: &str, names: &[String]) -> Result<[bool; 7], ScenarioError> {
     let mut days = [false; 7];
     for name in names {
         let lower = name.trim().to_lowercase();
-        match WEEKDAYS_ES.iter().find(|(n, _)| *n == lower) {
-            Some((_, weekday)) => days[weekday.num_days_from_monday() as usize] = true,
+        match weekday_named(&lower) {
+            Some(weekday) => days[weekday.num_days_from_monday() as usize] = true,
             None => {
                 return check.fail(format!(
-                    "{what}: '{name}' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)"
+                    "{what}: '{name}' no es un día ({})",
+                    WEEKDAY_KEYS.join(", ")
                 ));
             }
         }
@@ -298,33 +332,27 @@ fn shift_rules(check: &Checker, shift: &ShiftFile) -> Result<[ShiftRule; 7], Sce
         &shift.sabado,
         &shift.domingo,
     ];
-    let names = [
-        "lunes",
-        "martes",
-        "miercoles",
-        "jueves",
-        "viernes",
-        "sabado",
-        "domingo",
-    ];
     let mut rules = [base; 7];
     for (i, over) in overrides.iter().enumerate() {
-        rules[i] = shift_rule(check, &format!("[turno.{}]", names[i]), base, over.as_ref())?;
+        let what = format!("[turno.{}]", WEEKDAY_KEYS[i]);
+        rules[i] = shift_rule(check, &what, base, over.as_ref())?;
     }
     Ok(rules)
 }
 
-/// Built-in dynamics (SUMO's defaults, rounded) for types a scenario does not define.
+/// Built-in dynamics (SUMO's defaults, rounded) for types a scenario does not define: name,
+/// acceleration and braking (m/s²), top speed (km/h).
+const BUILTIN_TYPES: [(&str, f64, f64, f64); 6] = [
+    ("camion", 1.3, 4.0, 90.0),
+    ("panel", 2.0, 4.5, 110.0),
+    ("pickup", 2.3, 4.5, 120.0),
+    ("microbus", 1.8, 4.0, 100.0),
+    ("automovil", 2.6, 4.5, 140.0),
+    ("motocicleta", 3.0, 5.0, 120.0),
+];
+
 fn builtin_type(name: &str) -> Option<VehicleTypeFile> {
-    let (accel, brake, top) = match name {
-        "camion" => (1.3, 4.0, 90.0),
-        "panel" => (2.0, 4.5, 110.0),
-        "pickup" => (2.3, 4.5, 120.0),
-        "microbus" => (1.8, 4.0, 100.0),
-        "automovil" => (2.6, 4.5, 140.0),
-        "motocicleta" => (3.0, 5.0, 120.0),
-        _ => return None,
-    };
+    let (_, accel, brake, top) = BUILTIN_TYPES.into_iter().find(|t| t.0 == name)?;
     Some(VehicleTypeFile {
         aceleracion_ms2: accel,
         frenado_ms2: brake,
@@ -562,59 +590,8 @@ fn units(
         if !seen.insert(key) {
             return check.fail(format!("{what}: placa repetida"));
         }
-        let Some(kind) = types
-            .get(&u.tipo)
-            .cloned()
-            .or_else(|| builtin_type(&u.tipo))
-        else {
-            let mut known: Vec<&str> = types.keys().map(String::as_str).collect();
-            known.extend([
-                "camion",
-                "panel",
-                "pickup",
-                "microbus",
-                "automovil",
-                "motocicleta",
-            ]);
-            known.sort_unstable();
-            known.dedup();
-            return check.fail(format!(
-                "{what}: tipo desconocido '{}'; defina [tipos.{}] o use uno de: {}",
-                u.tipo,
-                u.tipo,
-                known.join(", ")
-            ));
-        };
-        let mut unit_routes = Vec::new();
-        for name in &u.rutas {
-            match route_index.get(name.as_str()) {
-                Some(index) => unit_routes.push(*index),
-                None => {
-                    let known: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
-                    return check.fail(format!(
-                        "{what}: ruta desconocida '{name}'; las disponibles son: {}",
-                        known.join(", ")
-                    ));
-                }
-            }
-        }
-        if u.activo && unit_routes.is_empty() {
-            return check.fail(format!(
-                "{what}: una unidad activa necesita al menos una ruta"
-            ));
-        }
-        if let Some(first) = unit_routes.first() {
-            let depot = routes[*first].depot();
-            for other in &unit_routes[1..] {
-                let gap = distance_m(depot, routes[*other].depot());
-                if gap > SAME_DEPOT_M {
-                    return check.fail(format!(
-                        "{what}: las rutas '{}' y '{}' no salen del mismo depósito ({gap:.0} m de distancia)",
-                        routes[*first].name, routes[*other].name
-                    ));
-                }
-            }
-        }
+        let kind = unit_type(check, &what, &u.tipo, types)?;
+        let unit_routes = unit_routes(check, &what, u, routes, route_index)?;
         let workdays = match &u.dias_laborables {
             Some(names) => weekdays(check, &format!("{what} dias_laborables"), names)?,
             None => default_workdays,
@@ -653,469 +630,63 @@ fn units(
     Ok(units)
 }
 
-/// What injection checks need to know about the world.
-struct Frame<'a> {
-    days: &'a [NaiveDate],
-    holidays: &'a [NaiveDate],
-    ahora_local: NaiveDateTime,
-    units: &'a [Unit],
-    routes: &'a [Route],
-}
-
-impl Frame<'_> {
-    fn works(&self, unit: &Unit, date: NaiveDate) -> bool {
-        unit.active
-            && unit.workdays[date.weekday().num_days_from_monday() as usize]
-            && !self.holidays.contains(&date)
-    }
-
-    fn unit(&self, check: &Checker, what: &str, plate: &str) -> Result<usize, ScenarioError> {
-        let key = plate_key(plate);
-        match self.units.iter().position(|u| plate_key(&u.plate) == key) {
-            Some(i) if self.units[i].active => Ok(i),
-            Some(_) => check.fail(format!("{what}: la unidad '{plate}' está inactiva")),
-            None => check.fail(format!("{what}: placa desconocida '{plate}'")),
-        }
-    }
-
-    fn date(
-        &self,
-        check: &Checker,
-        what: &str,
-        fecha: Option<NaiveDate>,
-        dia: Option<i64>,
-    ) -> Result<NaiveDate, ScenarioError> {
-        let today = self.ahora_local.date();
-        let date = match (fecha, dia) {
-            (Some(date), None) => date,
-            (None, Some(offset)) => today + Duration::days(offset),
-            (Some(_), Some(_)) => {
-                return check.fail(format!("{what}: use 'fecha' o 'dia', no ambos"));
-            }
-            (None, None) => return check.fail(format!("{what}: falta 'fecha' (o 'dia')")),
-        };
-        if !self.days.contains(&date) {
-            return check.fail(format!(
-                "{what}: {date} está fuera del periodo simulado ({} a {})",
-                self.days.first().copied().unwrap_or(today),
-                today
-            ));
-        }
-        Ok(date)
-    }
-}
-
-fn injections(
+/// The unit's vehicle type: the scenario's `[tipos.*]`, else a built-in one.
+fn unit_type(
     check: &Checker,
-    files: &InjectionsFile,
-    frame: &Frame,
-) -> Result<Vec<Injection>, ScenarioError> {
-    let mut out: Vec<Injection> = Vec::new();
-    let today = frame.ahora_local.date();
-    let now_s = frame.ahora_local.time().num_seconds_from_midnight();
+    what: &str,
+    name: &str,
+    types: &BTreeMap<String, VehicleTypeFile>,
+) -> Result<VehicleTypeFile, ScenarioError> {
+    if let Some(kind) = types.get(name).cloned().or_else(|| builtin_type(name)) {
+        return Ok(kind);
+    }
+    let mut known: Vec<&str> = types.keys().map(String::as_str).collect();
+    known.extend(BUILTIN_TYPES.iter().map(|t| t.0));
+    known.sort_unstable();
+    known.dedup();
+    check.fail(format!(
+        "{what}: tipo desconocido '{name}'; defina [tipos.{name}] o use uno de: {}",
+        known.join(", ")
+    ))
+}
 
-    for (i, s) in files.exceso_velocidad.iter().enumerate() {
-        let what = format!("[[inyecciones.exceso_velocidad]] #{} ({})", i + 1, s.placa);
-        let unit = frame.unit(check, &what, &s.placa)?;
-        let date = frame.date(check, &what, s.fecha, s.dia)?;
-        let u = &frame.units[unit];
-        require_workday(check, &what, frame, u, date)?;
-        if s.velocidad_kmh <= u.limit_kmh {
-            return check.fail(format!(
-                "{what}: velocidad_kmh = {} no supera el límite de {} km/h",
-                s.velocidad_kmh, u.limit_kmh
-            ));
-        }
-        if s.velocidad_kmh > u.dynamics.top_speed_kmh {
-            return check.fail(format!(
-                "{what}: imposible, un {} no pasa de {} km/h",
-                u.kind, u.dynamics.top_speed_kmh
-            ));
-        }
-        check.value(&format!("{what} duracion_s"), s.duracion_s, 10.0, 900.0)?;
-        let needed_m = s.velocidad_kmh / 3.6 * s.duracion_s;
-        let route = &frame.routes[u.routes[0]];
-        if needed_m > route.length_m() * 0.6 {
-            return check.fail(format!(
-                "{what}: duración imposible: {:.1} km a {} km/h no caben en la ruta '{}' ({:.1} km)",
-                needed_m / 1000.0,
-                s.velocidad_kmh,
-                route.name,
-                route.length_m() / 1000.0
-            ));
-        }
-        let at = match (&s.hora, s.fraccion_ruta) {
-            (Some(hora), None) => {
-                let start = check.clock(&format!("{what} hora"), hora)?;
-                if date == today && start + s.duracion_s as u32 + 1800 > now_s {
-                    return check.fail(format!(
-                        "{what}: la hora {hora} no deja tiempo antes de --ahora"
-                    ));
-                }
-                Trigger::Time(start)
-            }
-            (None, Some(fraction)) => {
-                check.value(&format!("{what} fraccion_ruta"), fraction, 0.05, 0.95)?;
-                no_fraction_today(check, &what, date, today)?;
-                Trigger::Fraction(fraction)
-            }
-            _ => {
+/// The unit's routes by index: all known, at least one if active, all from one depot.
+fn unit_routes(
+    check: &Checker,
+    what: &str,
+    u: &UnitFile,
+    routes: &[Route],
+    route_index: &HashMap<&str, usize>,
+) -> Result<Vec<usize>, ScenarioError> {
+    let mut unit_routes = Vec::new();
+    for name in &u.rutas {
+        match route_index.get(name.as_str()) {
+            Some(index) => unit_routes.push(*index),
+            None => {
+                let known: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
                 return check.fail(format!(
-                    "{what}: indique 'hora' o 'fraccion_ruta' (uno de los dos)"
+                    "{what}: ruta desconocida '{name}'; las disponibles son: {}",
+                    known.join(", ")
                 ));
             }
-        };
-        push_unique(
-            check,
-            &mut out,
-            Injection {
-                unit,
-                date,
-                kind: InjectionKind::Speeding {
-                    at,
-                    speed_kmh: s.velocidad_kmh,
-                    duration_s: s.duracion_s,
-                },
-            },
-            frame,
-        )?;
+        }
     }
-
-    for (i, s) in files.parada_prolongada.iter().enumerate() {
-        let what = format!("[[inyecciones.parada_prolongada]] #{} ({})", i + 1, s.placa);
-        let unit = frame.unit(check, &what, &s.placa)?;
-        let date = frame.date(check, &what, s.fecha, s.dia)?;
-        let u = &frame.units[unit];
-        require_workday(check, &what, frame, u, date)?;
-        check.value(&format!("{what} minutos"), s.minutos, 1.0, 600.0)?;
-        no_fraction_today(check, &what, date, today)?;
-        let at = match (&s.parada, s.fraccion_ruta) {
-            (Some(name), None) => {
-                let route = &frame.routes[u.routes[0]];
-                let deliveries = &route.stops[1..route.stops.len() - 1];
-                if !deliveries.iter().any(|stop| &stop.name == name) {
-                    let names: Vec<&str> = deliveries.iter().map(|s| s.name.as_str()).collect();
-                    return check.fail(format!(
-                        "{what}: la parada '{name}' no es una entrega de la ruta '{}' ({})",
-                        route.name,
-                        names.join(", ")
-                    ));
-                }
-                LongStopAt::Stop(name.clone())
-            }
-            (None, Some(fraction)) => {
-                check.value(&format!("{what} fraccion_ruta"), fraction, 0.05, 0.95)?;
-                LongStopAt::Fraction(fraction)
-            }
-            _ => {
+    if u.activo && unit_routes.is_empty() {
+        return check.fail(format!(
+            "{what}: una unidad activa necesita al menos una ruta"
+        ));
+    }
+    if let Some(first) = unit_routes.first() {
+        let depot = routes[*first].depot();
+        for other in &unit_routes[1..] {
+            let gap = distance_m(depot, routes[*other].depot());
+            if gap > SAME_DEPOT_M {
                 return check.fail(format!(
-                    "{what}: indique 'parada' o 'fraccion_ruta' (uno de los dos)"
+                    "{what}: las rutas '{}' y '{}' no salen del mismo depósito ({gap:.0} m de distancia)",
+                    routes[*first].name, routes[*other].name
                 ));
             }
-        };
-        push_unique(
-            check,
-            &mut out,
-            Injection {
-                unit,
-                date,
-                kind: InjectionKind::LongStop {
-                    at,
-                    minutes: s.minutos,
-                },
-            },
-            frame,
-        )?;
-    }
-
-    for (i, s) in files.perdida_senal.iter().enumerate() {
-        let what = format!("[[inyecciones.perdida_senal]] #{} ({})", i + 1, s.placa);
-        let unit = frame.unit(check, &what, &s.placa)?;
-        let date = frame.date(check, &what, s.fecha, s.dia)?;
-        let u = &frame.units[unit];
-        require_workday(check, &what, frame, u, date)?;
-        check.value(&format!("{what} minutos"), s.minutos, 1.0, 480.0)?;
-        let start = check.clock(&format!("{what} hora"), &s.hora)?;
-        let rule = u.shift_for(date);
-        // Latest possible start plus the longest initial wait, to the earliest possible end.
-        let on_from = rule.start_min[1] * 60;
-        let on_until = rule.start_min[0] * 60 + (rule.length_h[0] * 3600.0) as u32;
-        let end = start + (s.minutos * 60.0) as u32;
-        // A loss still going on at --ahora (a unit silent right now) only has to start on
-        // shift; any other must fit in it whole.
-        let ongoing = date == today && end > now_s;
-        if start < on_from || (end > on_until && !ongoing) || start > on_until {
-            return check.fail(format!(
-                "{what}: {}–{} no cae siempre dentro del turno ({} a {})",
-                hhmm(start),
-                hhmm(end),
-                hhmm(on_from),
-                hhmm(on_until)
-            ));
-        }
-        if ongoing && start + 60 > now_s {
-            return check.fail(format!("{what}: empieza después de --ahora"));
-        }
-        push_unique(
-            check,
-            &mut out,
-            Injection {
-                unit,
-                date,
-                kind: InjectionKind::SignalLoss {
-                    start_s: start,
-                    minutes: s.minutos,
-                },
-            },
-            frame,
-        )?;
-    }
-
-    for (i, s) in files.detenida_ahora.iter().enumerate() {
-        let what = format!("[[inyecciones.detenida_ahora]] #{} ({})", i + 1, s.placa);
-        let unit = frame.unit(check, &what, &s.placa)?;
-        let u = &frame.units[unit];
-        require_workday(check, &what, frame, u, today)?;
-        check.value(&format!("{what} minutos"), s.minutos, 1.0, 600.0)?;
-        stopped_now_fits(check, &what, u, today, now_s, s.minutos)?;
-        push_unique(
-            check,
-            &mut out,
-            Injection {
-                unit,
-                date: today,
-                kind: InjectionKind::StoppedNow { minutes: s.minutos },
-            },
-            frame,
-        )?;
-    }
-    Ok(out)
-}
-
-/// A unit stopped `minutes` before `now_s` must have started its shift (and its first wait)
-/// by then whatever its drawn start.
-fn stopped_now_fits(
-    check: &Checker,
-    what: &str,
-    unit: &Unit,
-    today: NaiveDate,
-    now_s: u32,
-    minutes: f64,
-) -> Result<(), ScenarioError> {
-    let rule = unit.shift_for(today);
-    let stop_s = now_s as f64 - minutes * 60.0;
-    let earliest = f64::from(rule.start_min[1] * 60) + 15.0 * 60.0;
-    if stop_s < earliest {
-        return check.fail(format!(
-            "{what}: a las {} la unidad puede no haber empezado su turno (empieza hasta las {})",
-            hhmm(stop_s.max(0.0) as u32),
-            hhmm(rule.start_min[1] * 60)
-        ));
-    }
-    Ok(())
-}
-
-fn require_workday(
-    check: &Checker,
-    what: &str,
-    frame: &Frame,
-    unit: &Unit,
-    date: NaiveDate,
-) -> Result<(), ScenarioError> {
-    if !frame.works(unit, date) {
-        return check.fail(format!(
-            "{what}: la unidad no trabaja el {} ({date})",
-            weekday_es(date)
-        ));
-    }
-    Ok(())
-}
-
-fn no_fraction_today(
-    check: &Checker,
-    what: &str,
-    date: NaiveDate,
-    today: NaiveDate,
-) -> Result<(), ScenarioError> {
-    if date == today {
-        return check.fail(format!(
-            "{what}: el día de --ahora está incompleto; use 'hora' o un día anterior"
-        ));
-    }
-    Ok(())
-}
-
-/// One injection of each kind per unit and day; a timed signal loss may not overlap a timed
-/// speeding episode.
-fn push_unique(
-    check: &Checker,
-    out: &mut Vec<Injection>,
-    injection: Injection,
-    frame: &Frame,
-) -> Result<(), ScenarioError> {
-    let plate = &frame.units[injection.unit].plate;
-    for other in out
-        .iter()
-        .filter(|o| o.unit == injection.unit && o.date == injection.date)
-    {
-        if other.kind.name() == injection.kind.name() {
-            return check.fail(format!(
-                "inyecciones superpuestas: dos '{}' para {plate} el {}",
-                injection.kind.name(),
-                injection.date
-            ));
-        }
-        if let (Some(a), Some(b)) = (timed_window(&other.kind), timed_window(&injection.kind))
-            && a.0 < b.1
-            && b.0 < a.1
-        {
-            return check.fail(format!(
-                "inyecciones superpuestas: '{}' y '{}' de {plate} el {} se cruzan ({}–{} y {}–{})",
-                other.kind.name(),
-                injection.kind.name(),
-                injection.date,
-                hhmm(a.0),
-                hhmm(a.1),
-                hhmm(b.0),
-                hhmm(b.1)
-            ));
         }
     }
-    out.push(injection);
-    Ok(())
-}
-
-/// The local-time window of an injection placed by clock time, in seconds.
-fn timed_window(kind: &InjectionKind) -> Option<(u32, u32)> {
-    match kind {
-        InjectionKind::Speeding {
-            at: Trigger::Time(start),
-            duration_s,
-            ..
-        } => Some((*start, start + *duration_s as u32 + 600)),
-        InjectionKind::SignalLoss { start_s, minutes } => {
-            Some((*start_s, start_s + (*minutes * 60.0) as u32))
-        }
-        _ => None,
-    }
-}
-
-fn random_injections(
-    check: &Checker,
-    files: &InjectionsFile,
-    frame: &Frame,
-    explicit: &[Injection],
-) -> Result<(), ScenarioError> {
-    let r = &files.aleatorias;
-    let w = "[inyecciones.aleatorias]";
-    if r.exceso_velocidad_kmh.is_empty() || r.parada_minutos.is_empty() {
-        return check.fail(format!(
-            "{w}: exceso_velocidad_kmh y parada_minutos no pueden estar vacías"
-        ));
-    }
-    check.range(
-        &format!("{w} exceso_duracion_s"),
-        r.exceso_duracion_s,
-        10.0,
-        900.0,
-    )?;
-    check.range(
-        &format!("{w} perdida_minutos"),
-        r.perdida_minutos,
-        1.0,
-        240.0,
-    )?;
-    check.range(
-        &format!("{w} detenida_minutos"),
-        r.detenida_minutos,
-        1.0,
-        600.0,
-    )?;
-    for m in &r.parada_minutos {
-        check.value(&format!("{w} parada_minutos"), *m, 1.0, 600.0)?;
-    }
-    let today = frame.ahora_local.date();
-    // Past days only: the day of `ahora` is cut and may end before an event happens.
-    let candidates = frame
-        .units
-        .iter()
-        .flat_map(|u| {
-            frame
-                .days
-                .iter()
-                .filter(move |d| **d < today)
-                .map(move |d| (u, *d))
-        })
-        .filter(|(u, d)| frame.works(u, *d))
-        .count();
-    for (name, count) in [
-        ("exceso_velocidad", r.exceso_velocidad),
-        ("parada_prolongada", r.parada_prolongada),
-        ("perdida_senal", r.perdida_senal),
-    ] {
-        if count as usize > candidates {
-            return check.fail(format!(
-                "{w} {name} = {count}: solo hay {candidates} unidades-día disponibles (días anteriores a --ahora)"
-            ));
-        }
-    }
-    for unit in frame.units.iter().filter(|u| u.active) {
-        if let Some(kmh) = r
-            .exceso_velocidad_kmh
-            .iter()
-            .find(|k| **k > unit.dynamics.top_speed_kmh)
-            && r.exceso_velocidad > 0
-        {
-            return check.fail(format!(
-                "{w} exceso_velocidad_kmh: {kmh} km/h es imposible para '{}' ({}: máximo {} km/h)",
-                unit.plate, unit.kind, unit.dynamics.top_speed_kmh
-            ));
-        }
-        if let Some(kmh) = r
-            .exceso_velocidad_kmh
-            .iter()
-            .find(|k| **k <= unit.limit_kmh)
-            && r.exceso_velocidad > 0
-        {
-            return check.fail(format!(
-                "{w} exceso_velocidad_kmh: {kmh} km/h no supera el límite de '{}' ({} km/h)",
-                unit.plate, unit.limit_kmh
-            ));
-        }
-    }
-    let now_s = frame.ahora_local.time().num_seconds_from_midnight();
-    let stopped_candidates = frame
-        .units
-        .iter()
-        .filter(|u| frame.works(u, today))
-        .filter(|u| {
-            !explicit.iter().any(|i| {
-                i.kind.name() == "detenida_ahora" && std::ptr::eq(&frame.units[i.unit], *u)
-            })
-        })
-        .filter(|u| stopped_now_fits(check, "", u, today, now_s, r.detenida_minutos[1]).is_ok())
-        .count();
-    if r.detenida_ahora as usize > stopped_candidates {
-        return check.fail(format!(
-            "{w} detenida_ahora = {}: solo {stopped_candidates} unidades trabajan a --ahora con turno ya empezado hace {} min",
-            r.detenida_ahora, r.detenida_minutos[1]
-        ));
-    }
-    Ok(())
-}
-
-pub fn hhmm(seconds: u32) -> String {
-    format!("{:02}:{:02}", seconds / 3600, (seconds / 60) % 60)
-}
-
-pub fn weekday_es(date: NaiveDate) -> &'static str {
-    [
-        "lunes",
-        "martes",
-        "miércoles",
-        "jueves",
-        "viernes",
-        "sábado",
-        "domingo",
-    ][date.weekday().num_days_from_monday() as usize]
+    Ok(unit_routes)
 }

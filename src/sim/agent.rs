@@ -19,11 +19,11 @@ use rand_distr::Exp;
 use super::Sink;
 use super::course::Course;
 use super::gnss::{Report, Tracker, TrueSample};
-use super::plan::{LossAt, Planned, PlannedKind};
+use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
 use super::truth::{StopReason, TruthEvent};
 use crate::geo::LatLon;
-use crate::scenario::{LongStopAt, Trigger, Unit, World};
+use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
 
 /// Longest integration step, while cruising.
 const CRUISE_STEP_MS: i64 = 5000;
@@ -292,7 +292,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 fecha: planned.date.to_string(),
                 clase: planned.kind.name().into(),
                 aleatoria: planned.random,
-                parametros: planned.kind.parameters(),
+                parametros: plan::parameters(&planned.kind),
             });
         }
         // Parked at the depot, engine off, since before the data starts.
@@ -367,7 +367,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         let length_h = self.uniform(rule.length_h);
         let mut shift_end_ms = self.now_ms + (length_h * 3_600_000.0) as i64;
         let stop_now = self.planned(date).find_map(|p| match p.kind {
-            PlannedKind::StoppedNow { minutes } => Some(minutes),
+            InjectionKind::StoppedNow { minutes } => Some(minutes),
             _ => None,
         });
         let stop_now_ms = stop_now.map(|m| self.end_ms - (m * 60_000.0).round() as i64);
@@ -395,9 +395,9 @@ impl<'a, S: Sink> Agent<'a, S> {
         if let Some(at) = stop_now_ms {
             self.schedule(at, Event::StopNow);
         }
-        let planned: Vec<PlannedKind> = self.planned(date).map(|p| p.kind.clone()).collect();
+        let planned: Vec<InjectionKind> = self.planned(date).map(|p| p.kind.clone()).collect();
         for kind in planned {
-            if let PlannedKind::SignalLoss { at, minutes } = kind {
+            if let InjectionKind::SignalLoss { at, minutes } = kind {
                 let start_ms = match at {
                     LossAt::Clock(s) => self.day_starts_ms[index] + i64::from(s) * 1000,
                     LossAt::ShiftFraction(f) => {
@@ -428,43 +428,19 @@ impl<'a, S: Sink> Agent<'a, S> {
         let (loop_index, date) = (day.loops, day.date);
         self.close_stop(self.now_ms);
         self.move_to_route_start(self.unit.routes[loop_index % self.unit.routes.len()]);
-        let route = &self.world.routes[self.route];
-        let length = route.length_m();
-        let behaviour = &self.world.behaviour;
+        let length = self.world.routes[self.route].length_m();
         self.halts.clear();
 
-        let mut halts = Vec::new();
-        let base_min = self.uniform(behaviour.espera_parada_min);
+        // Injections happen on the day's first loop.
         let long_stop = if loop_index == 0 {
             self.planned(date).find_map(|p| match &p.kind {
-                PlannedKind::LongStop { at, minutes } => Some((at.clone(), *minutes)),
+                InjectionKind::LongStop { at, minutes } => Some((at.clone(), *minutes)),
                 _ => None,
             })
         } else {
             None
         };
-        let deliveries: Vec<(String, f64)> = route.stops[1..route.stops.len() - 1]
-            .iter()
-            .map(|s| (s.name.clone(), s.along_m))
-            .collect();
-        for (name, along_m) in deliveries {
-            let mut dwell_min = base_min * self.motion.random_range(0.6..1.4);
-            let mut injected = false;
-            if let Some((LongStopAt::Stop(target), minutes)) = &long_stop
-                && *target == name
-            {
-                dwell_min = *minutes;
-                injected = true;
-            }
-            halts.push(Halt {
-                along_m,
-                kind: HaltKind::Delivery {
-                    name,
-                    dwell_ms: (dwell_min * 60_000.0).round() as i64,
-                    injected,
-                },
-            });
-        }
+        let mut halts = self.delivery_halts(long_stop.as_ref());
         if let Some((LongStopAt::Fraction(f), minutes)) = &long_stop {
             halts.push(Halt {
                 along_m: f * length,
@@ -473,64 +449,19 @@ impl<'a, S: Sink> Agent<'a, S> {
                 },
             });
         }
-        // Traffic lights: a Poisson process along the route, clear of the stops.
-        if behaviour.semaforos_por_km > 0.0
-            && let Ok(gap) = Exp::new(behaviour.semaforos_por_km / 1000.0)
-        {
-            let mut s = self.motion.sample(gap);
-            let fixed: Vec<f64> = halts
-                .iter()
-                .map(|h| h.along_m)
-                .chain([0.0, length])
-                .collect();
-            while s < length {
-                if fixed.iter().all(|f| (f - s).abs() > LIGHT_CLEARANCE_M) {
-                    let wait_s = self.uniform(behaviour.semaforo_s);
-                    halts.push(Halt {
-                        along_m: s,
-                        kind: HaltKind::Light {
-                            wait_ms: (wait_s * 1000.0).round() as i64,
-                        },
-                    });
-                }
-                s += self.motion.sample(gap);
-            }
-        }
+        self.add_traffic_lights(&mut halts, length);
         halts.push(Halt {
             along_m: length,
             kind: HaltKind::Depot,
         });
         halts.sort_by(|a, b| a.along_m.total_cmp(&b.along_m));
         self.halts = halts.into();
+        self.pending_speeding = if loop_index == 0 {
+            self.planned_speeding(date, length)
+        } else {
+            None
+        };
 
-        self.pending_speeding = None;
-        if loop_index == 0 {
-            let speeding = self.planned(date).find_map(|p| match p.kind {
-                PlannedKind::Speeding {
-                    at,
-                    speed_kmh,
-                    duration_s,
-                } => Some((at, speed_kmh, duration_s)),
-                _ => None,
-            });
-            if let Some((at, speed_kmh, duration_s)) = speeding {
-                let speed_ms = speed_kmh / 3.6;
-                let duration_ms = (duration_s * 1000.0).round() as i64;
-                self.pending_speeding = Some(match at {
-                    Trigger::Fraction(f) => PendingSpeeding::AtDistance {
-                        along_m: f * length,
-                        speed_ms,
-                        duration_ms,
-                    },
-                    Trigger::Time(s) => PendingSpeeding::AtTime {
-                        from_ms: self.day_starts_ms[self.day.as_ref().map_or(0, |d| d.index)]
-                            + i64::from(s) * 1000,
-                        speed_ms,
-                        duration_ms,
-                    },
-                });
-            }
-        }
         if let Some(day) = &mut self.day {
             day.loops += 1;
         }
@@ -538,6 +469,89 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.draw_desired_speed();
         let next = (self.uniform(self.world.behaviour.cambio_velocidad_s) * 1000.0) as i64;
         self.schedule(self.now_ms + next, Event::DesiredSpeed);
+    }
+
+    /// The route's delivery stops with their dwell times; the injected long stop, if it is at
+    /// one of them, replaces its dwell.
+    fn delivery_halts(&mut self, long_stop: Option<&(LongStopAt, f64)>) -> Vec<Halt> {
+        let route = &self.world.routes[self.route];
+        let base_min = self.uniform(self.world.behaviour.espera_parada_min);
+        let mut halts = Vec::new();
+        for stop in &route.stops[1..route.stops.len() - 1] {
+            let mut dwell_min = base_min * self.motion.random_range(0.6..1.4);
+            let mut injected = false;
+            if let Some((LongStopAt::Stop(target), minutes)) = long_stop
+                && *target == stop.name
+            {
+                dwell_min = *minutes;
+                injected = true;
+            }
+            halts.push(Halt {
+                along_m: stop.along_m,
+                kind: HaltKind::Delivery {
+                    name: stop.name.clone(),
+                    dwell_ms: (dwell_min * 60_000.0).round() as i64,
+                    injected,
+                },
+            });
+        }
+        halts
+    }
+
+    /// Traffic lights: a Poisson process along the route, clear of the other halts.
+    fn add_traffic_lights(&mut self, halts: &mut Vec<Halt>, length: f64) {
+        let behaviour = &self.world.behaviour;
+        if behaviour.semaforos_por_km <= 0.0 {
+            return;
+        }
+        let Ok(gap) = Exp::new(behaviour.semaforos_por_km / 1000.0) else {
+            return;
+        };
+        let mut s = self.motion.sample(gap);
+        let fixed: Vec<f64> = halts
+            .iter()
+            .map(|h| h.along_m)
+            .chain([0.0, length])
+            .collect();
+        while s < length {
+            if fixed.iter().all(|f| (f - s).abs() > LIGHT_CLEARANCE_M) {
+                let wait_s = self.uniform(behaviour.semaforo_s);
+                halts.push(Halt {
+                    along_m: s,
+                    kind: HaltKind::Light {
+                        wait_ms: (wait_s * 1000.0).round() as i64,
+                    },
+                });
+            }
+            s += self.motion.sample(gap);
+        }
+    }
+
+    /// The day's planned speeding episode, armed for this loop.
+    fn planned_speeding(&self, date: NaiveDate, length: f64) -> Option<PendingSpeeding> {
+        let (at, speed_kmh, duration_s) = self.planned(date).find_map(|p| match p.kind {
+            InjectionKind::Speeding {
+                at,
+                speed_kmh,
+                duration_s,
+            } => Some((at, speed_kmh, duration_s)),
+            _ => None,
+        })?;
+        let speed_ms = speed_kmh / 3.6;
+        let duration_ms = (duration_s * 1000.0).round() as i64;
+        Some(match at {
+            Trigger::Fraction(f) => PendingSpeeding::AtDistance {
+                along_m: f * length,
+                speed_ms,
+                duration_ms,
+            },
+            Trigger::Time(s) => PendingSpeeding::AtTime {
+                from_ms: self.day_starts_ms[self.day.as_ref().map_or(0, |d| d.index)]
+                    + i64::from(s) * 1000,
+                speed_ms,
+                duration_ms,
+            },
+        })
     }
 
     /// Puts the parked vehicle at the start of `route` (its depot), settling fence visits if
@@ -552,18 +566,22 @@ impl<'a, S: Sink> Agent<'a, S> {
             let should = inside.contains(&fence);
             match (self.visits[fence].is_some(), should) {
                 (false, true) => self.visits[fence] = Some(Some(now)),
-                (true, false) => {
-                    if let Some(entry) = self.visits[fence].take() {
-                        self.sink.truth(TruthEvent::VisitaGeocerca {
-                            placa: self.unit.plate.clone(),
-                            geocerca: self.world.fences[fence].name.clone(),
-                            entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                            salida_utc: Some(now.div_euclid(1000)),
-                        });
-                    }
-                }
+                (true, false) => self.close_visit(fence, Some(now)),
                 _ => {}
             }
+        }
+    }
+
+    /// Ends the stay in `fence`, if there is one, at `exit_ms` (`None`: still inside at
+    /// `ahora`), and logs it.
+    fn close_visit(&mut self, fence: usize, exit_ms: Option<i64>) {
+        if let Some(entry) = self.visits[fence].take() {
+            self.sink.truth(TruthEvent::VisitaGeocerca {
+                placa: self.unit.plate.clone(),
+                geocerca: self.world.fences[fence].name.clone(),
+                entrada_utc: entry.map(|e| e.div_euclid(1000)),
+                salida_utc: exit_ms.map(|e| e.div_euclid(1000)),
+            });
         }
     }
 
@@ -753,21 +771,14 @@ impl<'a, S: Sink> Agent<'a, S> {
         if ds > 0.0 {
             let at = |b: f64| t0 + (((b - s0) / ds) * (t1 - t0) as f64).round() as i64;
             let length = self.world.routes[self.route].length_m();
-            for span in &self.courses[self.route].spans {
+            let courses = self.courses;
+            for span in &courses[self.route].spans {
                 if s0 < span.from_m && span.from_m <= s1 && self.visits[span.fence].is_none() {
                     self.visits[span.fence] = Some(Some(at(span.from_m)));
                 }
                 // A span that runs to the route's end is left only by the next departure.
                 if s0 < span.to_m && span.to_m <= s1 && span.to_m < length {
-                    let exit = at(span.to_m);
-                    if let Some(entry) = self.visits[span.fence].take() {
-                        self.sink.truth(TruthEvent::VisitaGeocerca {
-                            placa: self.unit.plate.clone(),
-                            geocerca: self.world.fences[span.fence].name.clone(),
-                            entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                            salida_utc: Some(exit.div_euclid(1000)),
-                        });
-                    }
+                    self.close_visit(span.fence, Some(at(span.to_m)));
                 }
             }
         }
@@ -1028,14 +1039,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             self.emit_stop(stop, None, duration_s);
         }
         for fence in 0..self.visits.len() {
-            if let Some(entry) = self.visits[fence].take() {
-                self.sink.truth(TruthEvent::VisitaGeocerca {
-                    placa: self.unit.plate.clone(),
-                    geocerca: self.world.fences[fence].name.clone(),
-                    entrada_utc: entry.map(|e| e.div_euclid(1000)),
-                    salida_utc: None,
-                });
-            }
+            self.close_visit(fence, None);
         }
         if let Some((date, start_ms)) = self.jornada_open.take() {
             self.sink.truth(TruthEvent::Jornada {

@@ -4,7 +4,8 @@
 //! **Invariant:** sans-IO and deterministic. No filesystem, database, wall clock or unseeded
 //! randomness here: time is simulated, every random draw comes from a stream derived from the
 //! scenario seed, and everything produced goes to the [`Sink`] the caller provides. The
-//! detection engine never imports this module, nor this module the engine.
+//! detection engine never imports this module, nor this module the engine. `tests/it/tidy.rs`
+//! holds both rules.
 //!
 //! Vehicles do not interact, so each runs as its own agent ([`agent`]) over the whole period
 //! with its own event queue; callers may run units in parallel and still get identical output.
@@ -19,7 +20,7 @@ pub mod truth;
 pub use agent::MIN_TRUTH_STOP_S;
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
-pub use plan::{LossAt, Planned, PlannedKind};
+pub use plan::Planned;
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::scenario::World;

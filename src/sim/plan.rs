@@ -11,115 +11,74 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::rng::{Purpose, stream};
-use crate::scenario::{InjectionKind, LongStopAt, Trigger, World};
+use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, World};
 
-/// When a signal loss starts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LossAt {
-    /// Seconds after local midnight.
-    Clock(u32),
-    /// Fraction of the day's shift (start to planned end).
-    ShiftFraction(f64),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PlannedKind {
-    Speeding {
-        at: Trigger,
-        speed_kmh: f64,
-        duration_s: f64,
-    },
-    LongStop {
-        at: LongStopAt,
-        minutes: f64,
-    },
-    SignalLoss {
-        at: LossAt,
-        minutes: f64,
-    },
-    StoppedNow {
-        minutes: f64,
-    },
-}
-
-impl PlannedKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            PlannedKind::Speeding { .. } => "exceso_velocidad",
-            PlannedKind::LongStop { .. } => "parada_prolongada",
-            PlannedKind::SignalLoss { .. } => "perdida_senal",
-            PlannedKind::StoppedNow { .. } => "detenida_ahora",
+/// The planned parameters of an injection, for the truth log.
+pub fn parameters(kind: &InjectionKind) -> serde_json::Value {
+    let trigger = |t: &Trigger| match t {
+        Trigger::Time(s) => json!({"hora_s": s}),
+        Trigger::Fraction(f) => json!({"fraccion_ruta": f}),
+    };
+    match kind {
+        InjectionKind::Speeding {
+            at,
+            speed_kmh,
+            duration_s,
+        } => {
+            json!({"velocidad_kmh": speed_kmh, "duracion_s": duration_s, "inicio": trigger(at)})
         }
-    }
-
-    /// The planned parameters, for the truth log.
-    pub fn parameters(&self) -> serde_json::Value {
-        let trigger = |t: &Trigger| match t {
-            Trigger::Time(s) => json!({"hora_s": s}),
-            Trigger::Fraction(f) => json!({"fraccion_ruta": f}),
-        };
-        match self {
-            PlannedKind::Speeding {
-                at,
-                speed_kmh,
-                duration_s,
-            } => {
-                json!({"velocidad_kmh": speed_kmh, "duracion_s": duration_s, "inicio": trigger(at)})
-            }
-            PlannedKind::LongStop { at, minutes } => match at {
-                LongStopAt::Stop(name) => json!({"minutos": minutes, "parada": name}),
-                LongStopAt::Fraction(f) => json!({"minutos": minutes, "fraccion_ruta": f}),
-            },
-            PlannedKind::SignalLoss { at, minutes } => match at {
-                LossAt::Clock(s) => json!({"minutos": minutes, "hora_s": s}),
-                LossAt::ShiftFraction(f) => json!({"minutos": minutes, "fraccion_turno": f}),
-            },
-            PlannedKind::StoppedNow { minutes } => json!({"minutos": minutes}),
-        }
+        InjectionKind::LongStop { at, minutes } => match at {
+            LongStopAt::Stop(name) => json!({"minutos": minutes, "parada": name}),
+            LongStopAt::Fraction(f) => json!({"minutos": minutes, "fraccion_ruta": f}),
+        },
+        InjectionKind::SignalLoss { at, minutes } => match at {
+            LossAt::Clock(s) => json!({"minutos": minutes, "hora_s": s}),
+            LossAt::ShiftFraction(f) => json!({"minutos": minutes, "fraccion_turno": f}),
+        },
+        InjectionKind::StoppedNow { minutes } => json!({"minutos": minutes}),
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
     pub date: NaiveDate,
-    pub kind: PlannedKind,
+    pub kind: InjectionKind,
     pub random: bool,
 }
 
-/// Every unit's injections, indexed like `world.units`.
+/// Every unit's injections, indexed like `world.units`: the scenario's, then those drawn at
+/// random kind by kind (the order of the draws is part of the seed's meaning), each unit's
+/// sorted by date and kind.
 pub fn plan(world: &World) -> Vec<Vec<Planned>> {
     let mut plan: Vec<Vec<Planned>> = vec![Vec::new(); world.units.len()];
     for injection in &world.injections {
-        let kind = match &injection.kind {
-            InjectionKind::Speeding {
-                at,
-                speed_kmh,
-                duration_s,
-            } => PlannedKind::Speeding {
-                at: *at,
-                speed_kmh: *speed_kmh,
-                duration_s: *duration_s,
-            },
-            InjectionKind::LongStop { at, minutes } => PlannedKind::LongStop {
-                at: at.clone(),
-                minutes: *minutes,
-            },
-            InjectionKind::SignalLoss { start_s, minutes } => PlannedKind::SignalLoss {
-                at: LossAt::Clock(*start_s),
-                minutes: *minutes,
-            },
-            InjectionKind::StoppedNow { minutes } => PlannedKind::StoppedNow { minutes: *minutes },
-        };
         plan[injection.unit].push(Planned {
             date: injection.date,
-            kind,
+            kind: injection.kind.clone(),
             random: false,
         });
     }
+    let mut draw = Draw {
+        world,
+        rng: stream(world.seed, "plan", Purpose::Plan),
+        candidates: past_workdays(world),
+        plan,
+    };
+    draw.speeding();
+    draw.long_stops();
+    draw.signal_losses();
+    draw.stopped_now();
+    let mut plan = draw.plan;
+    for unit_plan in &mut plan {
+        unit_plan.sort_by(|a, b| a.date.cmp(&b.date).then(a.kind.name().cmp(b.kind.name())));
+    }
+    plan
+}
 
-    let mut rng = stream(world.seed, "plan", Purpose::Plan);
+/// The unit-days random injections may land on: working days before `ahora`.
+fn past_workdays(world: &World) -> Vec<(usize, NaiveDate)> {
     let today = world.ahora_local.date();
-    let candidates: Vec<(usize, NaiveDate)> = world
+    world
         .units
         .iter()
         .enumerate()
@@ -130,97 +89,114 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
                 .filter(move |d| **d < today && world.works(unit, **d))
                 .map(move |d| (u, *d))
         })
-        .collect();
-    let r = &world.random;
+        .collect()
+}
 
-    let has = |plan: &Vec<Vec<Planned>>, u: usize, d: NaiveDate, name: &str| {
-        plan[u].iter().any(|p| p.date == d && p.kind.name() == name)
-    };
+/// The random part of the plan, drawn from the fleet-wide plan stream.
+struct Draw<'a> {
+    world: &'a World,
+    rng: ChaCha8Rng,
+    candidates: Vec<(usize, NaiveDate)>,
+    plan: Vec<Vec<Planned>>,
+}
 
-    let pool: Vec<_> = candidates
-        .iter()
-        .copied()
-        .filter(|(u, d)| !has(&plan, *u, *d, "exceso_velocidad"))
-        .collect();
-    for (u, date) in choose(&mut rng, &pool, r.exceso_velocidad as usize) {
-        let speed_kmh = r.exceso_velocidad_kmh[rng.random_range(0..r.exceso_velocidad_kmh.len())];
-        let duration_s = uniform(&mut rng, r.exceso_duracion_s).round();
-        let at = Trigger::Fraction(rng.random_range(0.15..0.85));
-        plan[u].push(Planned {
+impl Draw<'_> {
+    /// Whether unit `u` already has an injection of a kind `is` accepts on `date`.
+    fn has(&self, u: usize, date: NaiveDate, is: fn(&InjectionKind) -> bool) -> bool {
+        self.plan[u].iter().any(|p| p.date == date && is(&p.kind))
+    }
+
+    /// Candidate unit-days without a kind `excluded` accepts.
+    fn pool(&self, excluded: fn(&InjectionKind) -> bool) -> Vec<(usize, NaiveDate)> {
+        self.candidates
+            .iter()
+            .copied()
+            .filter(|(u, d)| !self.has(*u, *d, excluded))
+            .collect()
+    }
+
+    fn push(&mut self, u: usize, date: NaiveDate, kind: InjectionKind) {
+        self.plan[u].push(Planned {
             date,
-            kind: PlannedKind::Speeding {
+            kind,
+            random: true,
+        });
+    }
+
+    fn speeding(&mut self) {
+        let r = &self.world.random;
+        let pool = self.pool(|k| matches!(k, InjectionKind::Speeding { .. }));
+        for (u, date) in choose(&mut self.rng, &pool, r.exceso_velocidad as usize) {
+            let speed_kmh =
+                r.exceso_velocidad_kmh[self.rng.random_range(0..r.exceso_velocidad_kmh.len())];
+            let duration_s = uniform(&mut self.rng, r.exceso_duracion_s).round();
+            let at = Trigger::Fraction(self.rng.random_range(0.15..0.85));
+            let kind = InjectionKind::Speeding {
                 at,
                 speed_kmh,
                 duration_s,
-            },
-            random: true,
-        });
+            };
+            self.push(u, date, kind);
+        }
     }
 
-    let pool: Vec<_> = candidates
-        .iter()
-        .copied()
-        .filter(|(u, d)| !has(&plan, *u, *d, "parada_prolongada"))
-        .collect();
-    for (u, date) in choose(&mut rng, &pool, r.parada_prolongada as usize) {
-        let route = &world.routes[world.units[u].routes[0]];
-        let deliveries = &route.stops[1..route.stops.len() - 1];
-        let minutes = r.parada_minutos[rng.random_range(0..r.parada_minutos.len())];
-        let at = if deliveries.is_empty() {
-            LongStopAt::Fraction(rng.random_range(0.2..0.8))
-        } else {
-            let index = rng.random_range(0..deliveries.len().min(2));
-            LongStopAt::Stop(deliveries[index].name.clone())
-        };
-        plan[u].push(Planned {
-            date,
-            kind: PlannedKind::LongStop { at, minutes },
-            random: true,
-        });
+    fn long_stops(&mut self) {
+        let world = self.world;
+        let r = &world.random;
+        let pool = self.pool(|k| matches!(k, InjectionKind::LongStop { .. }));
+        for (u, date) in choose(&mut self.rng, &pool, r.parada_prolongada as usize) {
+            let route = &world.routes[world.units[u].routes[0]];
+            let deliveries = &route.stops[1..route.stops.len() - 1];
+            let minutes = r.parada_minutos[self.rng.random_range(0..r.parada_minutos.len())];
+            let at = if deliveries.is_empty() {
+                LongStopAt::Fraction(self.rng.random_range(0.2..0.8))
+            } else {
+                let index = self.rng.random_range(0..deliveries.len().min(2));
+                LongStopAt::Stop(deliveries[index].name.clone())
+            };
+            self.push(u, date, InjectionKind::LongStop { at, minutes });
+        }
     }
 
-    let pool: Vec<_> = candidates
-        .iter()
-        .copied()
-        .filter(|(u, d)| {
-            !has(&plan, *u, *d, "perdida_senal") && !has(&plan, *u, *d, "exceso_velocidad")
-        })
-        .collect();
-    for (u, date) in choose(&mut rng, &pool, r.perdida_senal as usize) {
-        let minutes = uniform(&mut rng, r.perdida_minutos).round();
-        let at = LossAt::ShiftFraction(rng.random_range(0.2..0.8));
-        plan[u].push(Planned {
-            date,
-            kind: PlannedKind::SignalLoss { at, minutes },
-            random: true,
+    /// Never on a day with a speeding episode, so the two never blur each other.
+    fn signal_losses(&mut self) {
+        let r = &self.world.random;
+        let pool = self.pool(|k| {
+            matches!(
+                k,
+                InjectionKind::SignalLoss { .. } | InjectionKind::Speeding { .. }
+            )
         });
+        for (u, date) in choose(&mut self.rng, &pool, r.perdida_senal as usize) {
+            let minutes = uniform(&mut self.rng, r.perdida_minutos).round();
+            let at = LossAt::ShiftFraction(self.rng.random_range(0.2..0.8));
+            self.push(u, date, InjectionKind::SignalLoss { at, minutes });
+        }
     }
 
-    let now_s = chrono::Timelike::num_seconds_from_midnight(&world.ahora_local.time()) as f64;
-    let stopped_pool: Vec<(usize, NaiveDate)> = world
-        .units
-        .iter()
-        .enumerate()
-        .filter(|(u, unit)| world.works(unit, today) && !has(&plan, *u, today, "detenida_ahora"))
-        .filter(|(_, unit)| {
-            let rule = unit.shift_for(today);
-            now_s - r.detenida_minutos[1] * 60.0 >= f64::from(rule.start_min[1] * 60) + 900.0
-        })
-        .map(|(u, _)| (u, today))
-        .collect();
-    for (u, date) in choose(&mut rng, &stopped_pool, r.detenida_ahora as usize) {
-        let minutes = uniform(&mut rng, r.detenida_minutos).round();
-        plan[u].push(Planned {
-            date,
-            kind: PlannedKind::StoppedNow { minutes },
-            random: true,
-        });
+    /// Units on shift at `ahora` whose latest possible start leaves room for the longest stop.
+    fn stopped_now(&mut self) {
+        let world = self.world;
+        let r = &world.random;
+        let today = world.ahora_local.date();
+        let now_s = chrono::Timelike::num_seconds_from_midnight(&world.ahora_local.time()) as f64;
+        let stopped = |k: &InjectionKind| matches!(k, InjectionKind::StoppedNow { .. });
+        let pool: Vec<(usize, NaiveDate)> = world
+            .units
+            .iter()
+            .enumerate()
+            .filter(|(u, unit)| world.works(unit, today) && !self.has(*u, today, stopped))
+            .filter(|(_, unit)| {
+                let rule = unit.shift_for(today);
+                now_s - r.detenida_minutos[1] * 60.0 >= f64::from(rule.start_min[1] * 60) + 900.0
+            })
+            .map(|(u, _)| (u, today))
+            .collect();
+        for (u, date) in choose(&mut self.rng, &pool, r.detenida_ahora as usize) {
+            let minutes = uniform(&mut self.rng, r.detenida_minutos).round();
+            self.push(u, date, InjectionKind::StoppedNow { minutes });
+        }
     }
-
-    for unit_plan in &mut plan {
-        unit_plan.sort_by(|a, b| a.date.cmp(&b.date).then(a.kind.name().cmp(b.kind.name())));
-    }
-    plan
 }
 
 fn uniform(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {

@@ -3,9 +3,9 @@
 //!
 //! Owns the alert view. Types: `exceso_velocidad`, `parada_prolongada`, `perdida_senal`,
 //! `geocerca_entrada`, `geocerca_salida`. Severity is ordered within each type by what matters
-//! for it (km/h over the limit, minutes stopped, minutes silent) instead of the reference's sum
-//! of km/h and minutes, which let a long stop outrank a dangerous speed. Geofence crossings are
-//! counted always but detailed only when asked for, as they are routine.
+//! for it (km/h over the limit, minutes stopped, minutes silent), not by one score summing
+//! km/h and minutes, which would let a long stop outrank a dangerous speed. Geofence
+//! crossings are counted always but detailed only when asked for, as they are routine.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -20,7 +20,7 @@ use crate::mcp::{Tool, typed};
 
 pub use common::MAX_ROWS;
 
-/// Every fleet tool, in the reference's order; map tiles as the environment says.
+/// Every fleet tool, in the order `tools/list` shows them; map tiles as the environment says.
 pub fn all(fleet: &Arc<Fleet>) -> Vec<Box<dyn Tool>> {
     with_tiles(fleet, TileConfig::from_env())
 }

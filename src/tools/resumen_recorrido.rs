@@ -3,8 +3,8 @@
 //!
 //! Owns the day view. Figures come from the engine's daily aggregates and events (computed from
 //! positions alone); the day is the local date in the fleet's zone, and times are local.
-//! Stops listed are those within the working window (first departure to last arrival), where
-//! the reference listed them too, so the night's parking does not count as a stop.
+//! Stops listed are those within the working window (first departure to last arrival), so
+//! the night's parking does not count as a stop.
 
 use std::sync::Arc;
 

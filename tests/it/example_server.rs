@@ -99,7 +99,7 @@ fn tools_compute_and_mirror_structured_content_in_text() {
     );
 }
 
-/// Invalid arguments: `-32602` for sessions up to 2025-06-18 (the reference's behaviour),
+/// Invalid arguments: `-32602` for sessions up to 2025-06-18 (what those revisions call for),
 /// an `isError` result naming the argument from 2025-11-25 on and in the modern era.
 #[test]
 fn argument_errors_depend_on_the_protocol_version() {

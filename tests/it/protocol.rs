@@ -1,8 +1,9 @@
 //! Raw-wire protocol tests against the real `flota servir` binary.
 //!
-//! Covers every case of the reference server's protocol test list (seed-fleet.md §9.1) plus
-//! what it never handled: id 0, string and huge ids, CRLF, invalid UTF-8, an over-long line,
-//! batches, pre-init requests, `server/discover`, the modern era, and EOF.
+//! Covers the protocol's core cases (the handshake and version negotiation, lifecycle errors,
+//! ping, malformed requests, notifications and responses that get no answer) plus the edges:
+//! id 0, string and huge ids, CRLF, invalid UTF-8, an over-long line, batches, pre-init
+//! requests, `server/discover`, the modern era, and EOF.
 
 use serde_json::{Value, json};
 

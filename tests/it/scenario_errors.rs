@@ -202,6 +202,54 @@ fn injection_errors_name_the_culprit() {
 }
 
 #[test]
+fn random_injection_errors_name_the_culprit() {
+    check(
+        append("[inyecciones.aleatorias]\nexceso_velocidad_kmh = []"),
+        "[inyecciones.aleatorias]: exceso_velocidad_kmh y parada_minutos no pueden estar vacías",
+    );
+    check(
+        append("[inyecciones.aleatorias]\nperdida_minutos = [0.5, 3]"),
+        "[inyecciones.aleatorias] perdida_minutos: [0.5, 3] fuera de los límites [1, 240]",
+    );
+    check(
+        append("[inyecciones.aleatorias]\nexceso_velocidad = 1\nexceso_velocidad_kmh = [200]"),
+        "exceso_velocidad_kmh: 200 km/h es imposible para 'P-123BCD' (camion: máximo 90 km/h)",
+    );
+    check(
+        append("[inyecciones.aleatorias]\nexceso_velocidad = 1\nexceso_velocidad_kmh = [50]"),
+        "exceso_velocidad_kmh: 50 km/h no supera el límite de 'P-123BCD' (60 km/h)",
+    );
+    // Three units work on the day of --ahora; P-456DEF is already stopped by the file.
+    check(
+        append("[inyecciones.aleatorias]\ndetenida_ahora = 3"),
+        "detenida_ahora = 3: solo 2 unidades trabajan a --ahora con turno ya empezado hace 100 min",
+    );
+}
+
+#[test]
+fn weekday_words_with_or_without_accents() {
+    // Accented and capitalised words are days (so the injection's Tuesday is not one of them).
+    check(
+        replace(
+            "[[unidades]]\nplaca = \"P-789GHJ\"",
+            "[[unidades]]\ndias_laborables = [\"Miércoles\", \"SÁBADO\", \"jueves\"]\nplaca = \"P-789GHJ\"",
+        ),
+        "la unidad no trabaja el martes (2026-08-18)",
+    );
+    check(
+        replace(
+            "[[unidades]]\nplaca = \"P-789GHJ\"",
+            "[[unidades]]\ndias_laborables = [\"miercoles\", \"lunez\"]\nplaca = \"P-789GHJ\"",
+        ),
+        "unidad 'P-789GHJ' dias_laborables: 'lunez' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)",
+    );
+    check(
+        append("[turno.miercoles]\nduracion_h = [9.0, 18.0]"),
+        "[turno.miercoles]: un turno no puede pasar de la medianoche",
+    );
+}
+
+#[test]
 fn bad_command_lines_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(flota_bin())

@@ -65,7 +65,7 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
             tool["name"]
         );
     }
-    // The reference's argument names.
+    // The argument names are a contract with the model and its prompts: pinned here.
     let args = |name: &str| -> Vec<String> {
         let tool = tools.iter().find(|t| t["name"] == name).unwrap();
         tool["inputSchema"]["properties"]
