@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{MAX_ROWS, iso, minutes, place, round1};
+use crate::engine::EventKind;
 use crate::fleet::{Fleet, dates};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::EventRow;
@@ -200,7 +201,7 @@ impl TypedTool for Alertas {
             if wanted(Kind::ExcesoVelocidad) {
                 all.extend(
                     store
-                        .events_starting("exceso_velocidad", from, to)?
+                        .events_starting(EventKind::Overspeed, from, to)?
                         .into_iter()
                         .map(|e| (Kind::ExcesoVelocidad, e)),
                 );
@@ -208,7 +209,7 @@ impl TypedTool for Alertas {
             if wanted(Kind::PerdidaSenal) {
                 all.extend(
                     store
-                        .events_starting("perdida_senal", from, to)?
+                        .events_starting(EventKind::Gap, from, to)?
                         .into_iter()
                         .map(|e| (Kind::PerdidaSenal, e)),
                 );

@@ -62,11 +62,8 @@ pub fn cap<T>(items: &mut Vec<T>) -> usize {
     total
 }
 
-/// A business failure's sentence, followed by the detections' warning when there is one (the
-/// failure may come from detections that do not cover the latest positions).
-pub fn with_warning(message: String, aviso: Option<&str>) -> String {
-    match aviso {
-        Some(aviso) => format!("{message} {aviso}"),
-        None => message,
-    }
+/// `items` truncated to [`MAX_ROWS`], where the total is not shown.
+pub fn capped<T>(mut items: Vec<T>) -> Vec<T> {
+    cap(&mut items);
+    items
 }

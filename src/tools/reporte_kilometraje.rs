@@ -9,8 +9,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{cap, round1, with_warning};
-use crate::fleet::{Fleet, dates};
+use super::common::{cap, round1};
+use crate::fleet::{Fleet, dates, with_warning};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct ReporteKilometraje {

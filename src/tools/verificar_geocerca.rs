@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{cap, clock, minutes, round1};
-use crate::fleet::{Fleet, dates};
+use crate::engine::EventKind;
+use crate::fleet::{Fleet, dates, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct VerificarGeocerca {
@@ -99,16 +100,13 @@ impl TypedTool for VerificarGeocerca {
         let to = day_end.min(now + 1);
         let (visits, fixes) = self.fleet.query(|store| {
             Ok((
-                store.vehicle_events(vehicle.id, "visita_geocerca", from, to)?,
+                store.vehicle_events(vehicle.id, EventKind::Visit, from, to)?,
                 store.count_fixes(vehicle.id, from, to)?,
             ))
         })?;
+        // Counted from the positions themselves: stale detections cannot explain it.
         if fixes == 0 {
-            return Err(ToolError::Failed(format!(
-                "La unidad {} no tiene reportes el {} ({date}).",
-                vehicle.plate,
-                dates::weekday_es(date)
-            )));
+            return Err(no_reports(&vehicle, date, None));
         }
         let mut list: Vec<VisitOut> = visits
             .iter()
