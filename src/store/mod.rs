@@ -15,7 +15,7 @@ pub mod writer;
 
 pub use coverage::{AnalysisState, Covered, Unusable};
 pub use encoding::StoredRow;
-pub use meta::{AnalysisRecord, Key, Meta};
+pub use meta::{AnalysisRecord, Meta};
 pub use queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 pub use reader::{Store, StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};

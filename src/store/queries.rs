@@ -9,6 +9,7 @@
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Row, params};
 
+use super::encoding::{FIX_COLUMNS, fix_of_row};
 use super::reader::{Store, StoreError};
 use crate::engine::{EventKind, Fix};
 
@@ -142,23 +143,13 @@ impl Store {
     /// The vehicle's last fix at or before `at_utc`.
     pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
         self.conn
-            .prepare_cached(
-                "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m FROM posiciones
-                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1",
-            )
+            .prepare_cached(&format!(
+                "SELECT {FIX_COLUMNS} FROM posiciones
+                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1"
+            ))
             .and_then(|mut stmt| {
-                stmt.query_row(params![vehicle_id, at_utc], |r| {
-                    Ok(Fix {
-                        ts_utc: r.get(0)?,
-                        lat: r.get::<_, i64>(1)? as f64 / 1e6,
-                        lon: r.get::<_, i64>(2)? as f64 / 1e6,
-                        speed_kmh: r.get(3)?,
-                        heading_deg: r.get::<_, i64>(4)? as f64,
-                        ignition: r.get::<_, i64>(5)? != 0,
-                        odometer_m: r.get(6)?,
-                    })
-                })
-                .optional()
+                stmt.query_row(params![vehicle_id, at_utc], fix_of_row)
+                    .optional()
             })
             .map_err(|e| self.err(e))
     }
