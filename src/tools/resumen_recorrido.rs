@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{cap, capped, clock, minutes, place, round1};
+use super::common::{AVISO, cap, capped, clock, minutes, place, round1};
 use crate::fleet::{Fleet, Snapshot, dates, no_reports, working_window};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::EventRow;
@@ -89,9 +89,7 @@ pub struct Output {
     pub geocercas: Vec<VisitOut>,
     pub reportes_recibidos: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{cap, clock, minutes, round1};
+use super::common::{AVISO, DAY, PLATE, cap, clock, minutes, round1};
 use crate::engine::EventKind;
 use crate::fleet::{Fleet, dates, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -21,17 +21,14 @@ pub struct VerificarGeocerca {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[schemars(description = "Placa de la unidad", length(min = 1, max = 40))]
+    #[schemars(description = PLATE, length(min = 1, max = 40))]
     pub placa: String,
     #[schemars(
         description = "Nombre de la geocerca, completo o parcial, sin importar mayúsculas ni tildes (p. ej. «CEDIS Zona 12» o «mixco»)",
         length(min = 1, max = 100)
     )]
     pub nombre_geocerca: String,
-    #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
-        length(min = 1, max = 40)
-    )]
+    #[schemars(description = DAY, length(min = 1, max = 40))]
     pub fecha: String,
 }
 
@@ -64,9 +61,7 @@ pub struct Output {
     pub minutos_total_dentro: f64,
     pub visitas: Vec<VisitOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
