@@ -163,18 +163,19 @@ mod tests {
              INSERT INTO eventos (vehiculo_id, tipo, inicio_utc, lat, lon) VALUES (1, 'parada', 100, 0, 0);",
         )
         .unwrap();
-        let config = DetectionConfig::default();
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &config,
-                until_utc: 200,
-                fixes: 2,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         (path, conn)
+    }
+
+    /// What an analysis does to the file around its own writes (here: none).
+    fn analyse(conn: &Connection) {
+        unseal(conn).unwrap();
+        let covered = Covered {
+            config: &DetectionConfig::default(),
+            until_utc: 200,
+            fixes: 2,
+        };
+        seal(conn, &covered).unwrap();
     }
 
     fn state(path: &std::path::Path) -> AnalysisState {
@@ -216,16 +217,7 @@ mod tests {
             AnalysisState::Unusable(Unusable::Modified),
         );
         // A new analysis starts a fresh log.
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &DetectionConfig::default(),
-                until_utc: 200,
-                fixes: 1,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         assert_eq!(state(&path), AnalysisState::Current);
     }
 
@@ -251,16 +243,7 @@ mod tests {
         );
         check("DROP TABLE resumen_diario", Unusable::TablesMissing);
         // The analysis recreates what was dropped, and the record with it.
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &DetectionConfig::default(),
-                until_utc: 200,
-                fixes: 2,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         assert_eq!(state(&path), AnalysisState::Current);
         // A log without its triggers records nothing: as good as no record.
         check(
