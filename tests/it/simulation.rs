@@ -336,9 +336,14 @@ fn check_invariants(name: &str) {
     let (db_path, truth_path) = simulate(name, dir.path());
     let db = Connection::open(&db_path).unwrap();
     let log = truth_log(&truth_path);
-    let truth = &log.events;
     let ahora = ahora_utc(&db);
     assert_eq!(log.header.ahora_utc, ahora);
+    let run = Run {
+        name,
+        db: &db,
+        truth: &log.events,
+        ahora,
+    };
 
     // Nothing after `ahora`, nothing received after it either.
     let (max_ts, max_received): (i64, i64) = db
@@ -349,13 +354,35 @@ fn check_invariants(name: &str) {
         )
         .unwrap();
     assert!(max_ts <= ahora && max_received <= ahora);
+    signal_losses_are_silent(&run);
+    injected_speeding_is_reported(&run);
+    units_stopped_now_stand_still(&run);
+    odometers_add_up_to_the_truth(&run);
+    delivery_faults_only_when_asked(&run);
+    no_column_holds_truth(&run);
+}
 
-    // No report inside a signal-loss interval, and reports on both sides of it.
+/// One simulated scenario: its database, its truth and its "now".
+struct Run<'a> {
+    name: &'a str,
+    db: &'a Connection,
+    truth: &'a [TruthEvent],
+    ahora: i64,
+}
+
+/// No report inside a signal-loss interval, and reports on both sides of it.
+fn signal_losses_are_silent(run: &Run<'_>) {
+    let Run {
+        name,
+        db,
+        truth,
+        ahora,
+    } = *run;
     let all_losses = losses(truth);
     assert!(!all_losses.is_empty(), "{name}: no signal loss to check");
     for loss in &all_losses {
         let (from, to) = (loss.start, loss.end);
-        let unit = rows(&db, loss.plate);
+        let unit = rows(db, loss.plate);
         assert!(
             unit.iter().all(|r| r.ts < from || r.ts >= to),
             "{name}: report inside {loss:?}"
@@ -371,13 +398,18 @@ fn check_invariants(name: &str) {
             );
         }
     }
+}
 
-    // Reported speeds exceed the limit throughout each injected speeding interval.
+/// Reported speeds exceed the limit throughout each injected speeding interval.
+fn injected_speeding_is_reported(run: &Run<'_>) {
+    let Run {
+        name, db, truth, ..
+    } = *run;
     let speeding = injected_speeding(truth);
     assert!(!speeding.is_empty(), "{name}: no speeding to check");
     for episode in speeding {
         let (from, to) = (episode.start, episode.end);
-        let inside: Vec<Row> = rows(&db, episode.plate)
+        let inside: Vec<Row> = rows(db, episode.plate)
             .into_iter()
             .filter(|r| r.ts > from + 2 && r.ts < to - 2)
             .collect();
@@ -393,14 +425,22 @@ fn check_invariants(name: &str) {
             "{name}: {episode:?}: reported max {reported_max}"
         );
     }
+}
 
-    // Units stopped "now" report standing still, engine on, at one place, up to `ahora`.
+/// Units stopped "now" report standing still, engine on, at one place, up to `ahora`.
+fn units_stopped_now_stand_still(run: &Run<'_>) {
+    let Run {
+        name,
+        db,
+        truth,
+        ahora,
+    } = *run;
     let stopped = stopped_now(truth);
     assert!(!stopped.is_empty(), "{name}: no stopped unit to check");
     for unit in stopped {
         let since = unit.since;
         let place = flota::geo::LatLon::new(unit.lat, unit.lon);
-        let after: Vec<Row> = rows(&db, unit.plate)
+        let after: Vec<Row> = rows(db, unit.plate)
             .into_iter()
             .filter(|r| r.ts > since + 1)
             .collect();
@@ -417,15 +457,21 @@ fn check_invariants(name: &str) {
         }
         assert!((unit.minutes - (ahora - since) as f64 / 60.0).abs() < 0.2);
     }
+}
 
-    // The odometer only grows, and true kilometres per day add up to it.
+/// The odometer only grows, and true kilometres per day add up to it.
+fn odometers_add_up_to_the_truth(run: &Run<'_>) {
+    let Run {
+        db, truth, ahora, ..
+    } = *run;
+    let all_losses = losses(truth);
     let km_days = km_days(truth);
     for plate in km_days
         .iter()
         .map(|e| e.plate)
         .collect::<std::collections::BTreeSet<_>>()
     {
-        let unit = rows(&db, plate);
+        let unit = rows(db, plate);
         assert!(
             unit.windows(2)
                 .all(|w| w[1].odometer_km >= w[0].odometer_km - 1e-9),
@@ -449,14 +495,20 @@ fn check_invariants(name: &str) {
             "{plate}: truth {truth_km} vs odometer {odo_km}"
         );
     }
+}
 
-    // Delivery faults appear exactly when the scenario asks for them.
+/// Delivery faults appear exactly when the scenario asks for them.
+fn delivery_faults_only_when_asked(run: &Run<'_>) {
+    let Run {
+        name, db, truth, ..
+    } = *run;
+    let km_days = km_days(truth);
     let all: Vec<Row> = km_days
         .iter()
         .map(|e| e.plate)
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
-        .flat_map(|plate| rows(&db, plate))
+        .flat_map(|plate| rows(db, plate))
         .collect();
     let duplicates = all.iter().filter(|r| r.seq > 0).count();
     let late = all.iter().filter(|r| r.received > r.ts).count();
@@ -468,8 +520,11 @@ fn check_invariants(name: &str) {
     } else {
         assert_eq!((duplicates, late), (0, 0));
     }
+}
 
-    // The database never holds truth: no column mentions it.
+/// The database never holds truth: no column mentions it.
+fn no_column_holds_truth(run: &Run<'_>) {
+    let Run { db, .. } = *run;
     let columns: Vec<String> = db
         .prepare("SELECT name FROM pragma_table_info('posiciones')")
         .unwrap()
