@@ -77,11 +77,10 @@ impl Fleet {
         let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
-        let date_text = date.to_string();
         let id = vehicle.id;
         let (day, fixes, events) = self.query(|store| {
             Ok((
-                store.day(id, &date_text)?,
+                store.day(id, date)?,
                 store.fixes(id, from, to)?,
                 store.vehicle_events_by_kind(id, from, to)?,
             ))

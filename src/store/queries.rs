@@ -6,6 +6,7 @@
 //! evaluation's whole-table reads (`every_event`, `every_day_km`) are the unbounded exception:
 //! `flota evaluar` scores everything, offline.
 
+use chrono::NaiveDate;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Row, params};
 
@@ -317,25 +318,33 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    pub fn day(&self, vehicle_id: i64, date: &str) -> Result<Option<DayRow>, StoreError> {
+    /// A vehicle's aggregates for one local date.
+    pub fn day(&self, vehicle_id: i64, date: NaiveDate) -> Result<Option<DayRow>, StoreError> {
         let sql = format!(
             "SELECT {DAY_COLUMNS} FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2"
         );
         self.conn
             .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row(params![vehicle_id, date], day).optional())
+            .and_then(|mut stmt| {
+                stmt.query_row(params![vehicle_id, date.to_string()], day)
+                    .optional()
+            })
             .map_err(|e| self.err(e))
     }
 
-    /// Kilometres per vehicle over `[from_date, to_date]` (dates as `AAAA-MM-DD`).
-    pub fn km_by_vehicle(&self, from_date: &str, to_date: &str) -> Result<Vec<KmRow>, StoreError> {
+    /// Kilometres per vehicle over the local dates `[from_date, to_date]`.
+    pub fn km_by_vehicle(
+        &self,
+        from_date: NaiveDate,
+        to_date: NaiveDate,
+    ) -> Result<Vec<KmRow>, StoreError> {
         self.conn
             .prepare_cached(
                 "SELECT vehiculo_id, sum(km), count(*), sum(minutos_en_movimiento) FROM resumen_diario
                  WHERE fecha >= ?1 AND fecha <= ?2 AND reportes > 0 GROUP BY vehiculo_id",
             )
             .and_then(|mut stmt| {
-                stmt.query_map(params![from_date, to_date], |r| {
+                stmt.query_map(params![from_date.to_string(), to_date.to_string()], |r| {
                     Ok(KmRow { vehicle_id: r.get(0)?, km: r.get(1)?, days: r.get(2)?, moving_min: r.get(3)? })
                 })?
                 .collect()

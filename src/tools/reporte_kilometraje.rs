@@ -69,8 +69,7 @@ impl TypedTool for ReporteKilometraje {
         let snapshot = self.fleet.snapshot()?;
         let (start, end) = params.resolve(&snapshot)?;
         let aviso = snapshot.detections(None)?;
-        let (a, b) = (start.to_string(), end.to_string());
-        let rows = self.fleet.query(|store| store.km_by_vehicle(&a, &b))?;
+        let rows = self.fleet.query(|store| store.km_by_vehicle(start, end))?;
         let mut ranking: Vec<Row> = rows
             .iter()
             .filter_map(|r| {

@@ -119,10 +119,9 @@ impl TypedTool for ResumenRecorrido {
         let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
-        let date_text = date.to_string();
         let (day, events) = self.fleet.query(|store| {
             Ok((
-                store.day(vehicle.id, &date_text)?,
+                store.day(vehicle.id, date)?,
                 store.vehicle_events_by_kind(vehicle.id, from, to)?,
             ))
         })?;
@@ -141,7 +140,7 @@ impl TypedTool for ResumenRecorrido {
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
-            fecha: date_text,
+            fecha: date.to_string(),
             dia_semana: dates::weekday_es(date).into(),
             zona_horaria: snapshot.zone_name(),
             kilometros: round1(day.km),
