@@ -3,7 +3,9 @@
 //! Owns loading it: the day's fixes (local day in the fleet's zone, clipped at the fleet's
 //! "now"), its aggregate row and the engine's events that touch it, refused when the
 //! detections cannot be used and flagged when the unit's positions changed after them.
-//! Read-only, through the fleet's pooled connections; the truth log is never involved.
+//! Read-only, through the fleet's pooled connections; the truth log is never involved. Also
+//! what the day tools share: the working window of a day, and the failure for a day without
+//! reports.
 
 use chrono::NaiveDate;
 

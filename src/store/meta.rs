@@ -3,7 +3,7 @@
 //!
 //! Owns the key names (Spanish: users query them), their values and parsing, and the only SQL
 //! that reads or writes `meta`: the writer, the analysis's seal and the reader all come here.
-//! [`Key`] is private to the store, so nothing else can write a key. Nothing here touches the
+//! `Key` is private to the store, so nothing else can write a key. Nothing here touches the
 //! other tables.
 
 use chrono::NaiveDate;

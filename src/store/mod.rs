@@ -2,7 +2,8 @@
 //! by `flota simular`, the analysis tables and what they cover, and the read-only reader the
 //! server uses.
 //!
-//! Owns every SQL statement. Nothing outside this module builds SQL.
+//! Owns every SQL statement. Nothing outside this module builds SQL or holds the connection
+//! (tests/it/tidy.rs checks): callers get typed methods whose signatures name no SQLite type.
 
 pub mod analysis;
 pub mod coverage;

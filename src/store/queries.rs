@@ -4,7 +4,7 @@
 //! limit) and served by the tables' keys: positions by `(vehiculo_id, ts_utc)`, events by
 //! `(vehiculo_id, inicio_utc)` or `(tipo, inicio_utc)`, days by `(vehiculo_id, fecha)`. The
 //! evaluation's whole-table reads (`every_event`, `every_day_km`) are the unbounded exception:
-//! `flota evaluar` scores everything, offline.
+//! `flota evaluar` scores everything, offline. Event kinds are stored as [`EventKind::name`].
 
 use chrono::NaiveDate;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};

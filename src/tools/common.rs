@@ -1,4 +1,5 @@
-//! What every fleet tool does the same way: rounding, times in the fleet's zone, places.
+//! What every fleet tool does the same way: the arguments they share (one unit's day, a range
+//! of days) and how the model is told about them, rounding, times in the fleet's zone, places.
 //!
 //! Owns small helpers only; each tool's own logic stays in its file.
 
