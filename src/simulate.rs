@@ -22,7 +22,7 @@ use crate::output::Staged;
 use crate::scenario::{self, Ahora, Source};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;
-use crate::store::{Covered, Key, SCHEMA_VERSION, Writer};
+use crate::store::{Covered, Writer};
 
 /// What to simulate and where to put it.
 #[derive(Debug, Clone)]
@@ -304,28 +304,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
         until_utc: world.ahora_utc,
         fixes,
     })?;
-    let first_day = world.days.first().map(ToString::to_string);
-    let last_day = world.days.last().map(ToString::to_string);
-    let meta: Vec<(Key, String)> = vec![
-        (Key::SchemaVersion, SCHEMA_VERSION.to_string()),
-        (Key::FlotaVersion, env!("CARGO_PKG_VERSION").to_owned()),
-        (Key::Scenario, world.name.clone()),
-        (Key::ScenarioDescription, world.description.clone()),
-        (Key::ScenarioSha256, world.hash.clone()),
-        (Key::Seed, world.seed.to_string()),
-        (Key::Zone, world.zone.name().to_owned()),
-        (
-            Key::AhoraLocal,
-            world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
-        ),
-        (Key::AhoraUtc, world.ahora_utc.to_string()),
-        (Key::FromDate, first_day.unwrap_or_default()),
-        (Key::ToDate, last_day.unwrap_or_default()),
-        (Key::IntervalS, world.interval_s.to_string()),
-        (Key::FleetLimitKmh, world.fleet_limit_kmh.to_string()),
-        (Key::Positions, positions.to_string()),
-    ];
-    db.write_meta(&meta)?;
+    db.write_meta(world)?;
     db.finish()?;
     truth.flush()?;
     drop(truth);

@@ -13,6 +13,7 @@
 pub mod config;
 mod daily;
 mod distance;
+mod event_kind;
 mod fences;
 mod gaps;
 mod overspeed;
@@ -23,6 +24,7 @@ use chrono_tz::Tz;
 pub use config::DetectionConfig;
 pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
+pub use event_kind::{EventKind, LONG_STOP};
 
 use crate::geo::LatLon;
 use crate::geofence::Geofence;

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::matching::Interval;
-use crate::engine::DetectionConfig;
+use crate::engine::{DetectionConfig, EventKind, LONG_STOP};
 use crate::sim::TruthEvent;
 
 /// Truth stops this much above the minimum stop time, and detections as short, are don't-care.
@@ -29,7 +29,7 @@ const VISIT_MERGE_S: i64 = 60;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detected {
     pub plate: String,
-    pub kind: String,
+    pub kind: EventKind,
     pub start: i64,
     pub end: Option<i64>,
     /// Fence name for visits, empty otherwise.
@@ -38,14 +38,39 @@ pub struct Detected {
     pub from_data_start: bool,
 }
 
-/// The event types scored, in report order.
-pub const KINDS: [&str; 5] = [
-    "parada",
-    "parada_prolongada",
-    "exceso_velocidad",
-    "perdida_senal",
-    "visita_geocerca",
-];
+/// An event type scored: a stored kind, or the long stops among the stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scored {
+    Event(EventKind),
+    LongStop,
+}
+
+impl Scored {
+    /// Every type scored, in report order.
+    pub const ALL: [Scored; 5] = [
+        Scored::Event(EventKind::Stop),
+        Scored::LongStop,
+        Scored::Event(EventKind::Overspeed),
+        Scored::Event(EventKind::Gap),
+        Scored::Event(EventKind::Visit),
+    ];
+
+    /// The word the report shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scored::Event(kind) => kind.name(),
+            Scored::LongStop => LONG_STOP,
+        }
+    }
+
+    /// The stored rows this type is scored from.
+    fn stored(self) -> EventKind {
+        match self {
+            Scored::Event(kind) => kind,
+            Scored::LongStop => EventKind::Stop,
+        }
+    }
+}
 
 /// What the intervals depend on besides the events.
 pub struct Context<'a> {
@@ -122,27 +147,20 @@ fn detected(d: &Detected, dont_care: bool) -> Interval {
     }
 }
 
-/// Truth and detected intervals of `kind` (one of [`KINDS`]).
+/// Truth and detected intervals of `kind`.
 pub fn of_kind(
-    kind: &str,
+    kind: Scored,
     truth: &[TruthEvent],
     found: &[Detected],
     ctx: &Context<'_>,
 ) -> (Vec<Interval>, Vec<Interval>) {
-    let found = found.iter().filter(|d| {
-        d.kind
-            == if kind == "parada_prolongada" {
-                "parada"
-            } else {
-                kind
-            }
-    });
+    let found = found.iter().filter(|d| d.kind == kind.stored());
     match kind {
-        "parada" => stops(truth, found, ctx),
-        "parada_prolongada" => long_stops(truth, found, ctx),
-        "exceso_velocidad" => overspeeds(truth, found, ctx),
-        "perdida_senal" => gaps(truth, found, ctx),
-        _ => visits(truth, found, ctx),
+        Scored::Event(EventKind::Stop) => stops(truth, found, ctx),
+        Scored::LongStop => long_stops(truth, found, ctx),
+        Scored::Event(EventKind::Overspeed) => overspeeds(truth, found, ctx),
+        Scored::Event(EventKind::Gap) => gaps(truth, found, ctx),
+        Scored::Event(EventKind::Visit) => visits(truth, found, ctx),
     }
 }
 
@@ -364,13 +382,42 @@ mod tests {
         }
     }
 
+    /// The truth log and the detections name a kind with the same word: the simulator cannot
+    /// import the engine's [`EventKind`], so this is where the two spellings meet.
+    #[test]
+    fn truth_and_detections_name_kinds_alike() {
+        let speeding = TruthEvent::ExcesoVelocidad {
+            placa: "A".into(),
+            inicio_utc: 0,
+            fin_utc: 1,
+            velocidad_max_kmh: 90.0,
+            limite_kmh: 60.0,
+            inyectado: false,
+        };
+        let visit = TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "G".into(),
+            entrada_utc: None,
+            salida_utc: None,
+        };
+        let cases = [
+            (stop("A", 0, None), EventKind::Stop),
+            (speeding, EventKind::Overspeed),
+            (loss("A", 0, 1), EventKind::Gap),
+            (visit, EventKind::Visit),
+        ];
+        for (event, kind) in cases {
+            assert_eq!(serde_json::to_value(&event).unwrap()["tipo"], kind.name());
+        }
+    }
+
     /// (start, end, don't care) of a truth interval.
     type Shown = (Option<i64>, Option<i64>, bool);
 
     fn truth_stops(events: &[TruthEvent]) -> Vec<Shown> {
         let config = DetectionConfig::default();
         let ctx = Context::new(&config, NOW, events);
-        of_kind("parada", events, &[], &ctx)
+        of_kind(Scored::Event(EventKind::Stop), events, &[], &ctx)
             .0
             .iter()
             .map(|i| (i.start, i.end, i.dont_care))
@@ -415,7 +462,7 @@ mod tests {
         let config = DetectionConfig::default();
         let events = [stop("A", 1000, Some(3000)), loss("A", 2500, NOW + 60)];
         let ctx = Context::new(&config, NOW, &events);
-        let (truth, _) = of_kind("parada_prolongada", &events, &[], &ctx);
+        let (truth, _) = of_kind(Scored::LongStop, &events, &[], &ctx);
         assert_eq!(truth.len(), 1);
         assert!(truth[0].dont_care && truth[0].end.is_none());
     }

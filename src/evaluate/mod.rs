@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::store::Store;
-use intervals::{Context, Detected, KINDS};
+use intervals::{Context, Detected, Scored};
 use km::{DayKms, KmScore};
 use matching::Rules;
 pub use report::TypeScore;
@@ -138,12 +138,12 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         tolerance_s: i64::from(options.tolerance_s),
         now_utc: now,
     };
-    let tipos = KINDS
-        .iter()
+    let tipos = Scored::ALL
+        .into_iter()
         .map(|kind| {
             let (truth_intervals, detected) = intervals::of_kind(kind, truth, &found, &ctx);
             let score = matching::score(&truth_intervals, &detected, rules);
-            TypeScore::new(kind, &score, meta.zone)
+            TypeScore::new(kind.name(), &score, meta.zone)
         })
         .collect();
 

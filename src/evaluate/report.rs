@@ -275,7 +275,7 @@ mod tests {
             misses: vec![],
             false_alarms: vec![],
         };
-        let t = TypeScore::new("perdida_senal", &empty, zone());
+        let t = TypeScore::new(crate::engine::EventKind::Gap.name(), &empty, zone());
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(
             (&json["precision"], &json["exhaustividad"], &json["f1"]),

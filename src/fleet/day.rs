@@ -3,11 +3,13 @@
 //! Owns loading it: the day's fixes (local day in the fleet's zone, clipped at the fleet's
 //! "now"), its aggregate row and the engine's events that touch it, refused when the
 //! detections cannot be used and flagged when the unit's positions changed after them.
-//! Read-only, through the fleet's pooled connections; the truth log is never involved.
+//! Read-only, through the fleet's pooled connections; the truth log is never involved. Also
+//! what the day tools share: the working window of a day, and the failure for a day without
+//! reports.
 
 use chrono::NaiveDate;
 
-use super::{Fleet, Snapshot, dates};
+use super::{Fleet, Snapshot, dates, with_warning};
 use crate::engine::Fix;
 use crate::mcp::ToolError;
 use crate::store::{DayRow, EventRow, Vehicle};
@@ -32,17 +34,35 @@ pub struct DayTrack {
 }
 
 impl DayTrack {
-    /// Stops within the working window (first departure to last arrival), as
-    /// `resumen_recorrido` lists them: the night's parking is not a stop of the day.
+    /// Stops within the working window, as `resumen_recorrido` lists them.
     pub fn working_stops(&self) -> impl Iterator<Item = &EventRow> {
-        let window = match (self.day.first_move_utc, self.day.last_move_utc) {
-            (Some(a), Some(b)) => (a, b),
-            _ => (self.from_utc, self.to_utc),
-        };
+        let window = working_window(&self.day, self.from_utc, self.to_utc);
         self.stops
             .iter()
             .filter(move |s| s.start_utc >= window.0 && s.start_utc < window.1)
     }
+}
+
+/// Where a day's stops are counted: its first departure to its last arrival (the night's
+/// parking is not a stop of the day), or the whole day `[from_utc, to_utc)` without movement.
+pub fn working_window(day: &DayRow, from_utc: i64, to_utc: i64) -> (i64, i64) {
+    match (day.first_move_utc, day.last_move_utc) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (from_utc, to_utc),
+    }
+}
+
+/// The failure for a unit-day without reports, followed by the detections' warning when
+/// there is one (the day may be missing from detections that lag the positions).
+pub fn no_reports(vehicle: &Vehicle, date: NaiveDate, aviso: Option<&str>) -> ToolError {
+    ToolError::Failed(with_warning(
+        format!(
+            "La unidad {} no tiene reportes el {} ({date}).",
+            vehicle.plate,
+            dates::weekday_es(date)
+        ),
+        aviso,
+    ))
 }
 
 impl Fleet {
@@ -59,31 +79,17 @@ impl Fleet {
         let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
-        let date_text = date.to_string();
         let id = vehicle.id;
-        let (day, fixes, stops, gaps, speeding, visits) = self.query(|store| {
+        let (day, fixes, events) = self.query(|store| {
             Ok((
-                store.day(id, &date_text)?,
+                store.day(id, date)?,
                 store.fixes(id, from, to)?,
-                store.vehicle_events(id, "parada", from, to)?,
-                store.vehicle_events(id, "perdida_senal", from, to)?,
-                store.vehicle_events(id, "exceso_velocidad", from, to)?,
-                store.vehicle_events(id, "visita_geocerca", from, to)?,
+                store.vehicle_events_by_kind(id, from, to)?,
             ))
         })?;
         let day = match day {
             Some(day) if !fixes.is_empty() => day,
-            _ => {
-                let message = format!(
-                    "La unidad {} no tiene reportes el {} ({date}).",
-                    vehicle.plate,
-                    dates::weekday_es(date)
-                );
-                return Err(ToolError::Failed(match &aviso {
-                    Some(aviso) => format!("{message} {aviso}"),
-                    None => message,
-                }));
-            }
+            _ => return Err(no_reports(&vehicle, date, aviso.as_deref())),
         };
         Ok(DayTrack {
             vehicle,
@@ -92,10 +98,10 @@ impl Fleet {
             to_utc: to,
             fixes,
             day,
-            stops,
-            gaps,
-            speeding,
-            visits,
+            stops: events.stops,
+            gaps: events.gaps,
+            speeding: events.overspeeds,
+            visits: events.visits,
             aviso,
         })
     }

@@ -26,7 +26,8 @@ use places::{Geocoder, Places};
 use text::Found;
 
 use crate::geo::LatLon;
-pub use day::DayTrack;
+pub use day::{DayTrack, no_reports, working_window};
+pub use trust::with_warning;
 
 /// A route of the fleet as a line on the map, with its named stops.
 #[derive(Debug, Clone)]

@@ -11,6 +11,15 @@ use super::Snapshot;
 use crate::mcp::ToolError;
 use crate::store::{AnalysisState, Unusable, Vehicle};
 
+/// A business failure's sentence, followed by the detections' warning when there is one (the
+/// failure may come from detections that do not cover the latest positions).
+pub fn with_warning(message: String, aviso: Option<&str>) -> String {
+    match aviso {
+        Some(aviso) => format!("{message} {aviso}"),
+        None => message,
+    }
+}
+
 /// Units named in a warning before "y N unidades más".
 const NAMED_UNITS: usize = 5;
 

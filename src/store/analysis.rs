@@ -7,8 +7,9 @@
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::coverage::{self, Covered};
+use super::queries::EventRow;
 use super::reader::{Store, StoreError, for_each_fix_in, spanish};
-use crate::engine::{Analysis, DetectionConfig, Fix};
+use crate::engine::{Analysis, DetectionConfig, EventKind, Fix};
 
 /// A re-analysis under way: one transaction that recreates the analysis tables if they are
 /// missing, empties them, takes each vehicle's analysis, and on [`Rewrite::commit`] records
@@ -75,7 +76,7 @@ impl Rewrite<'_> {
 
 /// Inserts one vehicle's analysis. `fence_ids[i]` is the `geocercas.id` of the engine's
 /// fence `i`.
-pub fn insert(
+pub(super) fn insert(
     conn: &Connection,
     vehicle_id: i64,
     analysis: &Analysis,
@@ -87,74 +88,21 @@ pub fn insert(
         "INSERT INTO eventos (vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?;
-    for stop in &analysis.stops {
+    for e in event_rows(vehicle_id, analysis, fence_ids, config, now_utc) {
         event.execute(params![
-            vehicle_id,
-            "parada",
-            stop.start_utc,
-            stop.end_utc,
-            stop.lat,
-            stop.lon,
-            None::<i64>,
-            None::<f64>,
-            None::<f64>,
-            stop.is_long(config, now_utc),
-            stop.went_off,
-            stop.engine_on,
-            stop.from_data_start
-        ])?;
-    }
-    for episode in &analysis.overspeeds {
-        event.execute(params![
-            vehicle_id,
-            "exceso_velocidad",
-            episode.start_utc,
-            episode.end_utc,
-            episode.lat,
-            episode.lon,
-            None::<i64>,
-            episode.max_kmh,
-            episode.limit_kmh,
-            false,
-            false,
-            None::<bool>,
-            false
-        ])?;
-    }
-    for gap in &analysis.gaps {
-        event.execute(params![
-            vehicle_id,
-            "perdida_senal",
-            gap.from_utc,
-            gap.to_utc,
-            gap.lat,
-            gap.lon,
-            None::<i64>,
-            None::<f64>,
-            None::<f64>,
-            false,
-            false,
-            None::<bool>,
-            false
-        ])?;
-    }
-    for visit in &analysis.visits {
-        // A visit is located at its fence; the fence row holds the coordinates.
-        let fence_id = fence_ids.get(visit.fence).copied();
-        event.execute(params![
-            vehicle_id,
-            "visita_geocerca",
-            visit.entry_utc,
-            visit.exit_utc,
-            0.0,
-            0.0,
-            fence_id,
-            None::<f64>,
-            None::<f64>,
-            false,
-            false,
-            None::<bool>,
-            visit.from_data_start
+            e.vehicle_id,
+            e.kind,
+            e.start_utc,
+            e.end_utc,
+            e.lat,
+            e.lon,
+            e.fence_id,
+            e.max_kmh,
+            e.limit_kmh,
+            e.long,
+            e.end_of_day,
+            e.engine_on,
+            e.from_data_start
         ])?;
     }
     let mut day = conn.prepare_cached(
@@ -184,12 +132,61 @@ pub fn insert(
     Ok(())
 }
 
+/// One vehicle's detections as `eventos` rows, in the order they are stored: stops,
+/// overspeeds, signal gaps, geofence visits.
+fn event_rows<'a>(
+    vehicle_id: i64,
+    analysis: &'a Analysis,
+    fence_ids: &'a [i64],
+    config: &'a DetectionConfig,
+    now_utc: i64,
+) -> impl Iterator<Item = EventRow> + 'a {
+    let row = move |kind, start_utc, end_utc, lat, lon| EventRow {
+        vehicle_id,
+        kind,
+        start_utc,
+        end_utc,
+        lat,
+        lon,
+        fence_id: None,
+        max_kmh: None,
+        limit_kmh: None,
+        long: false,
+        end_of_day: false,
+        engine_on: None,
+        from_data_start: false,
+    };
+    let stops = analysis.stops.iter().map(move |s| EventRow {
+        long: s.is_long(config, now_utc),
+        end_of_day: s.went_off,
+        engine_on: Some(s.engine_on),
+        from_data_start: s.from_data_start,
+        ..row(EventKind::Stop, s.start_utc, s.end_utc, s.lat, s.lon)
+    });
+    let overspeeds = analysis.overspeeds.iter().map(move |o| EventRow {
+        max_kmh: Some(o.max_kmh),
+        limit_kmh: Some(o.limit_kmh),
+        ..row(EventKind::Overspeed, o.start_utc, o.end_utc, o.lat, o.lon)
+    });
+    let gaps = analysis
+        .gaps
+        .iter()
+        .map(move |g| row(EventKind::Gap, g.from_utc, g.to_utc, g.lat, g.lon));
+    // A visit is located at its fence; the fence row holds the coordinates.
+    let visits = analysis.visits.iter().map(move |v| EventRow {
+        fence_id: fence_ids.get(v.fence).copied(),
+        from_data_start: v.from_data_start,
+        ..row(EventKind::Visit, v.entry_utc, v.exit_utc, 0.0, 0.0)
+    });
+    stops.chain(overspeeds).chain(gaps).chain(visits)
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 /// Statistics for the query planner on the analysis tables (cheap: positions are left out).
-pub fn analyze_tables(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn analyze_tables(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("ANALYZE eventos; ANALYZE resumen_diario;")
 }
 

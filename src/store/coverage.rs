@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use rusqlite::Connection;
 
-use super::meta::Key;
+use super::meta;
 use super::reader::{Store, StoreError};
 use super::schema::{
     ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL, change_triggers,
@@ -78,19 +78,7 @@ pub(super) fn seal(conn: &Connection, covered: &Covered<'_>) -> rusqlite::Result
         conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}; {create}"))?;
     }
     conn.execute_batch(&format!("DELETE FROM {CHANGE_LOG};"))?;
-    let entries = [
-        (Key::Detection, covered.config.to_json()),
-        (Key::AnalysisVersion, ANALYSIS_VERSION.to_string()),
-        (Key::AnalysisDetectionSha256, covered.config.sha256()),
-        (Key::AnalysisUntilUtc, covered.until_utc.to_string()),
-        (Key::AnalysisFixes, covered.fixes.to_string()),
-    ];
-    let mut put =
-        conn.prepare_cached("INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)")?;
-    for (key, value) in entries {
-        put.execute([key.name(), value.as_str()])?;
-    }
-    Ok(())
+    meta::write(conn, &meta::of_analysis(covered))
 }
 
 impl Store {
@@ -164,9 +152,9 @@ mod tests {
         conn.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
         conn.execute_batch(DDL).unwrap();
         conn.execute_batch(ANALYSIS_DDL).unwrap();
-        conn.execute(
-            "INSERT INTO meta VALUES (?1, ?2)",
-            [Key::SchemaVersion.name(), &SCHEMA_VERSION.to_string()],
+        meta::write(
+            &conn,
+            &[(meta::Key::SchemaVersion, SCHEMA_VERSION.to_string())],
         )
         .unwrap();
         conn.execute_batch(
@@ -175,18 +163,19 @@ mod tests {
              INSERT INTO eventos (vehiculo_id, tipo, inicio_utc, lat, lon) VALUES (1, 'parada', 100, 0, 0);",
         )
         .unwrap();
-        let config = DetectionConfig::default();
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &config,
-                until_utc: 200,
-                fixes: 2,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         (path, conn)
+    }
+
+    /// What an analysis does to the file around its own writes (here: none).
+    fn analyse(conn: &Connection) {
+        unseal(conn).unwrap();
+        let covered = Covered {
+            config: &DetectionConfig::default(),
+            until_utc: 200,
+            fixes: 2,
+        };
+        seal(conn, &covered).unwrap();
     }
 
     fn state(path: &std::path::Path) -> AnalysisState {
@@ -228,16 +217,7 @@ mod tests {
             AnalysisState::Unusable(Unusable::Modified),
         );
         // A new analysis starts a fresh log.
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &DetectionConfig::default(),
-                until_utc: 200,
-                fixes: 1,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         assert_eq!(state(&path), AnalysisState::Current);
     }
 
@@ -263,16 +243,7 @@ mod tests {
         );
         check("DROP TABLE resumen_diario", Unusable::TablesMissing);
         // The analysis recreates what was dropped, and the record with it.
-        unseal(&conn).unwrap();
-        seal(
-            &conn,
-            &Covered {
-                config: &DetectionConfig::default(),
-                until_utc: 200,
-                fixes: 2,
-            },
-        )
-        .unwrap();
+        analyse(&conn);
         assert_eq!(state(&path), AnalysisState::Current);
         // A log without its triggers records nothing: as good as no record.
         check(

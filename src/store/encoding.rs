@@ -48,6 +48,25 @@ impl StoredRow {
     }
 }
 
+/// The columns of `posiciones` a fix is read from, in [`fix_of_row`]'s order.
+pub(super) const FIX_COLUMNS: &str =
+    "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
+
+/// The fix a row selected with [`FIX_COLUMNS`] holds: [`StoredRow::to_fix`] on the stored
+/// columns (the delivery delay plays no part in a fix).
+pub(super) fn fix_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
+    let row = StoredRow {
+        delay_s: 0,
+        lat_e6: r.get(1)?,
+        lon_e6: r.get(2)?,
+        speed_kmh: r.get(3)?,
+        heading_deg: r.get(4)?,
+        ignition: r.get::<_, i64>(5)? != 0,
+        odometer_m: r.get(6)?,
+    };
+    Ok(row.to_fix(r.get(0)?))
+}
+
 /// A unit's reports as the engine would read them back from the table: fix-time order,
 /// duplicates (sequence > 0) dropped.
 pub fn fixes_of(reports: &[Report]) -> Vec<Fix> {

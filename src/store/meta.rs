@@ -1,16 +1,23 @@
-//! The `meta` table: every key spelled once, and the typed [`Meta`] a reader gets from it.
+//! The `meta` table: every key spelled once, what a simulation and an analysis record in it,
+//! and the typed [`Meta`] a reader gets from it.
 //!
-//! Owns the key names (Spanish: users query them) and their parsing. Writers name keys with
-//! [`Key`], never with string literals; nothing else here touches the other tables.
+//! Owns the key names (Spanish: users query them), their values and parsing, and the only SQL
+//! that reads or writes `meta`: the writer, the analysis's seal and the reader all come here.
+//! `Key` is private to the store, so nothing else can write a key. Nothing here touches the
+//! other tables.
 
 use chrono::NaiveDate;
 use chrono_tz::Tz;
+use rusqlite::{Connection, OptionalExtension};
 
+use super::coverage::Covered;
+use super::schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 use crate::engine::DetectionConfig;
+use crate::scenario::World;
 
 /// A key of `meta`. docs/datos.md documents each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
+pub(super) enum Key {
     SchemaVersion,
     FlotaVersion,
     Scenario,
@@ -33,7 +40,7 @@ pub enum Key {
 }
 
 impl Key {
-    pub const fn name(self) -> &'static str {
+    pub(super) const fn name(self) -> &'static str {
         match self {
             Key::SchemaVersion => "esquema_version",
             Key::FlotaVersion => "flota_version",
@@ -89,7 +96,7 @@ pub struct Meta {
 impl Meta {
     /// Parses the table through `get`, which returns a key's raw value. A malformed
     /// `deteccion` is the only error (its message names the threshold).
-    pub fn parse(
+    pub(super) fn parse(
         mut get: impl FnMut(Key) -> Option<String>,
     ) -> Result<Meta, crate::engine::config::ConfigError> {
         let date =
@@ -121,6 +128,62 @@ impl Meta {
     }
 }
 
+/// One key's raw value.
+pub(super) fn read(conn: &Connection, key: Key) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT valor FROM meta WHERE clave = ?1",
+        [key.name()],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Writes `entries`, replacing the keys' previous values.
+pub(super) fn write(conn: &Connection, entries: &[(Key, String)]) -> rusqlite::Result<()> {
+    let mut put =
+        conn.prepare_cached("INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)")?;
+    for (key, value) in entries {
+        put.execute([key.name(), value.as_str()])?;
+    }
+    Ok(())
+}
+
+/// What a simulation of `world` that wrote `positions` rows records about itself.
+pub(super) fn of_world(world: &World, positions: u64) -> Vec<(Key, String)> {
+    let day = |d: Option<&NaiveDate>| d.map(ToString::to_string).unwrap_or_default();
+    vec![
+        (Key::SchemaVersion, SCHEMA_VERSION.to_string()),
+        (Key::FlotaVersion, env!("CARGO_PKG_VERSION").to_owned()),
+        (Key::Scenario, world.name.clone()),
+        (Key::ScenarioDescription, world.description.clone()),
+        (Key::ScenarioSha256, world.hash.clone()),
+        (Key::Seed, world.seed.to_string()),
+        (Key::Zone, world.zone.name().to_owned()),
+        (
+            Key::AhoraLocal,
+            world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
+        ),
+        (Key::AhoraUtc, world.ahora_utc.to_string()),
+        (Key::FromDate, day(world.days.first())),
+        (Key::ToDate, day(world.days.last())),
+        (Key::IntervalS, world.interval_s.to_string()),
+        (Key::FleetLimitKmh, world.fleet_limit_kmh.to_string()),
+        (Key::Positions, positions.to_string()),
+    ]
+}
+
+/// The analysis's coverage record ([`AnalysisRecord`], read back by [`Meta::parse`]), with
+/// the thresholds it ran with as the database's `deteccion`.
+pub(super) fn of_analysis(covered: &Covered<'_>) -> Vec<(Key, String)> {
+    vec![
+        (Key::Detection, covered.config.to_json()),
+        (Key::AnalysisVersion, ANALYSIS_VERSION.to_string()),
+        (Key::AnalysisDetectionSha256, covered.config.sha256()),
+        (Key::AnalysisUntilUtc, covered.until_utc.to_string()),
+        (Key::AnalysisFixes, covered.fixes.to_string()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +213,34 @@ mod tests {
         ];
         let names: std::collections::BTreeSet<&str> = keys.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), keys.len());
+    }
+
+    /// What an analysis writes is what a reader parses: one module both ways.
+    #[test]
+    fn the_analysis_record_reads_back() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::DDL).unwrap();
+        let config = DetectionConfig {
+            parada_min_s: 150.0,
+            ..DetectionConfig::default()
+        };
+        let covered = Covered {
+            config: &config,
+            until_utc: 1_787_175_000,
+            fixes: 42,
+        };
+        write(&conn, &of_analysis(&covered)).unwrap();
+        let meta = Meta::parse(|key| read(&conn, key).unwrap()).unwrap();
+        assert_eq!(
+            meta.analysis,
+            AnalysisRecord {
+                version: Some(ANALYSIS_VERSION),
+                detection_sha256: Some(config.sha256()),
+                until_utc: Some(1_787_175_000),
+                fixes: Some(42),
+            }
+        );
+        assert_eq!(meta.config, config);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! by `flota simular`, the analysis tables and what they cover, and the read-only reader the
 //! server uses.
 //!
-//! Owns every SQL statement. Nothing outside this module builds SQL.
+//! Owns every SQL statement. Nothing outside this module builds SQL or holds the connection
+//! (tests/it/tidy.rs checks): callers get typed methods whose signatures name no SQLite type.
 
 pub mod analysis;
 pub mod coverage;
@@ -15,8 +16,8 @@ pub mod writer;
 
 pub use coverage::{AnalysisState, Covered, Unusable};
 pub use encoding::StoredRow;
-pub use meta::{AnalysisRecord, Key, Meta};
-pub use queries::{DayKm, DayRow, EventRow, KmRow};
+pub use meta::{AnalysisRecord, Meta};
+pub use queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 pub use reader::{Store, StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 pub use writer::{WriteError, Writer};

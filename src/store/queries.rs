@@ -4,18 +4,37 @@
 //! limit) and served by the tables' keys: positions by `(vehiculo_id, ts_utc)`, events by
 //! `(vehiculo_id, inicio_utc)` or `(tipo, inicio_utc)`, days by `(vehiculo_id, fecha)`. The
 //! evaluation's whole-table reads (`every_event`, `every_day_km`) are the unbounded exception:
-//! `flota evaluar` scores everything, offline.
+//! `flota evaluar` scores everything, offline. Event kinds are stored as [`EventKind::name`].
 
+use chrono::NaiveDate;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Row, params};
 
+use super::encoding::{FIX_COLUMNS, fix_of_row};
 use super::reader::{Store, StoreError};
-use crate::engine::Fix;
+use crate::engine::{EventKind, Fix};
+
+/// `eventos.tipo` holds [`EventKind::name`].
+impl ToSql for EventKind {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.name()))
+    }
+}
+
+impl FromSql for EventKind {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let word = value.as_str()?;
+        EventKind::from_name(word).ok_or_else(|| {
+            FromSqlError::Other(format!("tipo de evento desconocido: {word}").into())
+        })
+    }
+}
 
 /// One row of `eventos`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub vehicle_id: i64,
-    pub kind: String,
+    pub kind: EventKind,
     pub start_utc: i64,
     pub end_utc: Option<i64>,
     pub lat: f64,
@@ -28,6 +47,11 @@ pub struct EventRow {
     pub engine_on: Option<bool>,
     pub from_data_start: bool,
 }
+
+/// Kinds some queries below spell as SQL literals rather than bind: the partial index
+/// `eventos_prolongadas` serves only a query that spells its condition.
+const STOP: &str = EventKind::Stop.name();
+const VISIT: &str = EventKind::Visit.name();
 
 const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
 
@@ -85,6 +109,15 @@ fn day(r: &Row<'_>) -> rusqlite::Result<DayRow> {
 
 const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
 
+/// A vehicle's events overlapping a range, one list per kind, each in time order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VehicleEvents {
+    pub stops: Vec<EventRow>,
+    pub overspeeds: Vec<EventRow>,
+    pub gaps: Vec<EventRow>,
+    pub visits: Vec<EventRow>,
+}
+
 /// Per-vehicle totals over a range of days.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KmRow {
@@ -111,23 +144,13 @@ impl Store {
     /// The vehicle's last fix at or before `at_utc`.
     pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
         self.conn
-            .prepare_cached(
-                "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m FROM posiciones
-                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1",
-            )
+            .prepare_cached(&format!(
+                "SELECT {FIX_COLUMNS} FROM posiciones
+                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1"
+            ))
             .and_then(|mut stmt| {
-                stmt.query_row(params![vehicle_id, at_utc], |r| {
-                    Ok(Fix {
-                        ts_utc: r.get(0)?,
-                        lat: r.get::<_, i64>(1)? as f64 / 1e6,
-                        lon: r.get::<_, i64>(2)? as f64 / 1e6,
-                        speed_kmh: r.get(3)?,
-                        heading_deg: r.get::<_, i64>(4)? as f64,
-                        ignition: r.get::<_, i64>(5)? != 0,
-                        odometer_m: r.get(6)?,
-                    })
-                })
-                .optional()
+                stmt.query_row(params![vehicle_id, at_utc], fix_of_row)
+                    .optional()
             })
             .map_err(|e| self.err(e))
     }
@@ -135,7 +158,7 @@ impl Store {
     /// The stop the vehicle is in at `at_utc` (started by then, not ended by then).
     pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
         let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = ?1 AND tipo = 'parada' AND inicio_utc <= ?2
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = ?1 AND tipo = '{STOP}' AND inicio_utc <= ?2
              AND (fin_utc IS NULL OR fin_utc > ?2) ORDER BY inicio_utc DESC LIMIT 1"
         );
         self.conn
@@ -152,10 +175,10 @@ impl Store {
     pub fn stops_at(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
         let sql = format!(
             "SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_por_fin
-             WHERE tipo = 'parada' AND fin_utc IS NULL AND inicio_utc <= ?1
+             WHERE tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= ?1
              UNION ALL
              SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_por_fin
-             WHERE tipo = 'parada' AND fin_utc > ?1 AND inicio_utc <= ?1"
+             WHERE tipo = '{STOP}' AND fin_utc > ?1 AND inicio_utc <= ?1"
         );
         self.conn
             .prepare_cached(&sql)
@@ -167,7 +190,7 @@ impl Store {
     pub fn vehicle_events(
         &self,
         vehicle_id: i64,
-        kind: &str,
+        kind: EventKind,
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<EventRow>, StoreError> {
@@ -184,10 +207,26 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// A vehicle's events of every kind overlapping `[from_utc, to_utc)`.
+    pub fn vehicle_events_by_kind(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<VehicleEvents, StoreError> {
+        let of = |kind| self.vehicle_events(vehicle_id, kind, from_utc, to_utc);
+        Ok(VehicleEvents {
+            stops: of(EventKind::Stop)?,
+            gaps: of(EventKind::Gap)?,
+            overspeeds: of(EventKind::Overspeed)?,
+            visits: of(EventKind::Visit)?,
+        })
+    }
+
     /// Every vehicle's events of `kind` starting in `[from_utc, to_utc)`.
     pub fn events_starting(
         &self,
-        kind: &str,
+        kind: EventKind,
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<EventRow>, StoreError> {
@@ -215,12 +254,16 @@ impl Store {
         // Read the vehicle column straight off the covering index and count here: cheaper than
         // SQLite's temporary B-tree for a GROUP BY over a range ordered by time.
         let sql = if exits {
-            "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_fin WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2"
+            format!(
+                "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_fin WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2"
+            )
         } else {
-            "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_tipo WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
+            format!(
+                "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_tipo WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
+            )
         };
         let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
-        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let mut rows = stmt
             .query(params![from_utc, to_utc])
             .map_err(|e| self.err(e))?;
@@ -244,11 +287,11 @@ impl Store {
     ) -> Result<Vec<EventRow>, StoreError> {
         let sql = if exits {
             format!(
-                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND fin_utc >= ?1 AND fin_utc < ?2 ORDER BY fin_utc LIMIT ?3"
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2 ORDER BY fin_utc LIMIT ?3"
             )
         } else {
             format!(
-                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = 'visita_geocerca' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 ORDER BY inicio_utc LIMIT ?3"
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 ORDER BY inicio_utc LIMIT ?3"
             )
         };
         self.conn
@@ -266,7 +309,7 @@ impl Store {
     pub fn long_stops(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
         let sql = format!(
             "SELECT {EVENT_COLUMNS} FROM eventos INDEXED BY eventos_prolongadas
-             WHERE tipo = 'parada' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
+             WHERE tipo = '{STOP}' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
              AND inicio_utc >= ?1 AND inicio_utc < ?2 ORDER BY inicio_utc"
         );
         self.conn
@@ -275,25 +318,33 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    pub fn day(&self, vehicle_id: i64, date: &str) -> Result<Option<DayRow>, StoreError> {
+    /// A vehicle's aggregates for one local date.
+    pub fn day(&self, vehicle_id: i64, date: NaiveDate) -> Result<Option<DayRow>, StoreError> {
         let sql = format!(
             "SELECT {DAY_COLUMNS} FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2"
         );
         self.conn
             .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row(params![vehicle_id, date], day).optional())
+            .and_then(|mut stmt| {
+                stmt.query_row(params![vehicle_id, date.to_string()], day)
+                    .optional()
+            })
             .map_err(|e| self.err(e))
     }
 
-    /// Kilometres per vehicle over `[from_date, to_date]` (dates as `AAAA-MM-DD`).
-    pub fn km_by_vehicle(&self, from_date: &str, to_date: &str) -> Result<Vec<KmRow>, StoreError> {
+    /// Kilometres per vehicle over the local dates `[from_date, to_date]`.
+    pub fn km_by_vehicle(
+        &self,
+        from_date: NaiveDate,
+        to_date: NaiveDate,
+    ) -> Result<Vec<KmRow>, StoreError> {
         self.conn
             .prepare_cached(
                 "SELECT vehiculo_id, sum(km), count(*), sum(minutos_en_movimiento) FROM resumen_diario
                  WHERE fecha >= ?1 AND fecha <= ?2 AND reportes > 0 GROUP BY vehiculo_id",
             )
             .and_then(|mut stmt| {
-                stmt.query_map(params![from_date, to_date], |r| {
+                stmt.query_map(params![from_date.to_string(), to_date.to_string()], |r| {
                     Ok(KmRow { vehicle_id: r.get(0)?, km: r.get(1)?, days: r.get(2)?, moving_min: r.get(3)? })
                 })?
                 .collect()
@@ -314,12 +365,21 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Every event of every vehicle, for `flota evaluar` (the one whole-table reader).
+    /// Every event of every vehicle, for `flota evaluar` (the one whole-table reader). Rows
+    /// of a kind flota does not know (written by hand) are left out: nothing scores them.
     pub fn every_event(&self) -> Result<Vec<EventRow>, StoreError> {
         let sql = format!("SELECT {EVENT_COLUMNS} FROM eventos ORDER BY vehiculo_id, inicio_utc");
+        let known = |r: &Row<'_>| {
+            let kind: String = r.get(1)?;
+            EventKind::from_name(&kind).map(|_| event(r)).transpose()
+        };
         self.conn
             .prepare(&sql)
-            .and_then(|mut stmt| stmt.query_map([], event)?.collect())
+            .and_then(|mut stmt| {
+                stmt.query_map([], known)?
+                    .filter_map(Result::transpose)
+                    .collect()
+            })
             .map_err(|e| self.err(e))
     }
 

@@ -7,9 +7,10 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, params};
 
-use super::meta::{Key, Meta};
+use super::encoding::{FIX_COLUMNS, fix_of_row};
+use super::meta::{self, Key, Meta};
 use super::schema::SCHEMA_VERSION;
 use crate::engine::Fix;
 use crate::geo::LatLon;
@@ -104,8 +105,11 @@ pub struct StoredRoute {
     pub stops: Vec<(String, LatLon)>,
 }
 
+/// A connection to a flota database. The connection itself stays inside the store: callers
+/// get typed methods, so every statement is written here and a future backend can answer
+/// the same calls.
 pub struct Store {
-    pub conn: Connection,
+    pub(super) conn: Connection,
     path: String,
 }
 
@@ -237,15 +241,8 @@ impl Store {
         Ok(())
     }
 
-    pub fn meta_value(&self, key: Key) -> Result<Option<String>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT valor FROM meta WHERE clave = ?1",
-                [key.name()],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))
+    fn meta_value(&self, key: Key) -> Result<Option<String>, StoreError> {
+        meta::read(&self.conn, key).map_err(|e| self.sqlite(e))
     }
 
     pub fn meta(&self) -> Result<Meta, StoreError> {
@@ -389,7 +386,7 @@ impl Store {
 }
 
 /// [`Store::for_each_fix`] on any connection (a transaction, for `flota analizar`).
-pub fn for_each_fix_in(
+pub(super) fn for_each_fix_in(
     conn: &Connection,
     path: &str,
     vehicle_id: i64,
@@ -399,26 +396,17 @@ pub fn for_each_fix_in(
 ) -> Result<(), StoreError> {
     let sqlite = |e: rusqlite::Error| spanish(path, e);
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m
+        .prepare_cached(&format!(
+            "SELECT {FIX_COLUMNS}
              FROM posiciones WHERE vehiculo_id = ?1 AND ts_utc >= ?2 AND ts_utc < ?3 AND secuencia = 0
-             ORDER BY ts_utc",
-        )
+             ORDER BY ts_utc"
+        ))
         .map_err(sqlite)?;
     let mut rows = stmt
         .query(params![vehicle_id, from_utc, to_utc])
         .map_err(sqlite)?;
     while let Some(r) = rows.next().map_err(sqlite)? {
-        let fix = Fix {
-            ts_utc: r.get(0).map_err(sqlite)?,
-            lat: r.get::<_, i64>(1).map_err(sqlite)? as f64 / 1e6,
-            lon: r.get::<_, i64>(2).map_err(sqlite)? as f64 / 1e6,
-            speed_kmh: r.get(3).map_err(sqlite)?,
-            heading_deg: r.get::<_, i64>(4).map_err(sqlite)? as f64,
-            ignition: r.get::<_, i64>(5).map_err(sqlite)? != 0,
-            odometer_m: r.get(6).map_err(sqlite)?,
-        };
-        each(fix);
+        each(fix_of_row(r).map_err(sqlite)?);
     }
     Ok(())
 }
@@ -428,7 +416,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
-    use crate::store::writer::Writer;
+    use crate::store::schema::DDL;
 
     static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -436,11 +424,10 @@ mod tests {
     fn a_stop_signal_interrupts_a_running_query() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut writer = Writer::create(&path).unwrap();
-        writer
-            .write_meta(&[(Key::SchemaVersion, SCHEMA_VERSION.to_string())])
-            .unwrap();
-        writer.finish().unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(DDL).unwrap();
+        meta::write(&conn, &[(Key::SchemaVersion, SCHEMA_VERSION.to_string())]).unwrap();
+        drop(conn);
         let mut store = Store::open(&path).unwrap();
         store.interrupt_when(|| STOP.load(Ordering::Relaxed));
         // Long enough to be stopped many times over: a hundred million rows.

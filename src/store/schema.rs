@@ -187,3 +187,20 @@ pub fn change_triggers() -> Vec<(String, String)> {
     }
     triggers
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EventKind;
+
+    /// The partial index spells a kind in its DDL (stored in every file as written), so the
+    /// word there must be the one the engine's rows carry.
+    #[test]
+    fn the_long_stop_index_names_the_stop_kind() {
+        let condition = format!(
+            "WHERE tipo = '{}' AND fin_de_jornada = 0",
+            EventKind::Stop.name()
+        );
+        assert!(ANALYSIS_DDL.contains(&condition), "{condition}");
+    }
+}

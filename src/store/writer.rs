@@ -12,7 +12,7 @@ use rusqlite::{Connection, params};
 
 use super::coverage::{self, Covered};
 use super::encoding::StoredRow;
-use super::meta::Key;
+use super::meta;
 use super::schema::{ANALYSIS_DDL, CHANGE_LOG_DDL, DDL, SCHEMA_VERSION};
 use crate::scenario::World;
 use crate::sim::Report;
@@ -240,17 +240,11 @@ impl Writer {
             .map_err(|e| self.wrap(e))
     }
 
-    pub fn write_meta(&mut self, entries: &[(Key, String)]) -> Result<(), WriteError> {
+    /// What the simulation of `world` records about itself in `meta`, with the positions
+    /// written so far.
+    pub fn write_meta(&mut self, world: &World) -> Result<(), WriteError> {
         self.commit_open()?;
-        for (key, value) in entries {
-            self.conn
-                .execute(
-                    "INSERT OR REPLACE INTO meta (clave, valor) VALUES (?1, ?2)",
-                    params![key.name(), value],
-                )
-                .map_err(|e| self.wrap(e))?;
-        }
-        Ok(())
+        meta::write(&self.conn, &meta::of_world(world, self.rows)).map_err(|e| self.wrap(e))
     }
 
     /// Once every unit's positions and analysis are written: records what the analysis
@@ -288,10 +282,5 @@ impl Writer {
         self.conn
             .close()
             .map_err(|(_, source)| WriteError::Sqlite { path, source })
-    }
-
-    /// Access for code that adds derived tables (the detection engine's output).
-    pub fn connection(&mut self) -> &mut Connection {
-        &mut self.conn
     }
 }

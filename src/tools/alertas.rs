@@ -13,10 +13,11 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{MAX_ROWS, iso, minutes, place, round1};
-use crate::fleet::{Fleet, dates};
+use super::common::{AVISO, DateRange, MAX_ROWS, iso, minutes, place, round1};
+use crate::engine::{EventKind, LONG_STOP};
+use crate::fleet::{Fleet, Snapshot};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
-use crate::store::EventRow;
+use crate::store::{EventRow, Store, StoreError};
 
 /// Most serious events listed per type.
 const DETAIL_PER_TYPE: usize = 10;
@@ -44,11 +45,12 @@ impl Kind {
         Kind::GeocercaSalida,
     ];
 
+    /// The word of the argument and the answer: the engine's for the kinds it stores.
     fn name(self) -> &'static str {
         match self {
-            Kind::ExcesoVelocidad => "exceso_velocidad",
-            Kind::ParadaProlongada => "parada_prolongada",
-            Kind::PerdidaSenal => "perdida_senal",
+            Kind::ExcesoVelocidad => EventKind::Overspeed.name(),
+            Kind::ParadaProlongada => LONG_STOP,
+            Kind::PerdidaSenal => EventKind::Gap.name(),
             Kind::GeocercaEntrada => "geocerca_entrada",
             Kind::GeocercaSalida => "geocerca_salida",
         }
@@ -64,16 +66,8 @@ impl Kind {
 pub struct Params {
     #[schemars(description = "Tipo de alerta; si se omite, todos")]
     pub tipo: Option<Kind>,
-    #[schemars(
-        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
-        length(min = 1, max = 40)
-    )]
-    pub fecha_inicio: String,
-    #[schemars(
-        description = "Último día, incluido (máximo 93 días de rango)",
-        length(min = 1, max = 40)
-    )]
-    pub fecha_fin: String,
+    #[serde(flatten)]
+    pub dias: DateRange,
 }
 
 #[derive(Serialize, JsonSchema, Default)]
@@ -108,6 +102,10 @@ impl Counts {
             Kind::GeocercaEntrada => self.geocerca_entrada,
             Kind::GeocercaSalida => self.geocerca_salida,
         }
+    }
+
+    fn routine(&self) -> usize {
+        self.geocerca_entrada + self.geocerca_salida
     }
 }
 
@@ -156,9 +154,7 @@ pub struct Output {
     pub detalle: Vec<Detail>,
     pub nota: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
@@ -183,181 +179,31 @@ impl TypedTool for Alertas {
 
     fn call(&self, params: Params, _: &CallContext) -> Result<Reply<Output>, ToolError> {
         let snapshot = self.fleet.snapshot()?;
-        let (start, end) =
-            dates::resolve_range(&params.fecha_inicio, &params.fecha_fin, snapshot.today)
-                .map_err(ToolError::InvalidArguments)?;
+        let (start, end) = params.dias.resolve(&snapshot)?;
         let aviso = snapshot.detections(None)?;
         let (from, _) = snapshot.day_bounds(start);
         let (_, to) = snapshot.day_bounds(end);
-        let now = snapshot.now_utc;
-        let to = to.min(now + 1);
-        let long_s = (snapshot.meta.config.parada_prolongada_min * 60.0) as i64;
-        let wanted = |kind: Kind| params.tipo.is_none_or(|t| t == kind);
-        // Alerts proper come as rows; geofence crossings, routine and numerous, as counts per
-        // unit plus the first few rows when they are what was asked for.
-        let (mut events, crossings) = self.fleet.query(|store| {
-            let mut all: Vec<(Kind, EventRow)> = Vec::new();
-            if wanted(Kind::ExcesoVelocidad) {
-                all.extend(
-                    store
-                        .events_starting("exceso_velocidad", from, to)?
-                        .into_iter()
-                        .map(|e| (Kind::ExcesoVelocidad, e)),
-                );
-            }
-            if wanted(Kind::PerdidaSenal) {
-                all.extend(
-                    store
-                        .events_starting("perdida_senal", from, to)?
-                        .into_iter()
-                        .map(|e| (Kind::PerdidaSenal, e)),
-                );
-            }
-            if wanted(Kind::ParadaProlongada) {
-                all.extend(
-                    store
-                        .long_stops(from, to)?
-                        .into_iter()
-                        .filter(|s| {
-                            s.start_utc >= from
-                                && s.end_utc.unwrap_or(now).min(now) - s.start_utc >= long_s
-                        })
-                        .map(|e| (Kind::ParadaProlongada, e)),
-                );
-            }
-            let mut crossings = Vec::new();
-            for (kind, exits) in [(Kind::GeocercaEntrada, false), (Kind::GeocercaSalida, true)] {
-                if wanted(kind) {
-                    let counts = store.crossings_by_vehicle(exits, from, to)?;
-                    let first = if params.tipo == Some(kind) {
-                        store.first_crossings(exits, from, to, DETAIL_PER_TYPE)?
-                    } else {
-                        Vec::new()
-                    };
-                    crossings.push((kind, counts, first));
-                }
-            }
-            Ok((all, crossings))
-        })?;
-
-        let plates: BTreeMap<i64, &str> = snapshot
+        let range = Range {
+            from,
+            to: to.min(snapshot.now_utc + 1),
+            now: snapshot.now_utc,
+            long_s: (snapshot.meta.config.parada_prolongada_min * 60.0) as i64,
+        };
+        let found = self
+            .fleet
+            .query(|store| collect(store, &range, params.tipo))?;
+        let plates: Plates = snapshot
             .vehicles
             .iter()
             .map(|v| (v.id, v.plate.as_str()))
             .collect();
-        let mut por_tipo = Counts::default();
-        let mut by_unit: BTreeMap<i64, (usize, Counts)> = BTreeMap::new();
-        for (kind, event) in &events {
-            por_tipo.add(*kind, 1);
-            let unit = by_unit.entry(event.vehicle_id).or_default();
-            unit.1.add(*kind, 1);
-            unit.0 += 1;
-        }
-        for (kind, counts, _) in &crossings {
-            for (vehicle, n) in counts {
-                por_tipo.add(*kind, *n);
-                by_unit.entry(*vehicle).or_default().1.add(*kind, *n);
-            }
-        }
-        // Units with nothing but routine crossings are listed only when crossings were asked for.
+        let tally = Tally::of(&found);
         let crossings_asked = params.tipo.is_some_and(Kind::routine);
-        let mut por_unidad: Vec<UnitCounts> = by_unit
-            .into_iter()
-            .filter(|(_, (alerts, _))| *alerts > 0 || crossings_asked)
-            .map(|(id, (alerts, counts))| UnitCounts {
-                placa: plates.get(&id).copied().unwrap_or("?").to_owned(),
-                alertas: alerts,
-                por_tipo: counts,
-            })
-            .collect();
-        let routine = |u: &UnitCounts| u.por_tipo.geocerca_entrada + u.por_tipo.geocerca_salida;
-        por_unidad.sort_by(|a, b| {
-            b.alertas
-                .cmp(&a.alertas)
-                .then(routine(b).cmp(&routine(a)))
-                .then_with(|| a.placa.cmp(&b.placa))
-        });
-        let total_unidades = por_unidad.len();
-        por_unidad.truncate(MAX_ROWS);
-
-        // Severity within each type.
-        let severity = |kind: Kind, e: &EventRow| -> i64 {
-            let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
-            match kind {
-                Kind::ExcesoVelocidad => {
-                    ((e.max_kmh.unwrap_or(0.0) - e.limit_kmh.unwrap_or(0.0)) * 100.0) as i64
-                        * 100_000
-                        + duration
-                }
-                Kind::ParadaProlongada | Kind::PerdidaSenal => duration,
-                Kind::GeocercaEntrada | Kind::GeocercaSalida => 0,
-            }
-        };
-        events.sort_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then(severity(b.0, &b.1).cmp(&severity(a.0, &a.1)))
-        });
-        for (kind, _, first) in crossings {
-            events.extend(first.into_iter().map(|e| (kind, e)));
-        }
-        let mut detalle = Vec::new();
-        for kind in Kind::ALL {
-            let of_kind: Vec<&EventRow> = events
-                .iter()
-                .filter(|(k, _)| *k == kind)
-                .map(|(_, e)| e)
-                .collect();
-            if of_kind.is_empty() {
-                continue;
-            }
-            let eventos = of_kind
-                .iter()
-                .take(DETAIL_PER_TYPE)
-                .map(|e| {
-                    let fence = e
-                        .fence_id
-                        .and_then(|id| snapshot.fence_name(id))
-                        .map(str::to_owned);
-                    let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
-                    EventOut {
-                        placa: plates.get(&e.vehicle_id).copied().unwrap_or("?").to_owned(),
-                        inicio: iso(
-                            &snapshot,
-                            if kind == Kind::GeocercaSalida {
-                                e.end_utc.unwrap_or(e.start_utc)
-                            } else {
-                                e.start_utc
-                            },
-                        ),
-                        fin: if kind.routine() {
-                            None
-                        } else {
-                            e.end_utc.map(|t| iso(&snapshot, t))
-                        },
-                        ubicacion: if kind.routine() {
-                            fence.clone().unwrap_or_default()
-                        } else {
-                            place(&snapshot, e.lat, e.lon)
-                        },
-                        minutos: (!kind.routine()).then(|| minutes(duration)),
-                        velocidad_max_kmh: e.max_kmh.map(round1),
-                        limite_kmh: e.limit_kmh,
-                        exceso_kmh: match (e.max_kmh, e.limit_kmh) {
-                            (Some(max), Some(limit)) => Some(round1(max - limit)),
-                            _ => None,
-                        },
-                        geocerca: fence,
-                    }
-                })
-                .collect();
-            detalle.push(Detail {
-                tipo: kind.name().into(),
-                total: por_tipo.get(kind),
-                eventos,
-            });
-        }
+        let (por_unidad, total_unidades) = units(&plates, tally.by_unit, crossings_asked);
+        let detalle = detail(&snapshot, &plates, found, &tally.por_tipo, range.now);
+        let por_tipo = tally.por_tipo;
         let total_eventos = Kind::ALL.iter().map(|k| por_tipo.get(*k)).sum();
-        let nota = (params.tipo.is_none() && por_tipo.geocerca_entrada + por_tipo.geocerca_salida > 0).then(|| {
+        let nota = (params.tipo.is_none() && por_tipo.routine() > 0).then(|| {
             "Las entradas y salidas de geocercas se cuentan pero no se detallan; pida tipo geocerca_entrada o geocerca_salida para verlas.".to_owned()
         });
         Ok(Reply::new(Output {
@@ -373,5 +219,258 @@ impl TypedTool for Alertas {
             nota,
             aviso,
         }))
+    }
+}
+
+/// The range asked for in UTC (`to` clipped at the fleet's now), and how long a stop must
+/// last to be an alert.
+struct Range {
+    from: i64,
+    to: i64,
+    now: i64,
+    long_s: i64,
+}
+
+/// What the store holds for the range: alerts proper as rows; geofence crossings, routine and
+/// numerous, as counts per vehicle plus the first few rows when they are what was asked for.
+struct Found {
+    alerts: Vec<(Kind, EventRow)>,
+    crossings: Vec<Crossings>,
+}
+
+struct Crossings {
+    kind: Kind,
+    per_vehicle: Vec<(i64, usize)>,
+    first: Vec<EventRow>,
+}
+
+fn collect(store: &Store, range: &Range, tipo: Option<Kind>) -> Result<Found, StoreError> {
+    let Range {
+        from,
+        to,
+        now,
+        long_s,
+    } = *range;
+    let wanted = |kind: Kind| tipo.is_none_or(|t| t == kind);
+    let mut alerts: Vec<(Kind, EventRow)> = Vec::new();
+    for (kind, stored) in [
+        (Kind::ExcesoVelocidad, EventKind::Overspeed),
+        (Kind::PerdidaSenal, EventKind::Gap),
+    ] {
+        if wanted(kind) {
+            let rows = store.events_starting(stored, from, to)?;
+            alerts.extend(rows.into_iter().map(|e| (kind, e)));
+        }
+    }
+    if wanted(Kind::ParadaProlongada) {
+        let long = store.long_stops(from, to)?.into_iter().filter(|s| {
+            s.start_utc >= from && s.end_utc.unwrap_or(now).min(now) - s.start_utc >= long_s
+        });
+        alerts.extend(long.map(|e| (Kind::ParadaProlongada, e)));
+    }
+    let mut crossings = Vec::new();
+    for (kind, exits) in [(Kind::GeocercaEntrada, false), (Kind::GeocercaSalida, true)] {
+        if wanted(kind) {
+            let per_vehicle = store.crossings_by_vehicle(exits, from, to)?;
+            let first = if tipo == Some(kind) {
+                store.first_crossings(exits, from, to, DETAIL_PER_TYPE)?
+            } else {
+                Vec::new()
+            };
+            crossings.push(Crossings {
+                kind,
+                per_vehicle,
+                first,
+            });
+        }
+    }
+    Ok(Found { alerts, crossings })
+}
+
+/// Counts per type, and per vehicle id: (alerts proper, counts per type).
+struct Tally {
+    por_tipo: Counts,
+    by_unit: BTreeMap<i64, (usize, Counts)>,
+}
+
+impl Tally {
+    fn of(found: &Found) -> Tally {
+        let mut por_tipo = Counts::default();
+        let mut by_unit: BTreeMap<i64, (usize, Counts)> = BTreeMap::new();
+        for (kind, event) in &found.alerts {
+            por_tipo.add(*kind, 1);
+            let unit = by_unit.entry(event.vehicle_id).or_default();
+            unit.1.add(*kind, 1);
+            unit.0 += 1;
+        }
+        for crossings in &found.crossings {
+            for (vehicle, n) in &crossings.per_vehicle {
+                por_tipo.add(crossings.kind, *n);
+                by_unit
+                    .entry(*vehicle)
+                    .or_default()
+                    .1
+                    .add(crossings.kind, *n);
+            }
+        }
+        Tally { por_tipo, by_unit }
+    }
+}
+
+/// The units with alerts, most first, with their total before the cut. Units with nothing
+/// but routine crossings are listed only when crossings were asked for.
+fn units(
+    plates: &Plates,
+    by_unit: BTreeMap<i64, (usize, Counts)>,
+    crossings_asked: bool,
+) -> (Vec<UnitCounts>, usize) {
+    let mut por_unidad: Vec<UnitCounts> = by_unit
+        .into_iter()
+        .filter(|(_, (alerts, _))| *alerts > 0 || crossings_asked)
+        .map(|(id, (alerts, counts))| UnitCounts {
+            placa: plate(plates, id),
+            alertas: alerts,
+            por_tipo: counts,
+        })
+        .collect();
+    por_unidad.sort_by(|a, b| {
+        b.alertas
+            .cmp(&a.alertas)
+            .then(b.por_tipo.routine().cmp(&a.por_tipo.routine()))
+            .then_with(|| a.placa.cmp(&b.placa))
+    });
+    let total = por_unidad.len();
+    por_unidad.truncate(MAX_ROWS);
+    (por_unidad, total)
+}
+
+/// Plates by vehicle id.
+type Plates<'a> = BTreeMap<i64, &'a str>;
+
+fn plate(plates: &Plates, vehicle_id: i64) -> String {
+    plates.get(&vehicle_id).copied().unwrap_or("?").to_owned()
+}
+
+/// The most serious events of each type found, and the first crossings when asked for.
+fn detail(
+    snapshot: &Snapshot,
+    plates: &Plates,
+    found: Found,
+    por_tipo: &Counts,
+    now: i64,
+) -> Vec<Detail> {
+    let mut events = found.alerts;
+    events.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(severity(b.0, &b.1, now).cmp(&severity(a.0, &a.1, now)))
+    });
+    for crossings in found.crossings {
+        let kind = crossings.kind;
+        events.extend(crossings.first.into_iter().map(|e| (kind, e)));
+    }
+    Kind::ALL
+        .into_iter()
+        .filter_map(|kind| {
+            let eventos: Vec<EventOut> = events
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .take(DETAIL_PER_TYPE)
+                .map(|(_, e)| event_out(snapshot, plates, kind, e, now))
+                .collect();
+            (!eventos.is_empty()).then(|| Detail {
+                tipo: kind.name().into(),
+                total: por_tipo.get(kind),
+                eventos,
+            })
+        })
+        .collect()
+}
+
+/// How serious an event is within its type: km/h over the limit (then duration) for speed,
+/// duration for stops and silences; crossings keep their time order.
+fn severity(kind: Kind, e: &EventRow, now: i64) -> i64 {
+    let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
+    match kind {
+        Kind::ExcesoVelocidad => {
+            ((e.max_kmh.unwrap_or(0.0) - e.limit_kmh.unwrap_or(0.0)) * 100.0) as i64 * 100_000
+                + duration
+        }
+        Kind::ParadaProlongada | Kind::PerdidaSenal => duration,
+        Kind::GeocercaEntrada | Kind::GeocercaSalida => 0,
+    }
+}
+
+fn event_out(snapshot: &Snapshot, plates: &Plates, kind: Kind, e: &EventRow, now: i64) -> EventOut {
+    let fence = e
+        .fence_id
+        .and_then(|id| snapshot.fence_name(id))
+        .map(str::to_owned);
+    let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
+    // An exit is shown at the time the unit left.
+    let shown_utc = if kind == Kind::GeocercaSalida {
+        e.end_utc.unwrap_or(e.start_utc)
+    } else {
+        e.start_utc
+    };
+    EventOut {
+        placa: plate(plates, e.vehicle_id),
+        inicio: iso(snapshot, shown_utc),
+        fin: if kind.routine() {
+            None
+        } else {
+            e.end_utc.map(|t| iso(snapshot, t))
+        },
+        ubicacion: if kind.routine() {
+            fence.clone().unwrap_or_default()
+        } else {
+            place(snapshot, e.lat, e.lon)
+        },
+        minutos: (!kind.routine()).then(|| minutes(duration)),
+        velocidad_max_kmh: e.max_kmh.map(round1),
+        limite_kmh: e.limit_kmh,
+        exceso_kmh: match (e.max_kmh, e.limit_kmh) {
+            (Some(max), Some(limit)) => Some(round1(max - limit)),
+            _ => None,
+        },
+        geocerca: fence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The argument's words (serde's, from the variants) are the ones the answer shows and
+    /// the counts are keyed by.
+    #[test]
+    fn each_kind_has_one_word() {
+        for kind in Kind::ALL {
+            let parsed: Kind = serde_json::from_value(serde_json::json!(kind.name())).unwrap();
+            assert_eq!(parsed, kind);
+            let mut counts = Counts::default();
+            counts.add(kind, 1);
+            let json = serde_json::to_value(&counts).unwrap();
+            assert_eq!(json[kind.name()], 1, "{json}");
+            assert_eq!(counts.get(kind), 1);
+        }
+    }
+
+    #[test]
+    fn the_range_is_part_of_the_arguments() {
+        let parse = |v| serde_json::from_value::<Params>(v);
+        let ok = parse(serde_json::json!({"tipo": "perdida_senal", "fecha_inicio": "hoy", "fecha_fin": "ayer"})).unwrap();
+        assert_eq!(
+            (
+                ok.tipo,
+                ok.dias.fecha_inicio.as_str(),
+                ok.dias.fecha_fin.as_str()
+            ),
+            (Some(Kind::PerdidaSenal), "hoy", "ayer")
+        );
+        assert!(
+            parse(serde_json::json!({"fecha_inicio": "hoy", "fecha_fin": "hoy", "otro": 1}))
+                .is_err()
+        );
+        assert!(parse(serde_json::json!({"fecha_inicio": "hoy"})).is_err());
     }
 }

@@ -1,27 +1,60 @@
-//! What every fleet tool does the same way: rounding, times in the fleet's zone, places.
+//! What every fleet tool does the same way: the arguments they share (one unit's day, a range
+//! of days) and how the model is told about them, rounding, times in the fleet's zone, places.
 //!
 //! Owns small helpers only; each tool's own logic stays in its file.
 
+use chrono::NaiveDate;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::fleet::{Snapshot, dates};
 use crate::geo::LatLon;
+use crate::mcp::ToolError;
 
-/// The arguments of the tools about one unit's day.
+/// How every tool describes a `placa` argument to the model.
+pub const PLATE: &str = "Placa de la unidad, p. ej. P-123BCD (se aceptan minúsculas y espacios)";
+
+/// How every tool describes a one-day `fecha` argument to the model.
+pub const DAY: &str =
+    "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)";
+
+/// How the tools built on the detections describe their `aviso` to the model.
+pub const AVISO: &str = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige";
+
+// The arguments of the tools about one unit's day. (A `//` comment: schemars would show a
+// doc comment to the model as the schema's description.)
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnitDay {
-    #[schemars(
-        description = "Placa de la unidad, p. ej. P-456DEF",
-        length(min = 1, max = 40)
-    )]
+    #[schemars(description = PLATE, length(min = 1, max = 40))]
     pub placa: String,
+    #[schemars(description = DAY, length(min = 1, max = 40))]
+    pub fecha: String,
+}
+
+// The arguments of the tools over a range of days (not a doc comment, as above).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DateRange {
     #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
+        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
         length(min = 1, max = 40)
     )]
-    pub fecha: String,
+    pub fecha_inicio: String,
+    #[schemars(
+        description = "Último día, incluido (máximo 93 días de rango)",
+        length(min = 1, max = 40)
+    )]
+    pub fecha_fin: String,
+}
+
+impl DateRange {
+    /// The first and last local dates, resolved against the fleet's today, or an argument
+    /// error naming what is wrong.
+    pub fn resolve(&self, snapshot: &Snapshot) -> Result<(NaiveDate, NaiveDate), ToolError> {
+        dates::resolve_range(&self.fecha_inicio, &self.fecha_fin, snapshot.today)
+            .map_err(ToolError::InvalidArguments)
+    }
 }
 
 /// Lists given to the model stop here; the real total always travels beside them.
@@ -62,11 +95,8 @@ pub fn cap<T>(items: &mut Vec<T>) -> usize {
     total
 }
 
-/// A business failure's sentence, followed by the detections' warning when there is one (the
-/// failure may come from detections that do not cover the latest positions).
-pub fn with_warning(message: String, aviso: Option<&str>) -> String {
-    match aviso {
-        Some(aviso) => format!("{message} {aviso}"),
-        None => message,
-    }
+/// `items` truncated to [`MAX_ROWS`], where the total is not shown.
+pub fn capped<T>(mut items: Vec<T>) -> Vec<T> {
+    cap(&mut items);
+    items
 }

@@ -12,8 +12,8 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{coord, round1};
-use crate::fleet::{Fleet, dates};
+use super::common::{AVISO, coord, round1};
+use crate::fleet::{DayTrack, Fleet, Snapshot, dates};
 use crate::map::{self, Background, Scene, TileFetcher};
 use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
 
@@ -33,7 +33,8 @@ pub struct ImageOut {
     pub bytes: usize,
 }
 
-/// The picture's extent, so a client can place it on its own map.
+// The picture's extent, so a client can place it on its own map. (Not a doc comment:
+// schemars would show it to the model.)
 #[derive(Serialize, JsonSchema)]
 pub struct FrameOut {
     pub zoom: u8,
@@ -71,9 +72,7 @@ pub struct Output {
     pub encuadre: FrameOut,
     pub nota_para_el_asistente: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
@@ -126,31 +125,6 @@ impl TypedTool for MapaRecorrido {
         let corner_se = rendered
             .view
             .unproject(f64::from(rendered.width), f64::from(rendered.height));
-        let mut visited: Vec<String> = Vec::new();
-        for visit in &track.visits {
-            if let Some(name) = visit.fence_id.and_then(|id| snapshot.fence_name(id))
-                && !visited.iter().any(|v| v == name)
-            {
-                visited.push(name.to_owned());
-            }
-        }
-        let limit = track.vehicle.limit_kmh;
-        let fondo = match &rendered.background {
-            Background::Tiles { .. } => {
-                if self
-                    .tiles
-                    .config
-                    .template
-                    .as_deref()
-                    .is_some_and(|t| t == map::tiles::OSM_TEMPLATE)
-                {
-                    "OpenStreetMap".to_owned()
-                } else {
-                    "teselas de mapa".to_owned()
-                }
-            }
-            Background::Offline(_) => "sin conexión".to_owned(),
-        };
         let output = Output {
             placa: track.vehicle.plate.clone(),
             conductor: track.vehicle.driver.clone(),
@@ -165,19 +139,10 @@ impl TypedTool for MapaRecorrido {
             minutos_en_paradas: round1(scene.stops.iter().map(|s| s.minutes).sum()),
             excesos_de_velocidad: scene.speeding.len(),
             perdidas_de_senal: scene.gaps.len(),
-            geocercas_visitadas: visited,
-            fondo,
+            geocercas_visitadas: visited_fences(&track, &snapshot),
+            fondo: self.background_name(&rendered.background),
             fondo_detalle: rendered.background.describe(),
-            leyenda: format!(
-                "Trazo coloreado por velocidad: azul hasta {a:.0} km/h, verde hasta {b:.0}, \
-                 ámbar hasta el límite de {limit:.0} km/h, rojo por encima (los excesos \
-                 detectados van resaltados con su velocidad máxima); triángulo verde = \
-                 inicio; cuadrado negro = fin (o última posición si el día sigue); círculos \
-                 blancos = paradas, más grandes cuanto más largas, granate si son \
-                 prolongadas; línea gris discontinua = sin señal; áreas moradas = geocercas.",
-                a = limit / 3.0,
-                b = 2.0 * limit / 3.0
-            ),
+            leyenda: legend(track.vehicle.limit_kmh),
             imagen: ImageOut {
                 formato: "image/png".into(),
                 ancho_px: rendered.width,
@@ -205,4 +170,53 @@ impl TypedTool for MapaRecorrido {
         });
         Ok(reply)
     }
+}
+
+impl MapaRecorrido {
+    /// What the picture was drawn over, in a word or two.
+    fn background_name(&self, background: &Background) -> String {
+        match background {
+            Background::Tiles { .. } => {
+                if self
+                    .tiles
+                    .config
+                    .template
+                    .as_deref()
+                    .is_some_and(|t| t == map::tiles::OSM_TEMPLATE)
+                {
+                    "OpenStreetMap".to_owned()
+                } else {
+                    "teselas de mapa".to_owned()
+                }
+            }
+            Background::Offline(_) => "sin conexión".to_owned(),
+        }
+    }
+}
+
+/// The geofences the unit visited that day, each once, in the order first visited.
+fn visited_fences(track: &DayTrack, snapshot: &Snapshot) -> Vec<String> {
+    let mut visited: Vec<String> = Vec::new();
+    for visit in &track.visits {
+        if let Some(name) = visit.fence_id.and_then(|id| snapshot.fence_name(id))
+            && !visited.iter().any(|v| v == name)
+        {
+            visited.push(name.to_owned());
+        }
+    }
+    visited
+}
+
+/// The map's key, with the speed bands of a unit whose limit is `limit` km/h.
+fn legend(limit: f64) -> String {
+    format!(
+        "Trazo coloreado por velocidad: azul hasta {a:.0} km/h, verde hasta {b:.0}, \
+         ámbar hasta el límite de {limit:.0} km/h, rojo por encima (los excesos \
+         detectados van resaltados con su velocidad máxima); triángulo verde = \
+         inicio; cuadrado negro = fin (o última posición si el día sigue); círculos \
+         blancos = paradas, más grandes cuanto más largas, granate si son \
+         prolongadas; línea gris discontinua = sin señal; áreas moradas = geocercas.",
+        a = limit / 3.0,
+        b = 2.0 * limit / 3.0
+    )
 }

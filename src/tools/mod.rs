@@ -52,3 +52,60 @@ pub fn with_tiles(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
         }),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::places::Geocoder;
+
+    /// Every description a tool's schemas carry, with where it sits.
+    fn descriptions(value: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner) {
+                        ("description", serde_json::Value::String(text)) => {
+                            out.push((path.to_owned(), text.clone()));
+                        }
+                        _ => descriptions(inner, &format!("{path}/{key}"), out),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    descriptions(item, path, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The model reads every schema description: none may be an English doc comment that
+    /// schemars picked up from a Rust type.
+    #[test]
+    fn schema_descriptions_are_spanish() {
+        let fleet = Arc::new(Fleet::new(
+            std::path::Path::new("no-existe.db"),
+            None,
+            Geocoder::new(None),
+        ));
+        let english = [" the ", " of ", " and ", " to ", "The ", " so "];
+        let mut found = Vec::new();
+        for tool in with_tiles(&fleet, TileConfig::offline()) {
+            let definition = tool.definition();
+            let schemas = [
+                Some(&definition.input_schema),
+                definition.output_schema.as_ref(),
+            ];
+            for schema in schemas.into_iter().flatten() {
+                descriptions(schema, &definition.name, &mut found);
+            }
+        }
+        assert!(found.len() > 20, "{found:?}");
+        let leaks: Vec<_> = found
+            .iter()
+            .filter(|(_, text)| english.iter().any(|w| format!(" {text} ").contains(w)))
+            .collect();
+        assert!(leaks.is_empty(), "{leaks:#?}");
+    }
+}

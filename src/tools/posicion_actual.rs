@@ -9,7 +9,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{coord, iso, minutes, place, round1};
+use super::common::{PLATE, coord, iso, minutes, place, round1};
 use crate::fleet::Fleet;
 use crate::geo::{LatLon, compass_es};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -21,10 +21,7 @@ pub struct PosicionActual {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[schemars(
-        description = "Placa de la unidad, p. ej. P-123BCD (se aceptan minúsculas y espacios)",
-        length(min = 1, max = 40)
-    )]
+    #[schemars(description = PLATE, length(min = 1, max = 40))]
     pub placa: String,
 }
 

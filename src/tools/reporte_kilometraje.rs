@@ -7,30 +7,18 @@
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::common::{cap, round1, with_warning};
-use crate::fleet::{Fleet, dates};
+use super::common::{AVISO, cap, round1};
+use crate::fleet::{Fleet, dates, with_warning};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct ReporteKilometraje {
     pub fleet: Arc<Fleet>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    #[schemars(
-        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
-        length(min = 1, max = 40)
-    )]
-    pub fecha_inicio: String,
-    #[schemars(
-        description = "Último día, incluido (máximo 93 días de rango)",
-        length(min = 1, max = 40)
-    )]
-    pub fecha_fin: String,
-}
+/// A range of days, as `alertas` takes it.
+pub use super::common::DateRange as Params;
 
 #[derive(Serialize, JsonSchema)]
 pub struct Row {
@@ -55,9 +43,7 @@ pub struct Output {
     pub ranking: Vec<Row>,
     pub sin_reportes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
@@ -81,12 +67,9 @@ impl TypedTool for ReporteKilometraje {
 
     fn call(&self, params: Params, _: &CallContext) -> Result<Reply<Output>, ToolError> {
         let snapshot = self.fleet.snapshot()?;
-        let (start, end) =
-            dates::resolve_range(&params.fecha_inicio, &params.fecha_fin, snapshot.today)
-                .map_err(ToolError::InvalidArguments)?;
+        let (start, end) = params.resolve(&snapshot)?;
         let aviso = snapshot.detections(None)?;
-        let (a, b) = (start.to_string(), end.to_string());
-        let rows = self.fleet.query(|store| store.km_by_vehicle(&a, &b))?;
+        let rows = self.fleet.query(|store| store.km_by_vehicle(start, end))?;
         let mut ranking: Vec<Row> = rows
             .iter()
             .filter_map(|r| {

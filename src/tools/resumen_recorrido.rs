@@ -11,9 +11,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{cap, clock, minutes, place, round1, with_warning};
-use crate::fleet::{Fleet, dates};
+use super::common::{AVISO, cap, capped, clock, minutes, place, round1};
+use crate::fleet::{Fleet, Snapshot, dates, no_reports, working_window};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
+use crate::store::EventRow;
 
 pub struct ResumenRecorrido {
     pub fleet: Arc<Fleet>,
@@ -88,9 +89,7 @@ pub struct Output {
     pub geocercas: Vec<VisitOut>,
     pub reportes_recibidos: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
@@ -120,94 +119,28 @@ impl TypedTool for ResumenRecorrido {
         let aviso = snapshot.detections(Some(&vehicle))?;
         let (from, to) = snapshot.day_bounds(date);
         let to = to.min(snapshot.now_utc + 1);
-        let date_text = date.to_string();
-        let (day, stops, gaps, speeding, visits) = self.fleet.query(|store| {
+        let (day, events) = self.fleet.query(|store| {
             Ok((
-                store.day(vehicle.id, &date_text)?,
-                store.vehicle_events(vehicle.id, "parada", from, to)?,
-                store.vehicle_events(vehicle.id, "perdida_senal", from, to)?,
-                store.vehicle_events(vehicle.id, "exceso_velocidad", from, to)?,
-                store.vehicle_events(vehicle.id, "visita_geocerca", from, to)?,
+                store.day(vehicle.id, date)?,
+                store.vehicle_events_by_kind(vehicle.id, from, to)?,
             ))
         })?;
         let Some(day) = day.filter(|d| d.fixes > 0) else {
-            return Err(ToolError::Failed(with_warning(
-                format!(
-                    "La unidad {} no tiene reportes el {} ({date}).",
-                    vehicle.plate,
-                    dates::weekday_es(date)
-                ),
-                aviso.as_deref(),
-            )));
+            return Err(no_reports(&vehicle, date, aviso.as_deref()));
         };
-        let now = snapshot.now_utc;
-        let clip = |a: i64, b: Option<i64>| (a.max(from), b.unwrap_or(now).min(to));
-        // Stops within the working window; without movement, every stop of the day.
-        let window = match (day.first_move_utc, day.last_move_utc) {
-            (Some(a), Some(b)) => (a, b),
-            _ => (from, to),
+        let view = DayView {
+            snapshot: &snapshot,
+            from,
+            to,
         };
-        let mut stop_list: Vec<StopOut> = stops
-            .iter()
-            .filter(|s| s.start_utc >= window.0 && s.start_utc < window.1)
-            .map(|s| {
-                let (a, b) = clip(s.start_utc, s.end_utc);
-                StopOut {
-                    inicio: clock(&snapshot, s.start_utc),
-                    fin: s.end_utc.map(|e| clock(&snapshot, e)),
-                    minutos: minutes(b - a),
-                    lugar: place(&snapshot, s.lat, s.lon),
-                    prolongada: s.long,
-                }
-            })
-            .collect();
-        let stop_minutes: f64 = stop_list.iter().map(|s| s.minutos).sum();
-        let numero_paradas = cap(&mut stop_list);
-        let mut gap_list: Vec<GapOut> = gaps
-            .iter()
-            .map(|g| GapOut {
-                desde: clock(&snapshot, g.start_utc),
-                hasta: g.end_utc.map(|e| clock(&snapshot, e)),
-                minutos: minutes(g.end_utc.unwrap_or(now) - g.start_utc),
-                lugar: place(&snapshot, g.lat, g.lon),
-            })
-            .collect();
-        cap(&mut gap_list);
-        let mut speeding_list: Vec<SpeedingOut> = speeding
-            .iter()
-            .map(|e| SpeedingOut {
-                inicio: clock(&snapshot, e.start_utc),
-                fin: e.end_utc.map(|x| clock(&snapshot, x)),
-                segundos: e.end_utc.unwrap_or(now) - e.start_utc,
-                velocidad_max_kmh: round1(e.max_kmh.unwrap_or(0.0)),
-                limite_kmh: e.limit_kmh.unwrap_or(0.0),
-                lugar: place(&snapshot, e.lat, e.lon),
-            })
-            .collect();
-        cap(&mut speeding_list);
-        let mut visit_list: Vec<VisitOut> = visits
-            .iter()
-            .map(|v| {
-                let (a, b) = clip(v.start_utc, v.end_utc);
-                VisitOut {
-                    geocerca: v
-                        .fence_id
-                        .and_then(|id| snapshot.fence_name(id))
-                        .unwrap_or("?")
-                        .to_owned(),
-                    entrada: (v.start_utc >= from && !v.from_data_start)
-                        .then(|| clock(&snapshot, v.start_utc)),
-                    salida: v.end_utc.filter(|e| *e < to).map(|e| clock(&snapshot, e)),
-                    minutos_dentro: minutes(b - a),
-                }
-            })
-            .collect();
-        cap(&mut visit_list);
+        let mut paradas = view.stops(&events.stops, working_window(&day, from, to));
+        let stop_minutes: f64 = paradas.iter().map(|s| s.minutos).sum();
+        let numero_paradas = cap(&mut paradas);
         let moving_h = day.moving_min / 60.0;
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
-            fecha: date_text,
+            fecha: date.to_string(),
             dia_semana: dates::weekday_es(date).into(),
             zona_horaria: snapshot.zone_name(),
             kilometros: round1(day.km),
@@ -226,12 +159,102 @@ impl TypedTool for ResumenRecorrido {
             },
             numero_paradas,
             minutos_total_paradas: round1(stop_minutes),
-            paradas: stop_list,
-            perdidas_de_senal: gap_list,
-            excesos_de_velocidad: speeding_list,
-            geocercas: visit_list,
+            paradas,
+            perdidas_de_senal: capped(view.gaps(&events.gaps)),
+            excesos_de_velocidad: capped(view.speeding(&events.overspeeds)),
+            geocercas: capped(view.visits(&events.visits)),
             reportes_recibidos: day.fixes,
             aviso,
         }))
+    }
+}
+
+/// The local day `[from, to)` (`to` clipped at the fleet's now) the lists are shown in.
+struct DayView<'a> {
+    snapshot: &'a Snapshot,
+    from: i64,
+    to: i64,
+}
+
+impl DayView<'_> {
+    /// An interval's part inside the day; an open one lasts until now.
+    fn clip(&self, start: i64, end: Option<i64>) -> (i64, i64) {
+        (
+            start.max(self.from),
+            end.unwrap_or(self.snapshot.now_utc).min(self.to),
+        )
+    }
+
+    fn clock(&self, ts_utc: i64) -> String {
+        clock(self.snapshot, ts_utc)
+    }
+
+    fn place(&self, e: &EventRow) -> String {
+        place(self.snapshot, e.lat, e.lon)
+    }
+
+    /// The stops that start within `window`.
+    fn stops(&self, stops: &[EventRow], window: (i64, i64)) -> Vec<StopOut> {
+        stops
+            .iter()
+            .filter(|s| s.start_utc >= window.0 && s.start_utc < window.1)
+            .map(|s| {
+                let (a, b) = self.clip(s.start_utc, s.end_utc);
+                StopOut {
+                    inicio: self.clock(s.start_utc),
+                    fin: s.end_utc.map(|e| self.clock(e)),
+                    minutos: minutes(b - a),
+                    lugar: self.place(s),
+                    prolongada: s.long,
+                }
+            })
+            .collect()
+    }
+
+    fn gaps(&self, gaps: &[EventRow]) -> Vec<GapOut> {
+        let now = self.snapshot.now_utc;
+        gaps.iter()
+            .map(|g| GapOut {
+                desde: self.clock(g.start_utc),
+                hasta: g.end_utc.map(|e| self.clock(e)),
+                minutos: minutes(g.end_utc.unwrap_or(now) - g.start_utc),
+                lugar: self.place(g),
+            })
+            .collect()
+    }
+
+    fn speeding(&self, episodes: &[EventRow]) -> Vec<SpeedingOut> {
+        let now = self.snapshot.now_utc;
+        episodes
+            .iter()
+            .map(|e| SpeedingOut {
+                inicio: self.clock(e.start_utc),
+                fin: e.end_utc.map(|x| self.clock(x)),
+                segundos: e.end_utc.unwrap_or(now) - e.start_utc,
+                velocidad_max_kmh: round1(e.max_kmh.unwrap_or(0.0)),
+                limite_kmh: e.limit_kmh.unwrap_or(0.0),
+                lugar: self.place(e),
+            })
+            .collect()
+    }
+
+    fn visits(&self, visits: &[EventRow]) -> Vec<VisitOut> {
+        visits
+            .iter()
+            .map(|v| {
+                let (a, b) = self.clip(v.start_utc, v.end_utc);
+                VisitOut {
+                    geocerca: v
+                        .fence_id
+                        .and_then(|id| self.snapshot.fence_name(id))
+                        .unwrap_or("?")
+                        .to_owned(),
+                    entrada: (v.start_utc >= self.from && !v.from_data_start)
+                        .then(|| self.clock(v.start_utc)),
+                    salida: v.end_utc.filter(|e| *e < self.to).map(|e| self.clock(e)),
+                    minutos_dentro: minutes(b - a),
+                }
+            })
+            .collect()
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{cap, coord, iso, minutes, place};
+use super::common::{AVISO, cap, coord, iso, minutes, place};
 use crate::fleet::Fleet;
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
@@ -65,9 +65,7 @@ pub struct Output {
     pub por_estado: ByState,
     pub unidades: Vec<Stopped>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 

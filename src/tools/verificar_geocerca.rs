@@ -9,8 +9,9 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{cap, clock, minutes, round1};
-use crate::fleet::{Fleet, dates};
+use super::common::{AVISO, DAY, PLATE, cap, clock, minutes, round1};
+use crate::engine::EventKind;
+use crate::fleet::{Fleet, dates, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct VerificarGeocerca {
@@ -20,17 +21,14 @@ pub struct VerificarGeocerca {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[schemars(description = "Placa de la unidad", length(min = 1, max = 40))]
+    #[schemars(description = PLATE, length(min = 1, max = 40))]
     pub placa: String,
     #[schemars(
         description = "Nombre de la geocerca, completo o parcial, sin importar mayúsculas ni tildes (p. ej. «CEDIS Zona 12» o «mixco»)",
         length(min = 1, max = 100)
     )]
     pub nombre_geocerca: String,
-    #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
-        length(min = 1, max = 40)
-    )]
+    #[schemars(description = DAY, length(min = 1, max = 40))]
     pub fecha: String,
 }
 
@@ -63,9 +61,7 @@ pub struct Output {
     pub minutos_total_dentro: f64,
     pub visitas: Vec<VisitOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        description = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige"
-    )]
+    #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
 
@@ -99,16 +95,13 @@ impl TypedTool for VerificarGeocerca {
         let to = day_end.min(now + 1);
         let (visits, fixes) = self.fleet.query(|store| {
             Ok((
-                store.vehicle_events(vehicle.id, "visita_geocerca", from, to)?,
+                store.vehicle_events(vehicle.id, EventKind::Visit, from, to)?,
                 store.count_fixes(vehicle.id, from, to)?,
             ))
         })?;
+        // Counted from the positions themselves: stale detections cannot explain it.
         if fixes == 0 {
-            return Err(ToolError::Failed(format!(
-                "La unidad {} no tiene reportes el {} ({date}).",
-                vehicle.plate,
-                dates::weekday_es(date)
-            )));
+            return Err(no_reports(&vehicle, date, None));
         }
         let mut list: Vec<VisitOut> = visits
             .iter()

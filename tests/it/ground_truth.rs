@@ -11,13 +11,18 @@ use std::sync::OnceLock;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::simulation::{of_type, rows, simulate, truth_lines};
+use flota::evaluate::truth::TruthLog;
+
+use crate::simulation::{
+    injected_speeding, injected_stops, km_days, losses, rows, simulate, stays, stopped_now,
+    truth_log,
+};
 use crate::support::{Server, flota_bin};
 
 pub struct Fixture {
     _dir: tempfile::TempDir,
     pub db: PathBuf,
-    pub truth: Vec<Value>,
+    pub truth: TruthLog,
     pub zone: chrono_tz::Tz,
 }
 
@@ -35,7 +40,7 @@ pub fn fixture(name: &'static str) -> &'static Fixture {
         let dir = tempfile::tempdir().unwrap();
         let (db, truth) = simulate(name, dir.path());
         Fixture {
-            truth: truth_lines(&truth),
+            truth: truth_log(&truth),
             db,
             _dir: dir,
             zone: "America/Guatemala".parse().unwrap(),
@@ -81,7 +86,7 @@ impl Client {
 }
 
 fn ahora(fixture: &Fixture) -> i64 {
-    fixture.truth[0]["ahora_utc"].as_i64().unwrap()
+    fixture.truth.header.ahora_utc
 }
 
 fn local_date(fixture: &Fixture, ts: i64) -> String {
@@ -111,10 +116,10 @@ fn check_stopped_now(name: &'static str) {
     let fixture = fixture(name);
     let mut client = Client::new(&fixture.db);
     let answer = client.ok("unidades_detenidas", json!({"minutos_minimos": 0}));
-    let stopped = of_type(&fixture.truth, "detenida_ahora");
+    let stopped = stopped_now(&fixture.truth.events);
     assert!(!stopped.is_empty());
     for truth in stopped {
-        let plate = truth["placa"].as_str().unwrap();
+        let plate = truth.plate;
         let unit = answer["unidades"]
             .as_array()
             .unwrap()
@@ -123,7 +128,7 @@ fn check_stopped_now(name: &'static str) {
             .unwrap_or_else(|| panic!("{name}: {plate} not listed: {answer}"));
         assert_eq!(unit["estado"], "motor encendido", "{name}: {unit}");
         let minutes = unit["minutos_detenida"].as_f64().unwrap();
-        let expected = truth["minutos"].as_f64().unwrap();
+        let expected = truth.minutes;
         assert!(
             (minutes - expected).abs() <= 1.0,
             "{name} {plate}: {minutes} vs truth {expected}"
@@ -138,13 +143,10 @@ fn check_stopped_now(name: &'static str) {
 fn check_long_stops(name: &'static str) {
     let fixture = fixture(name);
     let mut client = Client::new(&fixture.db);
-    let injected: Vec<&Value> = of_type(&fixture.truth, "parada")
-        .into_iter()
-        .filter(|p| p["inyectada"] == true && p["motivo"] != "detenida_ahora")
-        .collect();
+    let injected = injected_stops(&fixture.truth.events);
     assert!(!injected.is_empty(), "{name}");
     for truth in injected {
-        let start = truth["inicio_utc"].as_i64().unwrap();
+        let start = truth.start;
         let date = local_date(fixture, start);
         let answer = client.ok(
             "alertas",
@@ -154,15 +156,15 @@ fn check_long_stops(name: &'static str) {
             .as_array()
             .unwrap()
             .iter()
-            .find(|e| e["placa"] == truth["placa"])
-            .unwrap_or_else(|| panic!("{name}: {truth} not among {answer}"));
+            .find(|e| e["placa"] == truth.plate)
+            .unwrap_or_else(|| panic!("{name}: {truth:?} not among {answer}"));
         let detected = iso_ts(found["inicio"].as_str().unwrap());
         assert!(
             (detected - start).abs() <= 15,
-            "{name}: start {detected} vs truth {start} ({truth})"
+            "{name}: start {detected} vs truth {start} ({truth:?})"
         );
         let minutes = found["minutos"].as_f64().unwrap();
-        let truth_minutes = truth["duracion_s"].as_f64().unwrap() / 60.0;
+        let truth_minutes = truth.duration_s as f64 / 60.0;
         assert!(
             (minutes - truth_minutes).abs() <= 0.5,
             "{name}: {minutes} vs {truth_minutes}"
@@ -174,12 +176,9 @@ fn check_gaps(name: &'static str) {
     let fixture = fixture(name);
     let db = Connection::open(&fixture.db).unwrap();
     let mut client = Client::new(&fixture.db);
-    for truth in of_type(&fixture.truth, "perdida_senal") {
-        let (from, to) = (
-            truth["inicio_utc"].as_i64().unwrap(),
-            truth["fin_utc"].as_i64().unwrap(),
-        );
-        let plate = truth["placa"].as_str().unwrap();
+    for truth in losses(&fixture.truth.events) {
+        let (from, to) = (truth.start, truth.end);
+        let plate = truth.plate;
         let unit = rows(&db, plate);
         let last_before = unit
             .iter()
@@ -197,16 +196,16 @@ fn check_gaps(name: &'static str) {
         let found = events
             .iter()
             .find(|e| e["placa"] == plate)
-            .unwrap_or_else(|| panic!("{name}: {truth}: {answer}"));
+            .unwrap_or_else(|| panic!("{name}: {truth:?}: {answer}"));
         assert_eq!(
             iso_ts(found["inicio"].as_str().unwrap()),
             last_before,
-            "{name}: {truth}"
+            "{name}: {truth:?}"
         );
         assert_eq!(
             found["fin"].as_str().map(iso_ts),
             first_after,
-            "{name}: {truth}"
+            "{name}: {truth:?}"
         );
         // resumen_recorrido lists it too, with the same bounds.
         let day = client.ok("resumen_recorrido", json!({"placa": plate, "fecha": date}));
@@ -234,14 +233,11 @@ fn check_gaps(name: &'static str) {
 fn check_speeding(name: &'static str) {
     let fixture = fixture(name);
     let mut client = Client::new(&fixture.db);
-    let episodes: Vec<&Value> = of_type(&fixture.truth, "exceso_velocidad")
-        .into_iter()
-        .filter(|e| e["inyectado"] == true)
-        .collect();
+    let episodes = injected_speeding(&fixture.truth.events);
     assert!(!episodes.is_empty());
     for truth in episodes {
-        let start = truth["inicio_utc"].as_i64().unwrap();
-        let duration = truth["fin_utc"].as_i64().unwrap() - start;
+        let start = truth.start;
+        let duration = truth.end - start;
         if duration < 45 {
             // Cut short by a stop right after it began: too brief to promise anything about.
             continue;
@@ -256,12 +252,12 @@ fn check_speeding(name: &'static str) {
             .unwrap()
             .iter()
             .find(|e| {
-                e["placa"] == truth["placa"]
+                e["placa"] == truth.plate
                     && (iso_ts(e["inicio"].as_str().unwrap()) - start).abs() <= 30
             })
-            .unwrap_or_else(|| panic!("{name}: {truth}: {answer}"));
+            .unwrap_or_else(|| panic!("{name}: {truth:?}: {answer}"));
         let max = found["velocidad_max_kmh"].as_f64().unwrap();
-        let truth_max = truth["velocidad_max_kmh"].as_f64().unwrap();
+        let truth_max = truth.max_kmh;
         // Reported speeds carry the receiver's Doppler noise (σ up to 1.5 km/h in ruidoso);
         // the maximum of a few noisy fixes sits a few σ above the true one.
         assert!(
@@ -273,7 +269,7 @@ fn check_speeding(name: &'static str) {
             (seconds - duration as f64).abs() <= 20.0,
             "{name}: {seconds} s vs {duration} s"
         );
-        assert_eq!(found["limite_kmh"], truth["limite_kmh"]);
+        assert_eq!(found["limite_kmh"].as_f64(), Some(truth.limit_kmh));
     }
 }
 
@@ -285,15 +281,8 @@ fn check_visits(name: &'static str) {
     // excursions of roads that hug the fence edge.
     let day = local_date(fixture, now - 86_400);
     let mut checked = 0;
-    let pairs: BTreeSet<(String, String)> = of_type(&fixture.truth, "visita_geocerca")
-        .iter()
-        .map(|v| {
-            (
-                v["placa"].as_str().unwrap().to_owned(),
-                v["geocerca"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let all_stays = stays(&fixture.truth.events);
+    let pairs: BTreeSet<(&str, &str)> = all_stays.iter().map(|v| (v.plate, v.fence)).collect();
     for (plate, fence) in pairs {
         let (from, to) = {
             let (a, b) = flota::engine::day_bounds(
@@ -302,12 +291,11 @@ fn check_visits(name: &'static str) {
             );
             (a, b)
         };
-        let mut visits: Vec<(Option<i64>, Option<i64>)> =
-            of_type(&fixture.truth, "visita_geocerca")
-                .iter()
-                .filter(|v| v["placa"] == plate.as_str() && v["geocerca"] == fence.as_str())
-                .map(|v| (v["entrada_utc"].as_i64(), v["salida_utc"].as_i64()))
-                .collect();
+        let mut visits: Vec<(Option<i64>, Option<i64>)> = all_stays
+            .iter()
+            .filter(|v| v.plate == plate && v.fence == fence)
+            .map(|v| (v.entry, v.exit))
+            .collect();
         visits.sort_by_key(|v| v.0.unwrap_or(i64::MIN));
         let mut merged: Vec<(Option<i64>, Option<i64>)> = Vec::new();
         for v in visits {
@@ -357,22 +345,20 @@ fn check_km(name: &'static str) {
     let mut client = Client::new(&fixture.db);
     let mut checked = 0;
     let now = ahora(fixture);
-    let silent_now: Vec<&Value> = of_type(&fixture.truth, "perdida_senal")
+    let silent_now: Vec<_> = losses(&fixture.truth.events)
         .into_iter()
-        .filter(|l| l["fin_utc"].as_i64().is_some_and(|f| f > now))
+        .filter(|l| l.end > now)
         .collect();
-    for day in of_type(&fixture.truth, "km_dia") {
-        let truth_km = day["km"].as_f64().unwrap();
+    for day in km_days(&fixture.truth.events) {
+        let truth_km = day.km;
         // Kilometres driven after the last report of a unit silent right now are unknowable.
-        let silent = silent_now.iter().any(|l| {
-            l["placa"] == day["placa"]
-                && local_date(fixture, l["inicio_utc"].as_i64().unwrap())
-                    == day["fecha"].as_str().unwrap()
-        });
+        let silent = silent_now
+            .iter()
+            .any(|l| l.plate == day.plate && local_date(fixture, l.start) == day.date);
         if truth_km < 10.0 || silent {
             continue;
         }
-        let date = day["fecha"].as_str().unwrap();
+        let date = day.date;
         let answer = client.ok(
             "reporte_kilometraje",
             json!({"fecha_inicio": date, "fecha_fin": date}),
@@ -381,13 +367,13 @@ fn check_km(name: &'static str) {
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["placa"] == day["placa"])
+            .find(|r| r["placa"] == day.plate)
             .unwrap()["kilometros"]
             .as_f64()
             .unwrap();
         assert!(
             (km - truth_km).abs() / truth_km <= 0.01,
-            "{name} {day}: {km}"
+            "{name} {day:?}: {km}"
         );
         checked += 1;
         if checked >= 12 {

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use flota::evaluate::truth::{self, TruthLog};
+use flota::sim::{StopReason, TruthEvent};
 use rusqlite::Connection;
-use serde_json::Value;
 
 use crate::support::flota_bin;
 
@@ -48,16 +49,180 @@ pub fn simulate(name: &str, dir: &Path) -> (PathBuf, PathBuf) {
     (db, truth)
 }
 
-pub fn truth_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+/// The truth log at `path`, read as the evaluation reads it.
+pub fn truth_log(path: &Path) -> TruthLog {
+    truth::read(path).unwrap()
+}
+
+/// A signal loss of the truth.
+#[derive(Debug, Clone, Copy)]
+pub struct Loss<'a> {
+    pub plate: &'a str,
+    pub start: i64,
+    pub end: i64,
+}
+
+pub fn losses(truth: &[TruthEvent]) -> Vec<Loss<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::PerdidaSenal {
+                placa,
+                inicio_utc,
+                fin_utc,
+            } => Some(Loss {
+                plate: placa,
+                start: *inicio_utc,
+                end: *fin_utc,
+            }),
+            _ => None,
+        })
         .collect()
 }
 
-pub fn of_type<'a>(truth: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    truth.iter().filter(|e| e["tipo"] == kind).collect()
+/// An injected overspeed of the truth.
+#[derive(Debug, Clone, Copy)]
+pub struct Speeding<'a> {
+    pub plate: &'a str,
+    pub start: i64,
+    pub end: i64,
+    pub max_kmh: f64,
+    pub limit_kmh: f64,
+}
+
+pub fn injected_speeding(truth: &[TruthEvent]) -> Vec<Speeding<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::ExcesoVelocidad {
+                placa,
+                inicio_utc,
+                fin_utc,
+                velocidad_max_kmh,
+                limite_kmh,
+                inyectado: true,
+            } => Some(Speeding {
+                plate: placa,
+                start: *inicio_utc,
+                end: *fin_utc,
+                max_kmh: *velocidad_max_kmh,
+                limit_kmh: *limite_kmh,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A unit stopped with the engine on at "now", in the truth.
+#[derive(Debug, Clone, Copy)]
+pub struct StoppedNow<'a> {
+    pub plate: &'a str,
+    pub since: i64,
+    pub minutes: f64,
+    pub lat: f64,
+    pub lon: f64,
+}
+
+pub fn stopped_now(truth: &[TruthEvent]) -> Vec<StoppedNow<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::DetenidaAhora {
+                placa,
+                desde_utc,
+                minutos,
+                lat,
+                lon,
+            } => Some(StoppedNow {
+                plate: placa,
+                since: *desde_utc,
+                minutes: *minutos,
+                lat: *lat,
+                lon: *lon,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The true kilometres of one unit on one local date.
+#[derive(Debug, Clone, Copy)]
+pub struct KmDay<'a> {
+    pub plate: &'a str,
+    pub date: &'a str,
+    pub km: f64,
+}
+
+pub fn km_days(truth: &[TruthEvent]) -> Vec<KmDay<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::KmDia { placa, fecha, km } => Some(KmDay {
+                plate: placa,
+                date: fecha,
+                km: *km,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A stay inside a geofence, in the truth.
+#[derive(Debug, Clone, Copy)]
+pub struct Stay<'a> {
+    pub plate: &'a str,
+    pub fence: &'a str,
+    pub entry: Option<i64>,
+    pub exit: Option<i64>,
+}
+
+pub fn stays(truth: &[TruthEvent]) -> Vec<Stay<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::VisitaGeocerca {
+                placa,
+                geocerca,
+                entrada_utc,
+                salida_utc,
+            } => Some(Stay {
+                plate: placa,
+                fence: geocerca,
+                entry: *entrada_utc,
+                exit: *salida_utc,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A stop that an injection caused or lengthened, other than a unit stopped at "now".
+#[derive(Debug, Clone, Copy)]
+pub struct InjectedStop<'a> {
+    pub plate: &'a str,
+    pub start: i64,
+    pub duration_s: i64,
+}
+
+pub fn injected_stops(truth: &[TruthEvent]) -> Vec<InjectedStop<'_>> {
+    truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                duracion_s,
+                motivo,
+                inyectada: true,
+                ..
+            } if *motivo != StopReason::DetenidaAhora => Some(InjectedStop {
+                plate: placa,
+                start: *inicio_utc,
+                duration_s: *duracion_s,
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A position row as stored, decoded.
@@ -170,10 +335,15 @@ fn check_invariants(name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (db_path, truth_path) = simulate(name, dir.path());
     let db = Connection::open(&db_path).unwrap();
-    let truth = truth_lines(&truth_path);
+    let log = truth_log(&truth_path);
     let ahora = ahora_utc(&db);
-    assert_eq!(truth[0]["tipo"], "cabecera");
-    assert_eq!(truth[0]["ahora_utc"], ahora);
+    assert_eq!(log.header.ahora_utc, ahora);
+    let run = Run {
+        name,
+        db: &db,
+        truth: &log.events,
+        ahora,
+    };
 
     // Nothing after `ahora`, nothing received after it either.
     let (max_ts, max_received): (i64, i64) = db
@@ -184,112 +354,138 @@ fn check_invariants(name: &str) {
         )
         .unwrap();
     assert!(max_ts <= ahora && max_received <= ahora);
+    signal_losses_are_silent(&run);
+    injected_speeding_is_reported(&run);
+    units_stopped_now_stand_still(&run);
+    odometers_add_up_to_the_truth(&run);
+    delivery_faults_only_when_asked(&run);
+    no_column_holds_truth(&run);
+}
 
-    // No report inside a signal-loss interval, and reports on both sides of it.
-    let losses = of_type(&truth, "perdida_senal");
-    assert!(!losses.is_empty(), "{name}: no signal loss to check");
-    for loss in losses {
-        let (from, to) = (
-            loss["inicio_utc"].as_i64().unwrap(),
-            loss["fin_utc"].as_i64().unwrap(),
-        );
-        let unit = rows(&db, loss["placa"].as_str().unwrap());
+/// One simulated scenario: its database, its truth and its "now".
+struct Run<'a> {
+    name: &'a str,
+    db: &'a Connection,
+    truth: &'a [TruthEvent],
+    ahora: i64,
+}
+
+/// No report inside a signal-loss interval, and reports on both sides of it.
+fn signal_losses_are_silent(run: &Run<'_>) {
+    let Run {
+        name,
+        db,
+        truth,
+        ahora,
+    } = *run;
+    let all_losses = losses(truth);
+    assert!(!all_losses.is_empty(), "{name}: no signal loss to check");
+    for loss in &all_losses {
+        let (from, to) = (loss.start, loss.end);
+        let unit = rows(db, loss.plate);
         assert!(
             unit.iter().all(|r| r.ts < from || r.ts >= to),
-            "{name}: report inside {loss}"
+            "{name}: report inside {loss:?}"
         );
         assert!(
             unit.iter().any(|r| r.ts < from && r.ts >= from - 60),
-            "{name}: nothing just before {loss}"
+            "{name}: nothing just before {loss:?}"
         );
         if to <= ahora {
             assert!(
                 unit.iter().any(|r| r.ts >= to && r.ts < to + 60),
-                "{name}: nothing just after {loss}"
+                "{name}: nothing just after {loss:?}"
             );
         }
     }
+}
 
-    // Reported speeds exceed the limit throughout each injected speeding interval.
-    let speeding: Vec<&Value> = of_type(&truth, "exceso_velocidad")
-        .into_iter()
-        .filter(|e| e["inyectado"] == true)
-        .collect();
+/// Reported speeds exceed the limit throughout each injected speeding interval.
+fn injected_speeding_is_reported(run: &Run<'_>) {
+    let Run {
+        name, db, truth, ..
+    } = *run;
+    let speeding = injected_speeding(truth);
     assert!(!speeding.is_empty(), "{name}: no speeding to check");
     for episode in speeding {
-        let (from, to) = (
-            episode["inicio_utc"].as_i64().unwrap(),
-            episode["fin_utc"].as_i64().unwrap(),
-        );
-        let limit = episode["limite_kmh"].as_f64().unwrap();
-        let max = episode["velocidad_max_kmh"].as_f64().unwrap();
-        let inside: Vec<Row> = rows(&db, episode["placa"].as_str().unwrap())
+        let (from, to) = (episode.start, episode.end);
+        let inside: Vec<Row> = rows(db, episode.plate)
             .into_iter()
             .filter(|r| r.ts > from + 2 && r.ts < to - 2)
             .collect();
-        assert!(!inside.is_empty(), "{name}: no report during {episode}");
+        assert!(!inside.is_empty(), "{name}: no report during {episode:?}");
         // Doppler speed noise is small; at the edges the true speed is just over the limit.
         assert!(
-            inside.iter().all(|r| r.speed > limit - 6.0),
-            "{name}: {episode}: {inside:?}"
+            inside.iter().all(|r| r.speed > episode.limit_kmh - 6.0),
+            "{name}: {episode:?}: {inside:?}"
         );
         let reported_max = inside.iter().map(|r| r.speed).fold(0.0, f64::max);
         assert!(
-            (reported_max - max).abs() < 6.0,
-            "{name}: {episode}: reported max {reported_max}"
+            (reported_max - episode.max_kmh).abs() < 6.0,
+            "{name}: {episode:?}: reported max {reported_max}"
         );
     }
+}
 
-    // Units stopped "now" report standing still, engine on, at one place, up to `ahora`.
-    let stopped = of_type(&truth, "detenida_ahora");
+/// Units stopped "now" report standing still, engine on, at one place, up to `ahora`.
+fn units_stopped_now_stand_still(run: &Run<'_>) {
+    let Run {
+        name,
+        db,
+        truth,
+        ahora,
+    } = *run;
+    let stopped = stopped_now(truth);
     assert!(!stopped.is_empty(), "{name}: no stopped unit to check");
     for unit in stopped {
-        let since = unit["desde_utc"].as_i64().unwrap();
-        let place =
-            flota::geo::LatLon::new(unit["lat"].as_f64().unwrap(), unit["lon"].as_f64().unwrap());
-        let after: Vec<Row> = rows(&db, unit["placa"].as_str().unwrap())
+        let since = unit.since;
+        let place = flota::geo::LatLon::new(unit.lat, unit.lon);
+        let after: Vec<Row> = rows(db, unit.plate)
             .into_iter()
             .filter(|r| r.ts > since + 1)
             .collect();
-        assert!(after.len() > 2, "{name}: {unit}");
+        assert!(after.len() > 2, "{name}: {unit:?}");
         assert!(
             after.last().unwrap().ts >= ahora - 15 - 300,
-            "{name}: {unit} stopped reporting early"
+            "{name}: {unit:?} stopped reporting early"
         );
         for r in &after {
-            assert_eq!(r.speed, 0.0, "{name}: {unit} moving at {}", r.ts);
-            assert!(r.ignition, "{name}: {unit} engine off");
+            assert_eq!(r.speed, 0.0, "{name}: {unit:?} moving at {}", r.ts);
+            assert!(r.ignition, "{name}: {unit:?} engine off");
             let d = flota::geo::distance_m(place, flota::geo::LatLon::new(r.lat, r.lon));
-            assert!(d < 150.0, "{name}: {unit} report {d:.0} m away");
+            assert!(d < 150.0, "{name}: {unit:?} report {d:.0} m away");
         }
-        let minutes = unit["minutos"].as_f64().unwrap();
-        assert!((minutes - (ahora - since) as f64 / 60.0).abs() < 0.2);
+        assert!((unit.minutes - (ahora - since) as f64 / 60.0).abs() < 0.2);
     }
+}
 
-    // The odometer only grows, and true kilometres per day add up to it.
-    let km_days = of_type(&truth, "km_dia");
+/// The odometer only grows, and true kilometres per day add up to it.
+fn odometers_add_up_to_the_truth(run: &Run<'_>) {
+    let Run {
+        db, truth, ahora, ..
+    } = *run;
+    let all_losses = losses(truth);
+    let km_days = km_days(truth);
     for plate in km_days
         .iter()
-        .map(|e| e["placa"].as_str().unwrap())
+        .map(|e| e.plate)
         .collect::<std::collections::BTreeSet<_>>()
     {
-        let unit = rows(&db, plate);
+        let unit = rows(db, plate);
         assert!(
             unit.windows(2)
                 .all(|w| w[1].odometer_km >= w[0].odometer_km - 1e-9),
             "{plate}"
         );
-        let silent_now = of_type(&truth, "perdida_senal")
-            .iter()
-            .any(|l| l["placa"] == plate && l["fin_utc"].as_i64().is_some_and(|f| f > ahora));
+        let silent_now = all_losses.iter().any(|l| l.plate == plate && l.end > ahora);
         if silent_now {
             // What it drove after its last report is in the truth, not in any report.
             continue;
         }
         let truth_km: f64 = km_days
             .iter()
-            .filter(|e| e["placa"] == plate)
-            .map(|e| e["km"].as_f64().unwrap())
+            .filter(|e| e.plate == plate)
+            .map(|e| e.km)
             .sum();
         let odo_km = unit.last().unwrap().odometer_km - unit.first().unwrap().odometer_km;
         // The odometer is the true path; the first report is after the first departure's
@@ -299,14 +495,20 @@ fn check_invariants(name: &str) {
             "{plate}: truth {truth_km} vs odometer {odo_km}"
         );
     }
+}
 
-    // Delivery faults appear exactly when the scenario asks for them.
+/// Delivery faults appear exactly when the scenario asks for them.
+fn delivery_faults_only_when_asked(run: &Run<'_>) {
+    let Run {
+        name, db, truth, ..
+    } = *run;
+    let km_days = km_days(truth);
     let all: Vec<Row> = km_days
         .iter()
-        .map(|e| e["placa"].as_str().unwrap())
+        .map(|e| e.plate)
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
-        .flat_map(|plate| rows(&db, plate))
+        .flat_map(|plate| rows(db, plate))
         .collect();
     let duplicates = all.iter().filter(|r| r.seq > 0).count();
     let late = all.iter().filter(|r| r.received > r.ts).count();
@@ -318,8 +520,11 @@ fn check_invariants(name: &str) {
     } else {
         assert_eq!((duplicates, late), (0, 0));
     }
+}
 
-    // The database never holds truth: no column mentions it.
+/// The database never holds truth: no column mentions it.
+fn no_column_holds_truth(run: &Run<'_>) {
+    let Run { db, .. } = *run;
     let columns: Vec<String> = db
         .prepare("SELECT name FROM pragma_table_info('posiciones')")
         .unwrap()
@@ -368,8 +573,8 @@ fn truth_visits_agree_with_the_noise_free_path() {
     )
     .unwrap();
     let db = Connection::open(db_path).unwrap();
-    let truth = truth_lines(&truth_path);
-    let visits = of_type(&truth, "visita_geocerca");
+    let log = truth_log(&truth_path);
+    let visits = stays(&log.events);
     assert!(visits.len() > 20, "{}", visits.len());
     let mut checked = 0;
     for unit in &world.units {
@@ -377,20 +582,20 @@ fn truth_visits_agree_with_the_noise_free_path() {
             for fence in &world.fences {
                 let inside = fence.contains(flota::geo::LatLon::new(r.lat, r.lon));
                 let near_edge = visits.iter().any(|v| {
-                    v["placa"] == unit.plate.as_str()
-                        && v["geocerca"] == fence.name.as_str()
-                        && [&v["entrada_utc"], &v["salida_utc"]]
+                    v.plate == unit.plate
+                        && v.fence == fence.name
+                        && [v.entry, v.exit]
                             .iter()
-                            .any(|t| t.as_i64().is_some_and(|t| (t - r.ts).abs() <= 1))
+                            .any(|t| t.is_some_and(|t| (t - r.ts).abs() <= 1))
                 });
                 if near_edge {
                     continue; // within rounding of a crossing
                 }
                 let in_visit = visits.iter().any(|v| {
-                    v["placa"] == unit.plate.as_str()
-                        && v["geocerca"] == fence.name.as_str()
-                        && v["entrada_utc"].as_i64().is_none_or(|e| e <= r.ts)
-                        && v["salida_utc"].as_i64().is_none_or(|s| r.ts < s)
+                    v.plate == unit.plate
+                        && v.fence == fence.name
+                        && v.entry.is_none_or(|e| e <= r.ts)
+                        && v.exit.is_none_or(|s| r.ts < s)
                 });
                 assert_eq!(
                     inside, in_visit,
@@ -420,8 +625,15 @@ fn the_reference_week_has_the_reference_shape() {
     );
     let positions = count("SELECT count(*) FROM posiciones");
     assert!((140_000..190_000).contains(&positions), "{positions}");
-    let truth = truth_lines(&truth_path);
-    let injections = of_type(&truth, "inyeccion");
+    let log = truth_log(&truth_path);
+    let classes: Vec<&str> = log
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Inyeccion { clase, .. } => Some(clase.as_str()),
+            _ => None,
+        })
+        .collect();
     for (class, n) in [
         ("exceso_velocidad", 12),
         ("parada_prolongada", 8),
@@ -429,7 +641,7 @@ fn the_reference_week_has_the_reference_shape() {
         ("detenida_ahora", 3),
     ] {
         assert_eq!(
-            injections.iter().filter(|i| i["clase"] == class).count(),
+            classes.iter().filter(|c| **c == class).count(),
             n,
             "{class}"
         );

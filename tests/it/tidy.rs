@@ -67,6 +67,132 @@ fn protocol_core_has_no_fleet_words() {
     assert!(hits.is_empty(), "fleet words in src/mcp: {hits:#?}");
 }
 
+/// The string literals of Rust source `text`, comments left out, each with the line it
+/// starts on. Enough of Rust's lexing for this repository: line and block comments, plain,
+/// byte and raw strings, char literals and lifetimes.
+fn string_literals(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = text.chars().collect();
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut literals = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    // Steps over `chars[i]`, counting lines.
+    let advance = |i: &mut usize, line: &mut usize| {
+        if chars[*i] == '\n' {
+            *line += 1;
+        }
+        *i += 1;
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            while i < chars.len() && !(chars[i] == '*' && at(i + 1) == '/') {
+                advance(&mut i, &mut line);
+            }
+            i += 2;
+        } else if c == 'r' && (i == 0 || !ident(chars[i - 1]) || chars[i - 1] == 'b') && {
+            let hashes = chars[i + 1..].iter().take_while(|h| **h == '#').count();
+            at(i + 1 + hashes) == '"'
+        } {
+            let hashes = chars[i + 1..].iter().take_while(|h| **h == '#').count();
+            let close: String = std::iter::once('"')
+                .chain("#".repeat(hashes).chars())
+                .collect();
+            let start = (line, i + 2 + hashes);
+            i = start.1;
+            while i < chars.len() && !chars[i..].iter().collect::<String>().starts_with(&close) {
+                advance(&mut i, &mut line);
+            }
+            literals.push((start.0, chars[start.1..i.min(chars.len())].iter().collect()));
+            i += close.len();
+        } else if c == '"' {
+            let (start_line, mut literal) = (line, String::new());
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    literal.push(chars[i]);
+                    advance(&mut i, &mut line);
+                }
+                literal.push(chars[i]);
+                advance(&mut i, &mut line);
+            }
+            literals.push((start_line, literal));
+            i += 1;
+        } else if c == '\'' && at(i + 1) == '\\' {
+            i += 2;
+            while i < chars.len() && chars[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '\'' && at(i + 2) == '\'' {
+            i += 3;
+        } else {
+            advance(&mut i, &mut line);
+        }
+    }
+    literals
+}
+
+/// The SQL statement `literal` starts or holds, if any: upper-case keywords, as every
+/// statement in this repository is written.
+fn sql_keyword(literal: &str) -> Option<String> {
+    let words: Vec<&str> = literal
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let objects = ["TABLE", "INDEX", "VIEW", "TRIGGER"];
+    words.iter().enumerate().find_map(|(n, word)| {
+        let next = words.get(n + 1).copied().unwrap_or("");
+        let found = match *word {
+            "SELECT" | "PRAGMA" => true,
+            "INSERT" | "REPLACE" => next == "INTO",
+            "DELETE" => next == "FROM",
+            "CREATE" | "DROP" | "ALTER" => objects.contains(&next),
+            "UPDATE" => words.get(n + 2) == Some(&"SET"),
+            _ => false,
+        };
+        found.then(|| format!("{word} {next}"))
+    })
+}
+
+/// Only `src/store/` builds SQL or names the SQLite crate: every statement is a typed store
+/// method, so callers never depend on the database behind it.
+#[test]
+fn only_the_store_speaks_sql() {
+    let mut in_store = 0;
+    let mut hits = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        let relative = file.strip_prefix(root()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let store = relative.starts_with("src/store/");
+        for (line, literal) in string_literals(&text) {
+            if let Some(keyword) = sql_keyword(&literal) {
+                if store {
+                    in_store += 1;
+                } else {
+                    hits.push(format!("{relative}:{line}: {keyword}"));
+                }
+            }
+        }
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if !store && code.contains("rusqlite") {
+                hits.push(format!("{relative}:{}: rusqlite", number + 1));
+            }
+        }
+    }
+    // The scanner itself works: it finds the store's statements.
+    assert!(
+        in_store > 20,
+        "only {in_store} statements found in src/store"
+    );
+    assert!(hits.is_empty(), "SQL outside src/store: {hits:#?}");
+}
+
 /// Only `main.rs`, the log and the transport may reach stdout/stderr directly.
 #[test]
 fn nothing_else_prints() {
