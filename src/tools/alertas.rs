@@ -65,7 +65,7 @@ pub struct Params {
     #[schemars(description = "Tipo de alerta; si se omite, todos")]
     pub tipo: Option<Kind>,
     #[schemars(
-        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
+        description = "Primer día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana",
         length(min = 1, max = 40)
     )]
     pub fecha_inicio: String,

@@ -18,7 +18,7 @@ pub struct UnitDay {
     )]
     pub placa: String,
     #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)",
+        description = "Día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana (el más reciente)",
         length(min = 1, max = 40)
     )]
     pub fecha: String,

@@ -21,7 +21,7 @@ pub struct ReporteKilometraje {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[schemars(
-        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
+        description = "Primer día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana",
         length(min = 1, max = 40)
     )]
     pub fecha_inicio: String,

@@ -28,7 +28,7 @@ pub struct Params {
     )]
     pub nombre_geocerca: String,
     #[schemars(
-        description = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
+        description = "Día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana",
         length(min = 1, max = 40)
     )]
     pub fecha: String,
