@@ -61,8 +61,8 @@ pub fn service(fleet: &Arc<Fleet>) -> mcp::Service {
 pub fn instructions(fleet: &Fleet) -> String {
     let usage = "Las herramientas calculan todo en la máquina del operador a partir de las \
         posiciones; solo devuelven agregados. Las placas aceptan minúsculas y espacios \
-        (p123bcd = P-123BCD). Las fechas aceptan AAAA-MM-DD, hoy, ayer, anteayer o un día de la \
-        semana (el más reciente). Las horas de las respuestas son locales de la flota.";
+        (p123bcd = P-123BCD). Las fechas aceptan AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un \
+        día de la semana (el más reciente). Las horas de las respuestas son locales de la flota.";
     match fleet.snapshot() {
         Ok(snapshot) => {
             let active = snapshot.vehicles.iter().filter(|v| v.active).count();

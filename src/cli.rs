@@ -186,7 +186,7 @@ pub struct ExportArgs {
     #[arg(
         long,
         value_name = "FECHA",
-        help = "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana"
+        help = "Día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana"
     )]
     pub fecha: String,
     #[arg(long, value_name = "FORMATO", help = "geojson, gpx o png")]
@@ -232,6 +232,25 @@ pub struct ClientArgs {
         help = "Base de datos para el 'flota servir' que se lanza por defecto"
     )]
     pub db: Option<PathBuf>,
+    #[arg(
+        long,
+        help = "Muestra también los mensajes JSON-RPC (→ enviados, ← recibidos)"
+    )]
+    pub protocolo: bool,
+    #[arg(
+        short,
+        long,
+        help = "Muestra también los registros del servidor (su stderr)"
+    )]
+    pub verbose: bool,
+    #[arg(
+        long,
+        value_name = "CARPETA",
+        help = "Carpeta donde se guardan las imágenes (mapas) de las respuestas (por defecto la actual)"
+    )]
+    pub imagenes: Option<PathBuf>,
+    #[arg(long, help = "Abre cada imagen guardada con el visor del sistema")]
+    pub abrir: bool,
     #[arg(
         last = true,
         value_name = "COMANDO",

@@ -98,9 +98,19 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
         }
         Verb::Rutas(verb) => return routes(verb),
         Verb::Cliente(args) => {
-            let color = std::io::stdout().is_terminal();
+            let terminal = std::io::stdout().is_terminal();
+            let edge = client::Edge {
+                color: terminal && client::colour_allowed(std::env::var_os("NO_COLOR")),
+                terminal: terminal && std::io::stdin().is_terminal(),
+                history: client::history_file(
+                    std::env::var_os("XDG_STATE_HOME"),
+                    std::env::var_os("HOME"),
+                ),
+            };
             let mut out = std::io::stdout().lock();
-            let problems = client::run(&args, &mut out, &mut std::io::stdin().lock(), color)?;
+            // Unlocked stdin: the line editor may read it itself on an unusual terminal.
+            let mut input = std::io::BufReader::new(std::io::stdin());
+            let problems = client::run(&args, &edge, &mut out, &mut input)?;
             out.flush()?;
             if problems > 0 {
                 eprintln!(

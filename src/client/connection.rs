@@ -3,12 +3,16 @@
 //! Owns the child process and the discipline of a careful client: every line the server
 //! writes must be one JSON-RPC message, every answer must carry the id that was asked. Each
 //! breach is printed and counted in [`Connection::problems`], so `flota cliente` can exit
-//! non-zero. What gets printed (and how) is the [`Printer`]'s business.
+//! non-zero. What gets printed (and how) is the [`Printer`]'s business. The server's stderr is
+//! either passed through or kept aside ([`ServerLog`]): an operator does not want its log
+//! lines, but does want its last words when it dies.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -21,12 +25,24 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The version the client asks for: what Claude Desktop and Inspector send today.
 pub const CLIENT_PROTOCOL_VERSION: &str = "2025-11-25";
 
+/// How many of the server's last stderr lines are kept when they are not shown.
+const KEPT_LOG_LINES: usize = 12;
+
+/// What happens to the server's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerLog {
+    /// Passed through to ours, as it comes.
+    Shown,
+    /// Read and kept (the last lines only), to be told if the server dies.
+    Kept,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("no se pudo lanzar el servidor {command:?}: {source}")]
     Spawn { command: String, source: io::Error },
-    #[error("el servidor cerró la conexión sin responder a '{method}'")]
-    Closed { method: String },
+    #[error("el servidor cerró la conexión sin responder a '{method}'{last_words}")]
+    Closed { method: String, last_words: String },
     #[error("sin respuesta a '{method}' en {seconds} s")]
     Timeout { method: String, seconds: u64 },
     #[error("no se pudo escribir al servidor: {0}")]
@@ -37,7 +53,11 @@ pub enum ClientError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Result(Value),
-    Error { code: i64, data: Value },
+    Error {
+        code: i64,
+        message: String,
+        data: Value,
+    },
 }
 
 impl Answer {
@@ -57,12 +77,18 @@ pub struct Connection {
     /// Malformed lines, id mismatches and unexpected answers seen so far.
     pub problems: usize,
     pub printer: Printer,
+    /// The server's last stderr lines, when they are kept rather than shown.
+    kept_log: Option<Arc<Mutex<VecDeque<String>>>>,
 }
 
 impl Connection {
     /// Spawns `command` (program then arguments) with piped stdin/stdout; its stderr is
-    /// inherited so the server's logs stay visible.
-    pub fn spawn(command: &[OsString], printer: Printer) -> Result<Self, ClientError> {
+    /// shown or kept as `log` says.
+    pub fn spawn(
+        command: &[OsString],
+        printer: Printer,
+        log: ServerLog,
+    ) -> Result<Self, ClientError> {
         let shown = command
             .iter()
             .map(|part| part.to_string_lossy())
@@ -78,7 +104,10 @@ impl Connection {
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(match log {
+                ServerLog::Shown => Stdio::inherit(),
+                ServerLog::Kept => Stdio::piped(),
+            })
             .spawn()
             .map_err(|source| ClientError::Spawn {
                 command: shown.clone(),
@@ -106,6 +135,7 @@ impl Connection {
                 }
             }
         });
+        let kept_log = child.stderr.take().map(keep_last_lines);
         Ok(Connection {
             stdin: child.stdin.take(),
             child,
@@ -113,7 +143,34 @@ impl Connection {
             next_id: 0,
             problems: 0,
             printer,
+            kept_log,
         })
+    }
+
+    /// The kept stderr lines, as a clause to add to "the server closed the connection".
+    fn last_words(&self) -> String {
+        let Some(kept) = &self.kept_log else {
+            return String::new();
+        };
+        // The server has just closed its stdout; give its stderr a moment to arrive too.
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while self.stderr_open() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let lines = kept.lock().map(|l| l.clone()).unwrap_or_default();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let shown: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
+        format!("; sus últimos mensajes:\n{}", shown.join("\n"))
+    }
+
+    /// Whether the server's stderr is still open: its reader thread holds the second
+    /// reference to the kept lines until then.
+    fn stderr_open(&self) -> bool {
+        self.kept_log
+            .as_ref()
+            .is_some_and(|kept| Arc::strong_count(kept) > 1)
     }
 
     /// Writes one raw line (a newline is added) and echoes it.
@@ -194,6 +251,7 @@ impl Connection {
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(ClientError::Closed {
                         method: method.to_owned(),
+                        last_words: self.last_words(),
                     });
                 }
             };
@@ -217,12 +275,14 @@ impl Connection {
                 (Some(result), None) => Answer::Result(result.clone()),
                 (None, Some(error)) => Answer::Error {
                     code: error["code"].as_i64().unwrap_or_default(),
+                    message: error["message"].as_str().unwrap_or_default().to_owned(),
                     data: error.get("data").cloned().unwrap_or(Value::Null),
                 },
                 _ => {
                     self.problem(out, "la respuesta no tiene exactamente uno de result/error");
                     Answer::Error {
                         code: 0,
+                        message: String::new(),
                         data: Value::Null,
                     }
                 }
@@ -289,4 +349,23 @@ impl Connection {
             }
         }
     }
+}
+
+/// Reads `stderr` line by line on a thread, keeping the last [`KEPT_LOG_LINES`]. The thread
+/// holds the second reference to the buffer until the server's stderr closes.
+fn keep_last_lines(stderr: impl Read + Send + 'static) -> Arc<Mutex<VecDeque<String>>> {
+    let kept = Arc::new(Mutex::new(VecDeque::new()));
+    let writer = Arc::clone(&kept);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(mut lines) = writer.lock() {
+                if lines.len() == KEPT_LOG_LINES {
+                    lines.pop_front();
+                }
+                lines.push_back(line);
+            }
+        }
+    });
+    kept
 }

@@ -1,8 +1,11 @@
-//! How `flota cliente` shows the conversation: exact lines, coloured only on a terminal.
+//! How `flota cliente` shows things: styled lines, coloured only when allowed.
 //!
-//! Owns presentation only. Lines are printed verbatim except that very long ones (a map's
-//! base64 image) are cut with their size, and a tool result's text blocks are shown readable
-//! underneath. Write errors on the output are ignored: a closed pipe ends nothing important.
+//! Owns presentation only: the styles, the protocol echo (exact lines, shown only when asked
+//! for: always in the demo and the replay, under `--protocolo` in the interactive client;
+//! very long ones, such as a map's base64 image, are cut with their size) and the demo's
+//! readable view of a tool result. Whether colour is allowed (a terminal, no `NO_COLOR`) is
+//! decided by the caller. Write errors on the output are ignored: a closed pipe ends nothing
+//! important.
 
 use std::io::Write;
 
@@ -14,6 +17,19 @@ const MAX_ECHO: usize = 1200;
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
     pub color: bool,
+    /// Echo the JSON-RPC lines (→ sent, ← received).
+    pub protocol: bool,
+}
+
+/// What a line is, which decides its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Heading,
+    Dim,
+    Good,
+    Warning,
+    Bad,
 }
 
 const CYAN: &str = "\x1b[36m";
@@ -26,18 +42,36 @@ const RESET: &str = "\x1b[0m";
 
 impl Printer {
     fn paint(&self, out: &mut dyn Write, color: &str, text: &str) {
-        let _ = if self.color {
+        let _ = if self.color && !color.is_empty() {
             writeln!(out, "{color}{text}{RESET}")
         } else {
             writeln!(out, "{text}")
         };
     }
 
+    /// One line in a style.
+    pub fn line(&self, out: &mut dyn Write, style: Style, text: &str) {
+        let color = match style {
+            Style::Plain => "",
+            Style::Heading => BOLD,
+            Style::Dim => DIM,
+            Style::Good => GREEN,
+            Style::Warning => YELLOW,
+            Style::Bad => RED,
+        };
+        self.paint(out, color, text);
+    }
+
     pub fn sent(&self, out: &mut dyn Write, line: &str) {
-        self.paint(out, CYAN, &format!("→ {}", cut(line)));
+        if self.protocol {
+            self.paint(out, CYAN, &format!("→ {}", cut(line)));
+        }
     }
 
     pub fn received(&self, out: &mut dyn Write, line: &str) {
+        if !self.protocol {
+            return;
+        }
         let color = if line.contains("\"error\":{") {
             RED
         } else if line.contains("\"method\":") {
@@ -61,7 +95,8 @@ impl Printer {
         self.paint(out, DIM, text);
     }
 
-    /// Shows the content blocks of a `tools/call` result in readable form.
+    /// Shows the content blocks of a `tools/call` result as they came (the demo and the
+    /// replay, whose purpose is the exchange itself).
     pub fn tool_result(&self, out: &mut dyn Write, result: &Value) {
         let blocks = result["content"].as_array().cloned().unwrap_or_default();
         let flag = if result["isError"] == true {

@@ -1,11 +1,13 @@
-//! Dates as operators say them: `2026-08-18`, `hoy`, `ayer`, `anteayer`, `lunes`…
+//! Dates as operators say them: `2026-08-18`, `18/08/2026`, `hoy`, `ayer`, `anteayer`, `lunes`…
 //!
-//! Owns resolving a date argument against the fleet's "now" in the fleet's zone, date ranges
-//! (inclusive, at most 92 days apart: about three months), and formatting times back in local
-//! time. A weekday name means its most recent occurrence, today included. The words and the
-//! local day themselves are `crate::calendar`'s (re-exported here for the tools).
+//! Owns the one grammar of date arguments ([`parse`], shared by the server's tools and
+//! `flota cliente`, which checks a date before sending it), resolving it against the fleet's
+//! "now" in the fleet's zone, date ranges (inclusive, at most 92 days apart: about three
+//! months), and formatting times back in local time. A weekday name means its most recent
+//! occurrence, today included. The words and the local day themselves are `crate::calendar`'s
+//! (re-exported here for the tools).
 
-use chrono::{Datelike, Duration, NaiveDate};
+use chrono::{Datelike, Duration, NaiveDate, Weekday};
 use chrono_tz::Tz;
 
 use super::text::fold;
@@ -15,26 +17,85 @@ pub use crate::calendar::{local, local_date, long_es, weekday_es};
 /// Longest range `fecha_fin − fecha_inicio`, days (so at most 93 calendar days).
 pub const MAX_RANGE_DAYS: i64 = 92;
 
-/// The local date `text` names, resolved against `today`; Spanish error naming `argument`.
-pub fn resolve(argument: &str, text: &str, today: NaiveDate) -> Result<NaiveDate, String> {
+/// What a date argument says, before it meets a "today".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateText {
+    /// A calendar date, written `AAAA-MM-DD` or `DD/MM/AAAA`.
+    Day(NaiveDate),
+    /// `hoy` (0), `ayer` (1), `anteayer`/`antier` (2).
+    DaysAgo(u8),
+    /// A weekday name: its most recent occurrence, today included.
+    Last(Weekday),
+}
+
+impl DateText {
+    /// The local date this names when today is `today`.
+    pub fn on(self, today: NaiveDate) -> NaiveDate {
+        match self {
+            DateText::Day(date) => date,
+            DateText::DaysAgo(days) => today - Duration::days(i64::from(days)),
+            DateText::Last(weekday) => {
+                let back = (7 + today.weekday().num_days_from_monday()
+                    - weekday.num_days_from_monday())
+                    % 7;
+                today - Duration::days(i64::from(back))
+            }
+        }
+    }
+}
+
+/// Reads a date argument: `AAAA-MM-DD`, `DD/MM/AAAA` (day first, as written in Guatemala;
+/// one-digit day and month accepted), `hoy`, `ayer`, `anteayer`/`antier` or a weekday name,
+/// with or without "el", any case, accents optional. `None` when it is none of these.
+pub fn parse(text: &str) -> Option<DateText> {
     let folded = fold(text);
     let word = folded.trim().trim_start_matches("el ").trim();
     match word {
-        "hoy" => return Ok(today),
-        "ayer" => return Ok(today - Duration::days(1)),
-        "anteayer" | "antier" => return Ok(today - Duration::days(2)),
+        "hoy" => return Some(DateText::DaysAgo(0)),
+        "ayer" => return Some(DateText::DaysAgo(1)),
+        "anteayer" | "antier" => return Some(DateText::DaysAgo(2)),
         _ => {}
     }
     if let Some(weekday) = weekday_named(word) {
-        let back =
-            (7 + today.weekday().num_days_from_monday() - weekday.num_days_from_monday()) % 7;
-        return Ok(today - Duration::days(i64::from(back)));
+        return Some(DateText::Last(weekday));
     }
-    NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
-        format!(
-            "el argumento '{argument}' debe ser una fecha AAAA-MM-DD, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '{text}'"
-        )
-    })
+    calendar(text.trim()).map(DateText::Day)
+}
+
+/// `AAAA-MM-DD` or `DD/MM/AAAA`: digits only, a four-digit year, one or two digits for day
+/// and month (as chrono's `%Y-%m-%d` took them before).
+fn calendar(text: &str) -> Option<NaiveDate> {
+    let (separator, year_first) = if text.contains('-') {
+        ('-', true)
+    } else {
+        ('/', false)
+    };
+    let parts: Vec<&str> = text.split(separator).collect();
+    let [a, b, c] = parts.as_slice() else {
+        return None;
+    };
+    let (year, month, day) = if year_first { (a, b, c) } else { (c, b, a) };
+    let digits = |part: &str, lengths: &[usize]| {
+        lengths.contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit())
+    };
+    if !digits(year, &[4]) || !digits(month, &[1, 2]) || !digits(day, &[1, 2]) {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(year.parse().ok()?, month.parse().ok()?, day.parse().ok()?)
+}
+
+/// The Spanish sentence for a date argument that [`parse`] refuses.
+pub fn syntax_error(argument: &str, text: &str) -> String {
+    format!(
+        "el argumento '{argument}' debe ser una fecha AAAA-MM-DD o DD/MM/AAAA, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '{text}'"
+    )
+}
+
+/// The local date `text` names, resolved against `today`; Spanish error naming `argument`.
+pub fn resolve(argument: &str, text: &str, today: NaiveDate) -> Result<NaiveDate, String> {
+    parse(text)
+        .map(|date| date.on(today))
+        .ok_or_else(|| syntax_error(argument, text))
 }
 
 /// An inclusive range of local dates.
@@ -101,10 +162,30 @@ mod tests {
         check("el Miércoles", "2026-08-19");
         check("jueves", "2026-08-13");
         check("domingo", "2026-08-16");
-        check(
-            "18/08/2026",
-            "el argumento 'fecha' debe ser una fecha AAAA-MM-DD, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '18/08/2026'",
-        );
+        check("18/08/2026", "2026-08-18");
+        check(" 1/8/2026 ", "2026-08-01");
+        check("2026-8-1", "2026-08-01");
+        check("el domingo", "2026-08-16");
+        check("ANTIER", "2026-08-17");
+        let refused = |text: &str| {
+            format!(
+                "el argumento 'fecha' debe ser una fecha AAAA-MM-DD o DD/MM/AAAA, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '{text}'"
+            )
+        };
+        for text in [
+            "31/02/2026",
+            "08/18/2026",
+            "18/08/26",
+            "2026-008-18",
+            "+2026-08-18",
+            "18-08-2026",
+            "2026/08/18",
+            "18/08/2026/1",
+            "mañana",
+            "",
+        ] {
+            check(text, &refused(text));
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub const PLATE: &str = "Placa de la unidad, p. ej. P-123BCD (se aceptan minúsc
 
 /// How every tool describes a one-day `fecha` argument to the model.
 pub const DAY: &str =
-    "Día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana (el más reciente)";
+    "Día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana (el más reciente)";
 
 /// How the tools built on the detections describe their `aviso` to the model.
 pub const AVISO: &str = "Solo si hay posiciones escritas o cambiadas después del último análisis, que esta respuesta no refleja: qué unidades y el comando que lo corrige";
@@ -37,7 +37,7 @@ pub struct UnitDay {
 #[serde(deny_unknown_fields)]
 pub struct DateRange {
     #[schemars(
-        description = "Primer día: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana",
+        description = "Primer día: AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana",
         length(min = 1, max = 40)
     )]
     pub fecha_inicio: String,

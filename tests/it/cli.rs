@@ -159,30 +159,103 @@ fn cliente_flags_a_server_that_breaks_the_protocol() {
     assert_eq!(text.matches("✗ problema").count(), 2, "{text}");
 }
 
-#[test]
-fn cliente_interactive_calls_a_tool_by_number() {
+/// The statistics answer, rendered: an aligned `Media:` line with the value 4.
+fn shows_mean_4(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.starts_with("Media:") && l.split_whitespace().last() == Some("4"))
+}
+
+/// The interactive client with `input` piped in; its stdout and stderr.
+fn interactive(flags: &[&str], input: &[u8]) -> (std::process::ExitStatus, String, String) {
     let mut child = Command::new(flota_bin())
-        .args(["cliente", "--"])
+        .arg("cliente")
+        .args(flags)
+        .arg("--")
         .arg(example_bin())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Tool 2 is calcular_estadisticas: one prompt for `numeros`.
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"2\n3, 4, 5\nping\nsalir\n")
-        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{text}");
+    (
+        out.status,
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn cliente_interactive_shows_the_protocol_and_log_when_asked() {
+    // Tool 2 is calcular_estadisticas: one prompt for `numeros`.
+    let (status, text, stderr) =
+        interactive(&["--protocolo", "--verbose"], b"2\n3, 4, 5\nping\nsalir\n");
+    assert!(status.success(), "{text}");
+    assert!(
+        stderr.contains("INFO initialize"),
+        "the server's log: {stderr}"
+    );
     assert!(
         text.contains(r#""arguments":{"numeros":[3.0,4.0,5.0]}"#),
         "{text}"
     );
-    assert!(text.contains("\"media\": 4.0"), "{text}");
     assert!(text.contains(r#""method":"ping""#), "{text}");
+    assert!(shows_mean_4(&text), "{text}");
+}
+
+#[test]
+fn cliente_interactive_answers_first() {
+    // The end of input ends the session like Ctrl-D: the prompt's line closed, exit 0.
+    let (status, text, stderr) = interactive(&[], b"2\n3, 4, 5\nping\n");
+    assert!(status.success(), "{text}\n{stderr}");
+    assert!(shows_mean_4(&text), "{text}");
+    assert!(text.contains("✓ el servidor responde"), "{text}");
+    assert!(text.ends_with("flota> \n"), "{text:?}");
+    assert!(!text.contains("jsonrpc"), "{text}");
+    assert!(!text.contains("\x1b["), "colour codes without a terminal");
+    assert!(
+        stderr.is_empty(),
+        "the server's log is kept aside: {stderr}"
+    );
+}
+
+#[test]
+fn cliente_tells_a_dying_servers_last_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("muere.sh");
+    std::fs::write(
+        &script,
+        concat!(
+            "#!/bin/sh\n",
+            "echo 'registro de arranque' >&2\n",
+            "read line\n",
+            r#"echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}'"#,
+            "\nread line\nread line\n",
+            r#"echo '{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}'"#,
+            "\nread line\necho 'pánico: sin memoria' >&2\nexit 3\n",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(flota_bin())
+        .args(["cliente", "--", "sh"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(b"1\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "el servidor cerró la conexión sin responder a 'tools/call'; sus últimos mensajes:\n  \
+             registro de arranque\n  pánico: sin memoria"
+        ),
+        "{stderr}"
+    );
 }

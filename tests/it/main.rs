@@ -6,6 +6,8 @@
 //! - `in_process`: the core through in-memory pipes, panics and property tests;
 //! - `rmcp_client`: the official Rust SDK as a client;
 //! - `cli`: help, errors, `config claude`, `cliente`;
+//! - `client_terminal`: `cliente` on a pseudo-terminal: line editor, answers first, maps saved,
+//!   suggestions, `NO_COLOR`, Ctrl-C and Ctrl-D;
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
@@ -32,6 +34,8 @@
 
 mod analysis;
 mod cli;
+#[cfg(unix)]
+mod client_terminal;
 mod evaluate;
 mod example_server;
 mod flood;

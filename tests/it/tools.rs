@@ -164,11 +164,20 @@ fn plates_names_and_dates_are_forgiving_and_errors_actionable() {
         json!({"placa": "P-456DEF", "fecha": "2020-01-01"}),
         "no tiene reportes el miércoles (2020-01-01)",
     );
-    check(
+    // The local habit, DD/MM/AAAA, names the same day as the ISO form.
+    let local = check(
         &mut c,
         "resumen_recorrido",
         json!({"placa": "P-456DEF", "fecha": "18/08/2026"}),
-        "debe ser una fecha AAAA-MM-DD",
+        "ok",
+    )
+    .unwrap();
+    assert_eq!(local, day);
+    check(
+        &mut c,
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "08/18/2026"}),
+        "debe ser una fecha AAAA-MM-DD o DD/MM/AAAA",
     );
     check(
         &mut c,
