@@ -1,0 +1,4 @@
+//! `flota exportar`'s interchange formats.
+
+pub mod geojson;
+pub use geojson::*;

@@ -1,0 +1,5 @@
+//! Domain geometry: points on the Earth, geofences, routes.
+
+pub mod earth;
+pub mod geofence;
+pub mod route;
