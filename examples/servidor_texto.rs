@@ -222,7 +222,7 @@ impl TypedTool for Wait {
 }
 
 fn main() {
-    flota::log::init_from_env();
+    flota::plumbing::log::init_from_env();
     let service = Service {
         info: ServerInfo {
             name: "servidor-texto".into(),

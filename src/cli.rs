@@ -76,7 +76,7 @@ pub struct SimulateArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = crate::commands::simulate::parse_ahora,
         help = "Fin de los datos, hora local de la zona del escenario (por defecto: ahora, al minuto)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -117,7 +117,7 @@ pub struct EvaluateArgs {
     #[arg(
         long,
         value_name = "SEGUNDOS",
-        default_value_t = crate::evaluate::DEFAULT_TOLERANCE_S,
+        default_value_t = crate::evaluation::DEFAULT_TOLERANCE_S,
         value_parser = clap::value_parser!(u32).range(0..=86_400),
         help = "Error máximo, al inicio y al final, de una detección que acierta"
     )]
@@ -151,7 +151,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = crate::commands::simulate::parse_ahora,
         help = "Instante 'ahora' de la flota, hora local (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -206,7 +206,7 @@ pub struct ExportArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = crate::commands::simulate::parse_ahora,
         help = "Instante 'ahora' de la flota para hoy/ayer (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -266,7 +266,7 @@ pub struct ProviderArgs {
         value_name = "PROVEEDOR",
         help = "google (por defecto si GOOGLE_MAPS_API_KEY está definida) u osrm"
     )]
-    pub proveedor: Option<crate::route_command::ProviderChoice>,
+    pub proveedor: Option<crate::commands::routes::ProviderChoice>,
     #[arg(
         long,
         value_name = "URL",
@@ -324,10 +324,10 @@ pub struct NewRouteArgs {
         long = "parada",
         value_name = "NOMBRE:LAT,LON",
         required = true,
-        value_parser = crate::route_command::parse_stop,
+        value_parser = crate::commands::routes::parse_stop,
         help = "Parada, en orden; la primera es la salida y la última la llegada (repita la primera para volver al depósito)"
     )]
-    pub paradas: Vec<crate::route::StopFile>,
+    pub paradas: Vec<crate::geometry::route::StopFile>,
     #[arg(
         long,
         value_name = "CARPETA",

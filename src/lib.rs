@@ -20,11 +20,3 @@ pub mod scenario;
 pub mod sim;
 pub mod store;
 pub mod tools;
-
-// The old paths, kept for one commit so that the pure moves build; removed next.
-pub use commands::{
-    analyze, config as claude_config, routes as route_command, serve as app, simulate,
-};
-pub use evaluation as evaluate;
-pub use geometry::{earth as geo, geofence, route};
-pub use plumbing::{log, net, output};

@@ -8,11 +8,12 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use flota::cli::{self, ConfigVerb, Parsed, ProviderArgs, RoutesVerb, SimulateArgs, Verb};
+use flota::client;
+use flota::commands::{config as claude_config, serve as app};
 use flota::scenario::{Ahora, Source};
-use flota::{app, claude_config, client};
 
 fn main() -> ExitCode {
-    flota::log::init_from_env();
+    flota::plumbing::log::init_from_env();
     match cli::parse(std::env::args_os()) {
         Parsed::Print(text) => {
             print!("{text}");
@@ -25,7 +26,7 @@ fn main() -> ExitCode {
         Parsed::Run(cli) => match run(cli.command) {
             Ok(code) => code,
             // Options that contradict each other are bad usage, like a parse error.
-            Err(err) if err.is::<flota::simulate::PathConflict>() => {
+            Err(err) if err.is::<flota::commands::simulate::PathConflict>() => {
                 eprintln!("error: {err:#}");
                 ExitCode::from(2)
             }
@@ -40,11 +41,11 @@ fn main() -> ExitCode {
 fn run(verb: Verb) -> anyhow::Result<ExitCode> {
     match verb {
         Verb::Simular(args) => {
-            let summary = flota::simulate::run(&simulate_options(&args))?;
+            let summary = flota::commands::simulate::run(&simulate_options(&args))?;
             eprintln!("{}", summary.line());
         }
         Verb::Analizar(args) => {
-            let summary = flota::analyze::run(&args.db)?;
+            let summary = flota::commands::analyze::run(&args.db)?;
             eprintln!(
                 "{} unidades, {} posiciones analizadas → {} eventos en {} ({:.2} s)",
                 summary.vehicles,
@@ -55,8 +56,8 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
             );
         }
         Verb::Evaluar(args) => {
-            let evaluation = flota::evaluate::run(&flota::evaluate::Options {
-                truth: flota::evaluate::truth_path(&args.db, args.verdad.as_deref()),
+            let evaluation = flota::evaluation::run(&flota::evaluation::Options {
+                truth: flota::evaluation::truth_path(&args.db, args.verdad.as_deref()),
                 db: args.db,
                 tolerance_s: args.tolerancia,
             })?;
@@ -137,7 +138,7 @@ fn run(verb: Verb) -> anyhow::Result<ExitCode> {
 /// `flota rutas`: progress and failures on stderr, tables and GeoJSON on stdout; exit 1 when
 /// any route failed.
 fn routes(verb: RoutesVerb) -> anyhow::Result<ExitCode> {
-    use flota::route_command as rc;
+    use flota::commands::routes as rc;
     let failed = match verb {
         RoutesVerb::Regenerar(args) => {
             let connection = connection(&args.proveedor)?;
@@ -200,11 +201,14 @@ fn routes(verb: RoutesVerb) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn connection(args: &ProviderArgs) -> anyhow::Result<flota::route_command::Connection> {
-    let provider =
-        flota::route_command::resolve_provider(args.proveedor, args.url.as_deref(), &args.perfil)
-            .map_err(anyhow::Error::msg)?;
-    Ok(flota::route_command::Connection {
+fn connection(args: &ProviderArgs) -> anyhow::Result<flota::commands::routes::Connection> {
+    let provider = flota::commands::routes::resolve_provider(
+        args.proveedor,
+        args.url.as_deref(),
+        &args.perfil,
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(flota::commands::routes::Connection {
         provider,
         timeout: std::time::Duration::from_secs(args.tiempo_limite),
         retry: flota::directions::RetryPolicy {
@@ -216,7 +220,7 @@ fn connection(args: &ProviderArgs) -> anyhow::Result<flota::route_command::Conne
 
 /// Resolves the command-line edge of `flota simular`: the wall clock is read here, never in
 /// the simulator.
-fn simulate_options(args: &SimulateArgs) -> flota::simulate::Options {
+fn simulate_options(args: &SimulateArgs) -> flota::commands::simulate::Options {
     let ahora = match args.ahora {
         Some(local) => Ahora::Local(local),
         None => Ahora::NowUtc(
@@ -225,7 +229,7 @@ fn simulate_options(args: &SimulateArgs) -> flota::simulate::Options {
                 .map_or(0, |d| d.as_secs() as i64),
         ),
     };
-    flota::simulate::Options {
+    flota::commands::simulate::Options {
         scenario: args
             .escenario
             .clone()
@@ -234,7 +238,7 @@ fn simulate_options(args: &SimulateArgs) -> flota::simulate::Options {
         truth: args
             .verdad
             .clone()
-            .unwrap_or_else(|| flota::simulate::default_truth_path(&args.salida)),
+            .unwrap_or_else(|| flota::commands::simulate::default_truth_path(&args.salida)),
         db: args.salida.clone(),
         seed: args.semilla,
         progress: std::io::stderr().is_terminal(),

@@ -29,13 +29,13 @@ const MAX_LINE_BYTES: usize = 64 * 1024;
 /// tools, maps drawn offline, "now" at the reference week's.
 pub fn service_for(db: &Path) -> Service {
     // Many sessions: only real problems on stderr.
-    flota::log::set_level(flota::log::Level::Error);
+    flota::plumbing::log::set_level(flota::plumbing::log::Level::Error);
     // The reference week's "now", so date words resolve to data.
-    let ahora = flota::simulate::parse_ahora("2026-08-19T15:30").ok();
+    let ahora = flota::commands::simulate::parse_ahora("2026-08-19T15:30").ok();
     let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None)));
     Service {
-        info: flota::app::server_info(),
-        instructions: Some(flota::app::instructions(&fleet)),
+        info: flota::commands::serve::server_info(),
+        instructions: Some(flota::commands::serve::instructions(&fleet)),
         tools: flota::tools::with_tiles(&fleet, TileConfig::offline()),
     }
 }

@@ -14,9 +14,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::directions::{self, Client, Provider, RetryPolicy};
-use crate::geo::LatLon;
-use crate::output::Staged;
-use crate::route::{self, Route, RouteFile, StopFile};
+use crate::geometry::earth::LatLon;
+use crate::geometry::route::{self, Route, RouteFile, StopFile};
+use crate::plumbing::output::Staged;
 
 /// Which service the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

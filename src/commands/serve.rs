@@ -40,7 +40,7 @@ pub fn ahora(flag: Option<NaiveDateTime>) -> anyhow::Result<Option<NaiveDateTime
         return Ok(flag);
     }
     match std::env::var("FLOTA_AHORA") {
-        Ok(text) if !text.trim().is_empty() => crate::simulate::parse_ahora(&text)
+        Ok(text) if !text.trim().is_empty() => crate::commands::simulate::parse_ahora(&text)
             .map(Some)
             .map_err(|e| anyhow::anyhow!("FLOTA_AHORA: {e}")),
         _ => Ok(None),
@@ -113,7 +113,7 @@ pub fn serve(
     stdout: impl Write + Send + 'static,
 ) -> anyhow::Result<()> {
     if args.verbose {
-        crate::log::set_level(crate::log::Level::Debug);
+        crate::plumbing::log::set_level(crate::plumbing::log::Level::Debug);
     }
     let db = db_path(args.db.as_deref());
     let ahora = ahora(args.ahora)?;

@@ -18,7 +18,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::{self, Analysis, DetectionConfig};
-use crate::output::Staged;
+use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;

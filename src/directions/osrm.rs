@@ -7,8 +7,8 @@
 use serde::Deserialize;
 
 use super::{Answer, Parsed, decode, json_body, retryable_http};
-use crate::net::Get;
-use crate::route::StopFile;
+use crate::geometry::route::StopFile;
+use crate::plumbing::net::Get;
 
 pub(super) fn request(url: &str, profile: &str, stops: &[StopFile]) -> Get {
     let coordinates: Vec<String> = stops

@@ -24,8 +24,8 @@ pub use config::DetectionConfig;
 pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
 
-use crate::geo::LatLon;
-use crate::geofence::Geofence;
+use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::Geofence;
 
 /// One position as a tracker reported it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -105,7 +105,7 @@ pub enum EvaluateError {
 /// The truth file that goes with `db` unless one is given.
 pub fn truth_path(db: &Path, given: Option<&Path>) -> PathBuf {
     given.map_or_else(
-        || crate::simulate::default_truth_path(db),
+        || crate::commands::simulate::default_truth_path(db),
         Path::to_path_buf,
     )
 }

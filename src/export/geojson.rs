@@ -21,7 +21,7 @@ use crate::fleet::places::Geocoder;
 use crate::fleet::{DayTrack, Fleet, Snapshot, dates};
 use crate::map::{self, Scene, TileConfig, TileFetcher};
 use crate::mcp::ToolError;
-use crate::output::Staged;
+use crate::plumbing::output::Staged;
 
 /// What `flota exportar` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -218,7 +218,7 @@ pub fn geojson(track: &DayTrack, snapshot: &Snapshot) -> String {
                 "fin": stop.end_utc.map(iso),
                 "minutos": ((end - stop.start_utc) as f64 / 6.0).round() / 10.0,
                 "prolongada": stop.long,
-                "lugar": snapshot.places.phrase(crate::geo::LatLon::new(stop.lat, stop.lon)),
+                "lugar": snapshot.places.phrase(crate::geometry::earth::LatLon::new(stop.lat, stop.lon)),
             }),
         ));
     }
@@ -382,7 +382,7 @@ pub fn gpx(track: &DayTrack, snapshot: &Snapshot) -> String {
             xml(&label),
             xml(&snapshot
                 .places
-                .phrase(crate::geo::LatLon::new(stop.lat, stop.lon)))
+                .phrase(crate::geometry::earth::LatLon::new(stop.lat, stop.lon)))
         );
     }
     let _ = writeln!(

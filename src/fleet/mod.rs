@@ -25,7 +25,7 @@ use crate::store::{AnalysisState, Meta, Store, StoreError, StoredFence, Vehicle}
 use places::{Geocoder, Places};
 use text::Found;
 
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 pub use day::DayTrack;
 
 /// A route of the fleet as a line on the map, with its named stops.

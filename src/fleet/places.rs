@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::geo::{LatLon, distance_m};
-use crate::geofence::Geofence;
-use crate::net::{Get, Http, Reply};
+use crate::geometry::earth::{LatLon, distance_m};
+use crate::geometry::geofence::Geofence;
+use crate::plumbing::net::{Get, Http, Reply};
 
 /// A named place a point can be described against.
 #[derive(Debug, Clone)]
@@ -104,11 +104,15 @@ impl std::fmt::Debug for Service {
                 write!(
                     f,
                     "Google {{ url: {:?}, key: *** }}",
-                    crate::net::public_url(url)
+                    crate::plumbing::net::public_url(url)
                 )
             }
             Service::Nominatim { url } => {
-                write!(f, "Nominatim {{ url: {:?} }}", crate::net::public_url(url))
+                write!(
+                    f,
+                    "Nominatim {{ url: {:?} }}",
+                    crate::plumbing::net::public_url(url)
+                )
             }
         }
     }
@@ -261,7 +265,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geofence::Shape;
+    use crate::geometry::geofence::Shape;
 
     fn places() -> Places {
         let cedis = Geofence::new(

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::geo::{LatLon, bearing_deg, distance_m, lerp, local_m};
+use crate::geometry::earth::{LatLon, bearing_deg, distance_m, lerp, local_m};
 
 /// Polyline precision used by every route file (Google's format, 5 decimals).
 pub const POLYLINE_PRECISION: u32 = 5;

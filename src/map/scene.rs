@@ -6,7 +6,7 @@
 //! geometry and Spanish labels. Knows nothing of pixels; `draw` does.
 
 use crate::fleet::{DayTrack, Snapshot, dates};
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 
 /// One report on the drawn line.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::png_io::decode_tile;
 use super::projection::{TILE_PX, TileRef, View};
-use crate::net::{Get, Http, Reply};
+use crate::plumbing::net::{Get, Http, Reply};
 
 /// OpenStreetMap's standard tile layer.
 pub const OSM_TEMPLATE: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";

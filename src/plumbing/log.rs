@@ -63,10 +63,10 @@ pub fn write(level: Level, args: Arguments<'_>) {
 }
 
 #[macro_export]
-macro_rules! log_error { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Error, format_args!($($t)*)) } }
+macro_rules! log_error { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Error, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_warn { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Warn, format_args!($($t)*)) } }
+macro_rules! log_warn { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Warn, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_info { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Info, format_args!($($t)*)) } }
+macro_rules! log_info { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Info, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_debug { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Debug, format_args!($($t)*)) } }
+macro_rules! log_debug { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Debug, format_args!($($t)*)) } }

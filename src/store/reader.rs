@@ -12,8 +12,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use super::meta::{Key, Meta};
 use super::schema::SCHEMA_VERSION;
 use crate::engine::Fix;
-use crate::geo::LatLon;
-use crate::geofence::{Geofence, Shape, ShapeColumns};
+use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::{Geofence, Shape, ShapeColumns};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

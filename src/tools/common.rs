@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::fleet::{Snapshot, dates};
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 
 /// The arguments of the tools about one unit's day.
 #[derive(Deserialize, JsonSchema)]

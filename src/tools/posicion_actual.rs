@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{coord, iso, minutes, place, round1};
 use crate::fleet::Fleet;
-use crate::geo::{LatLon, compass_es};
+use crate::geometry::earth::{LatLon, compass_es};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct PosicionActual {

@@ -245,8 +245,10 @@ fn check_invariants(name: &str) {
     assert!(!stopped.is_empty(), "{name}: no stopped unit to check");
     for unit in stopped {
         let since = unit["desde_utc"].as_i64().unwrap();
-        let place =
-            flota::geo::LatLon::new(unit["lat"].as_f64().unwrap(), unit["lon"].as_f64().unwrap());
+        let place = flota::geometry::earth::LatLon::new(
+            unit["lat"].as_f64().unwrap(),
+            unit["lon"].as_f64().unwrap(),
+        );
         let after: Vec<Row> = rows(&db, unit["placa"].as_str().unwrap())
             .into_iter()
             .filter(|r| r.ts > since + 1)
@@ -259,7 +261,10 @@ fn check_invariants(name: &str) {
         for r in &after {
             assert_eq!(r.speed, 0.0, "{name}: {unit} moving at {}", r.ts);
             assert!(r.ignition, "{name}: {unit} engine off");
-            let d = flota::geo::distance_m(place, flota::geo::LatLon::new(r.lat, r.lon));
+            let d = flota::geometry::earth::distance_m(
+                place,
+                flota::geometry::earth::LatLon::new(r.lat, r.lon),
+            );
             assert!(d < 150.0, "{name}: {unit} report {d:.0} m away");
         }
         let minutes = unit["minutos"].as_f64().unwrap();
@@ -364,7 +369,7 @@ fn truth_visits_agree_with_the_noise_free_path() {
     assert!(ok, "{stderr}");
     let world = flota::scenario::load(
         &flota::scenario::Source::File(file),
-        flota::scenario::Ahora::Local(flota::simulate::parse_ahora(AHORA).unwrap()),
+        flota::scenario::Ahora::Local(flota::commands::simulate::parse_ahora(AHORA).unwrap()),
     )
     .unwrap();
     let db = Connection::open(db_path).unwrap();
@@ -375,7 +380,7 @@ fn truth_visits_agree_with_the_noise_free_path() {
     for unit in &world.units {
         for r in rows(&db, &unit.plate) {
             for fence in &world.fences {
-                let inside = fence.contains(flota::geo::LatLon::new(r.lat, r.lon));
+                let inside = fence.contains(flota::geometry::earth::LatLon::new(r.lat, r.lon));
                 let near_edge = visits.iter().any(|v| {
                     v["placa"] == unit.plate.as_str()
                         && v["geocerca"] == fence.name.as_str()
