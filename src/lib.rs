@@ -17,6 +17,7 @@ pub mod map;
 pub mod mcp;
 pub mod plumbing;
 pub mod scenario;
+pub mod settings;
 pub mod sim;
 pub mod store;
 pub mod tools;

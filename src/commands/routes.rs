@@ -1,58 +1,60 @@
 //! `flota rutas`: regenerate route files from a directions service, create new ones from
 //! stops, and summarise or export what is stored.
 //!
-//! Owns the files side: which routes to touch, what a regenerated file keeps (name and stops)
-//! and what it replaces (polyline, distance, duration, source), the checks a new geometry
-//! must pass before it may replace the old one, and the write-then-rename of each file. One
-//! route's failure is reported and the others proceed. The HTTP side is `directions`'s; the
-//! environment (`GOOGLE_MAPS_API_KEY`, `FLOTA_OSRM_URL`) is read only in [`resolve_provider`].
+//! Owns the verb: which directions service (the flags, then [`Settings::directions`]), what a
+//! regenerated file keeps (name and stops) and what it replaces (polyline, distance, duration,
+//! source), the checks new geometry must pass before it may replace the old, and the words:
+//! progress and failures on stderr, tables and GeoJSON on stdout, exit 1 when any route
+//! failed. One route's failure is reported and the others proceed. The folder's files are
+//! `geometry::route_files`'s; the HTTP side is `directions`'s.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
-use serde_json::json;
-
+use super::{Io, Settings};
+use crate::cli::{
+    NewRouteArgs, ProviderArgs, ProviderChoice, RegenerateArgs, RoutesVerb, ShowRoutesArgs,
+};
 use crate::directions::{self, Client, Provider, RetryPolicy};
+use crate::export::routes_geojson;
 use crate::geometry::earth::LatLon;
 use crate::geometry::route::{self, Route, RouteFile, StopFile};
-use crate::plumbing::output::Staged;
+use crate::geometry::route_files::{self, Stored};
+use crate::settings::Directions;
 
-/// Which service the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderChoice {
-    Google,
-    Osrm,
+pub fn run(verb: RoutesVerb, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let failed = match verb {
+        RoutesVerb::Regenerar(args) => regenerate(args, io, &settings.directions)?,
+        RoutesVerb::Nueva(args) => create(args, io, &settings.directions)?,
+        RoutesVerb::Ver(args) => show(args, io)?,
+    };
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The provider from the flags and the environment: `--proveedor`, else Google when
 /// `GOOGLE_MAPS_API_KEY` is set, else OSRM at `--url` or `FLOTA_OSRM_URL`. Without either, a
 /// message saying how to get one.
-pub fn resolve_provider(
-    choice: Option<ProviderChoice>,
-    url: Option<&str>,
-    profile: &str,
-) -> Result<Provider, String> {
-    let var = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let key = var("GOOGLE_MAPS_API_KEY");
-    let osrm_url = url.map(str::to_owned).or_else(|| var("FLOTA_OSRM_URL"));
+pub fn resolve_provider(args: &ProviderArgs, env: &Directions) -> Result<Provider, String> {
+    let url = args.url.as_deref();
+    let osrm_url = url.map(str::to_owned).or_else(|| env.osrm_url.clone());
     let google = |key: String| Provider::Google {
         key,
         url: url
             .map(str::to_owned)
-            .or_else(|| var("FLOTA_GOOGLE_DIRECTIONS_URL"))
+            .or_else(|| env.google_url.clone())
             .unwrap_or_else(|| directions::GOOGLE_DIRECTIONS_URL.to_owned()),
     };
     let osrm = |url: String| Provider::Osrm {
         url,
-        profile: profile.to_owned(),
+        profile: args.perfil.clone(),
     };
-    match (choice, key, osrm_url) {
+    match (args.proveedor, env.google_key.clone(), osrm_url) {
         (Some(ProviderChoice::Google), Some(key), _) => Ok(google(key)),
         (Some(ProviderChoice::Google), None, _) => Err(
             "--proveedor google necesita la variable de entorno GOOGLE_MAPS_API_KEY con una clave \
@@ -78,128 +80,83 @@ pub fn resolve_provider(
 
 /// How to reach the provider.
 #[derive(Debug, Clone)]
-pub struct Connection {
-    pub provider: Provider,
-    pub timeout: Duration,
-    pub retry: RetryPolicy,
+struct Connection {
+    provider: Provider,
+    timeout: Duration,
+    retry: RetryPolicy,
 }
 
 impl Connection {
+    fn new(args: &ProviderArgs, env: &Directions) -> anyhow::Result<Connection> {
+        Ok(Connection {
+            provider: resolve_provider(args, env).map_err(anyhow::Error::msg)?,
+            timeout: Duration::from_secs(args.tiempo_limite),
+            retry: RetryPolicy {
+                retries: args.reintentos,
+                ..Default::default()
+            },
+        })
+    }
+
     fn client(&self) -> Result<Client, String> {
         Client::new(self.provider.clone(), self.timeout, self.retry).map_err(|e| e.0)
     }
 }
 
-/// What happened to each route.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub written: usize,
-    pub unchanged: usize,
-    /// `(route, reason)`.
-    pub failed: Vec<(String, String)>,
-}
-
-/// `flota rutas regenerar`: re-requests each route in `dir` (or only `names`) and rewrites
-/// its geometry. `report` gets one line per route as it finishes.
-pub fn regenerate(
-    dir: &Path,
-    names: &[String],
-    connection: &Connection,
-    report: &mut dyn FnMut(&str),
-) -> Result<Outcome, String> {
-    let targets = targets(dir, names)?;
-    let client = connection.client()?;
-    let mut outcome = Outcome::default();
+/// `flota rutas regenerar`: re-requests each route in the folder (or only the named ones) and
+/// rewrites its geometry, one line per route as it finishes. Returns how many failed.
+fn regenerate(args: RegenerateArgs, io: &mut Io, env: &Directions) -> anyhow::Result<usize> {
+    let connection = Connection::new(&args.proveedor, env)?;
+    writeln!(
+        io.stderr,
+        "Regenerando rutas de {} con {}",
+        args.dir.display(),
+        connection.provider.describe()
+    )?;
+    let targets = route_files::targets(&args.dir, &args.nombres).map_err(anyhow::Error::msg)?;
+    let client = connection.client().map_err(anyhow::Error::msg)?;
+    let (mut written, mut unchanged, mut failed) = (0, 0, 0);
     for (name, path) in targets {
         match regenerate_one(&client, &path) {
-            Ok(Change::Written(line)) => {
-                outcome.written += 1;
-                report(&format!("{name}: {line}"));
+            Ok(Some(line)) => {
+                written += 1;
+                writeln!(io.stderr, "{name}: {line}")?;
             }
-            Ok(Change::Unchanged) => {
-                outcome.unchanged += 1;
-                report(&format!("{name}: sin cambios"));
+            Ok(None) => {
+                unchanged += 1;
+                writeln!(io.stderr, "{name}: sin cambios")?;
             }
             Err(reason) => {
-                report(&format!("{name}: error: {reason}"));
-                outcome.failed.push((name, reason));
+                failed += 1;
+                writeln!(io.stderr, "{name}: error: {reason}")?;
             }
         }
     }
-    Ok(outcome)
+    writeln!(
+        io.stderr,
+        "{written} reescritas, {unchanged} sin cambios, {failed} con error"
+    )?;
+    Ok(failed)
 }
 
-/// The routes to work on: `names` (with or without `.json`), else every file in `dir`. An
-/// unknown name is listed with its reason but does not stop the others.
-fn targets(dir: &Path, names: &[String]) -> Result<Vec<(String, PathBuf)>, String> {
-    if names.is_empty() {
-        let paths = route::route_paths(dir).map_err(|e| e.to_string())?;
-        return Ok(paths
-            .into_iter()
-            .map(|p| {
-                let stem = p
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (stem, p)
-            })
-            .collect());
-    }
-    Ok(names
-        .iter()
-        .map(|n| {
-            let stem = n.strip_suffix(".json").unwrap_or(n).to_owned();
-            let path = dir.join(format!("{stem}.json"));
-            (stem, path)
-        })
-        .collect())
-}
-
-enum Change {
-    Written(String),
-    Unchanged,
-}
-
-fn regenerate_one(client: &Client, path: &Path) -> Result<Change, String> {
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    route::check_name(&name)?;
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let known = route::route_paths(path.parent().unwrap_or(Path::new(".")))
-                .map(|paths| {
-                    paths
-                        .iter()
-                        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            return Err(format!(
-                "no existe {}; rutas disponibles: {known}",
-                path.display()
-            ));
-        }
-        Err(e) => return Err(format!("{}: no se pudo leer: {e}", path.display())),
-    };
-    let old = RouteFile::parse(&text, path).map_err(|e| e.to_string())?;
-    route::check_stem(path, &old.nombre).map_err(|e| e.to_string())?;
+/// Rewrites one route file with new geometry for its stops; `None` when nothing changed,
+/// else what did.
+fn regenerate_one(client: &Client, path: &Path) -> Result<Option<String>, String> {
+    route::check_name(&route_files::stem(path))?;
+    let (text, old) = route_files::read(path)?;
     let old_vertices = Route::from_file(old.clone(), path)
         .map(|r| r.points.len().to_string())
         .unwrap_or_else(|_| "?".into());
     let (new, attempts) = fetch(client, &old.nombre, &old.paradas, path)?;
     let new_text = new.to_json();
     if new_text == text {
-        return Ok(Change::Unchanged);
+        return Ok(None);
     }
-    write(path, &new_text)?;
+    route_files::save(path, &new_text)?;
     let vertices = Route::from_file(new.clone(), path)
         .map(|r| r.points.len())
         .unwrap_or(0);
-    Ok(Change::Written(format!(
+    Ok(Some(format!(
         "{:.1} → {:.1} km, {} → {} min, {old_vertices} → {vertices} vértices ({} → {}{})",
         old.distancia_m as f64 / 1000.0,
         new.distancia_m as f64 / 1000.0,
@@ -211,8 +168,45 @@ fn regenerate_one(client: &Client, path: &Path) -> Result<Change, String> {
     )))
 }
 
-fn minutes(seconds: u64) -> u64 {
-    (seconds + 30) / 60
+/// `flota rutas nueva`: a route file from stops, routed by the provider.
+fn create(args: NewRouteArgs, io: &mut Io, env: &Directions) -> anyhow::Result<usize> {
+    let connection = Connection::new(&args.proveedor, env)?;
+    let (path, summary) = create_file(&args, &connection).map_err(anyhow::Error::msg)?;
+    writeln!(io.stderr, "{summary} → {}", path.display())?;
+    Ok(0)
+}
+
+fn create_file(args: &NewRouteArgs, connection: &Connection) -> Result<(PathBuf, String), String> {
+    let (name, stops) = (&args.nombre, &args.paradas);
+    route::check_name(name)?;
+    if stops.len() < 2 {
+        return Err(
+            "una ruta necesita al menos dos paradas (--parada nombre:lat,lon, la primera es \
+             la salida y la última la llegada)"
+                .into(),
+        );
+    }
+    let path = args.dir.join(format!("{name}.json"));
+    if path.exists() && !args.sobrescribir {
+        return Err(format!(
+            "{} ya existe; use 'flota rutas regenerar {name}' o --sobrescribir",
+            path.display()
+        ));
+    }
+    let client = connection.client()?;
+    let (file, attempts) = fetch(&client, name, stops, &path)?;
+    route_files::save(&path, &file.to_json())?;
+    let route = Route::from_file(file.clone(), &path).map_err(|e| e.to_string())?;
+    let summary = format!(
+        "{name}: {} paradas, {:.1} km, {} min, {} vértices ({}{})",
+        file.paradas.len(),
+        file.distancia_m as f64 / 1000.0,
+        minutes(file.duracion_s),
+        route.points.len(),
+        file.fuente,
+        retried(attempts)
+    );
+    Ok((path, summary))
 }
 
 /// Asks for the road through `stops` and builds the route file, checked as `flota simular`
@@ -246,6 +240,10 @@ fn fetch(
     Ok((file, directions.attempts))
 }
 
+fn minutes(seconds: u64) -> u64 {
+    (seconds + 30) / 60
+}
+
 /// ", tras 3 intentos" when retries were needed.
 fn retried(attempts: u32) -> String {
     if attempts > 1 {
@@ -255,137 +253,64 @@ fn retried(attempts: u32) -> String {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("{}: no se pudo escribir: {e}", path.display());
-    let staged = Staged::new(path).map_err(fail)?;
-    let mut file = std::fs::File::create(staged.temp()).map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    drop(file);
-    staged.commit().map_err(fail)
-}
-
-/// `flota rutas nueva`: a route file from stops, routed by the provider.
-pub fn create(
-    dir: &Path,
-    name: &str,
-    stops: &[StopFile],
-    overwrite: bool,
-    connection: &Connection,
-) -> Result<(PathBuf, String), String> {
-    route::check_name(name)?;
-    if stops.len() < 2 {
-        return Err(
-            "una ruta necesita al menos dos paradas (--parada nombre:lat,lon, la primera es \
-             la salida y la última la llegada)"
-                .into(),
-        );
-    }
-    let path = dir.join(format!("{name}.json"));
-    if path.exists() && !overwrite {
-        return Err(format!(
-            "{} ya existe; use 'flota rutas regenerar {name}' o --sobrescribir",
-            path.display()
-        ));
-    }
-    let client = connection.client()?;
-    let (file, attempts) = fetch(&client, name, stops, &path)?;
-    write(&path, &file.to_json())?;
-    let route = Route::from_file(file.clone(), &path).map_err(|e| e.to_string())?;
-    Ok((
-        path,
-        format!(
-            "{name}: {} paradas, {:.1} km, {} min, {} vértices ({}{})",
-            file.paradas.len(),
-            file.distancia_m as f64 / 1000.0,
-            minutes(file.duracion_s),
-            route.points.len(),
-            file.fuente,
-            retried(attempts)
-        ),
-    ))
-}
-
-/// Parses `--parada nombre:lat,lon`.
-pub fn parse_stop(text: &str) -> Result<StopFile, String> {
-    let usage = "use nombre:lat,lon, p. ej. cedis_z12:14.585,-90.545";
-    let (name, coords) = text
-        .rsplit_once(':')
-        .ok_or_else(|| format!("parada '{text}' sin ':'; {usage}"))?;
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(format!("parada '{text}' sin nombre; {usage}"));
-    }
-    let (lat, lon) = coords
-        .split_once(',')
-        .ok_or_else(|| format!("parada '{text}': faltan lat,lon; {usage}"))?;
-    let number = |v: &str, what: &str, limit: f64| {
-        v.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && x.abs() <= limit)
-            .ok_or_else(|| format!("parada '{text}': {what} '{}' no es válida", v.trim()))
-    };
-    Ok(StopFile {
-        nombre: name.to_owned(),
-        lat: number(lat, "la latitud", 90.0)?,
-        lon: number(lon, "la longitud", 180.0)?,
-    })
-}
-
-/// One stored route, loaded or not.
-struct Stored {
-    name: String,
-    path: PathBuf,
-    route: Result<(RouteFile, Route), String>,
-}
-
-fn load(dir: &Path, name: Option<&str>) -> Result<Vec<Stored>, String> {
-    let names: Vec<String> = name.map(|n| vec![n.to_owned()]).unwrap_or_default();
-    Ok(targets(dir, &names)?
-        .into_iter()
-        .map(|(name, path)| {
-            let route = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: no se pudo leer: {e}", path.display()))
-                .and_then(|text| RouteFile::parse(&text, &path).map_err(|e| e.to_string()))
-                .and_then(|file| {
-                    route::check_stem(&path, &file.nombre).map_err(|e| e.to_string())?;
-                    let route = Route::from_file(file.clone(), &path).map_err(|e| e.to_string())?;
-                    Ok((file, route))
-                });
-            Stored { name, path, route }
-        })
-        .collect())
-}
-
-fn bounds(points: &[LatLon]) -> (LatLon, LatLon) {
-    let mut sw = LatLon::new(90.0, 180.0);
-    let mut ne = LatLon::new(-90.0, -180.0);
-    for p in points {
-        sw = LatLon::new(sw.lat.min(p.lat), sw.lon.min(p.lon));
-        ne = LatLon::new(ne.lat.max(p.lat), ne.lon.max(p.lon));
-    }
-    (sw, ne)
-}
-
-/// `flota rutas ver`: a table of every route, or one route in detail. Returns the text and
-/// how many files could not be read.
-pub fn show(dir: &Path, name: Option<&str>) -> Result<(String, usize), String> {
-    let stored = load(dir, name)?;
-    let mut out = String::new();
-    let mut broken = 0;
-    if name.is_some() {
-        for s in &stored {
-            match &s.route {
-                Ok((file, route)) => out.push_str(&detail(file, route, &s.path)),
-                Err(reason) => {
-                    broken += 1;
-                    out.push_str(&format!("{}: error: {reason}\n", s.name));
-                }
+/// `flota rutas ver`: a table of every route, one route in detail, or GeoJSON (to a file or
+/// stdout). Returns how many files could not be read.
+fn show(args: ShowRoutesArgs, io: &mut Io) -> anyhow::Result<usize> {
+    let stored =
+        route_files::load(&args.dir, args.nombre.as_deref()).map_err(anyhow::Error::msg)?;
+    let broken = stored.iter().filter(|s| s.route.is_err()).count();
+    match &args.geojson {
+        Some(target) => {
+            let text = routes_geojson(&stored);
+            if target.as_os_str() == "-" {
+                io.stdout.write_all(text.as_bytes())?;
+                io.stdout.flush()?;
+            } else {
+                route_files::save(target, &text).map_err(anyhow::Error::msg)?;
+                writeln!(io.stderr, "GeoJSON → {}", target.display())?;
             }
         }
-        return Ok((out, broken));
+        None if args.nombre.is_some() => write!(io.stdout, "{}", details(&stored))?,
+        None => write!(io.stdout, "{}", table(&stored))?,
     }
-    out.push_str(&format!(
+    Ok(broken)
+}
+
+/// What the summaries say of a readable route.
+struct Facts {
+    km: f64,
+    service_km: f64,
+    min: u64,
+    kmh: f64,
+    vertices: usize,
+    /// South-west and north-east corners of the line's bounding box.
+    sw: LatLon,
+    ne: LatLon,
+}
+
+impl Facts {
+    fn of(file: &RouteFile, route: &Route) -> Facts {
+        let mut sw = LatLon::new(90.0, 180.0);
+        let mut ne = LatLon::new(-90.0, -180.0);
+        for p in &route.points {
+            sw = LatLon::new(sw.lat.min(p.lat), sw.lon.min(p.lon));
+            ne = LatLon::new(ne.lat.max(p.lat), ne.lon.max(p.lon));
+        }
+        Facts {
+            km: route.length_m() / 1000.0,
+            service_km: file.distancia_m as f64 / 1000.0,
+            min: minutes(file.duracion_s),
+            kmh: route.base_speed_kmh(),
+            vertices: route.points.len(),
+            sw,
+            ne,
+        }
+    }
+}
+
+/// One line per route, then the total.
+fn table(stored: &[Stored]) -> String {
+    let mut out = format!(
         "{:<28} {:<18} {:>7} {:>8} {:>6} {:>6} {:>8}  {}\n",
         "ruta",
         "fuente",
@@ -395,60 +320,74 @@ pub fn show(dir: &Path, name: Option<&str>) -> Result<(String, usize), String> {
         "km/h",
         "vértices",
         "caja (sur,oeste – norte,este)"
-    ));
-    let mut total_km = 0.0;
-    for s in &stored {
+    );
+    let (mut total_km, mut broken) = (0.0, 0);
+    for s in stored {
+        let name = &s.name;
         match &s.route {
             Ok((file, route)) => {
-                let (sw, ne) = bounds(&route.points);
-                total_km += route.length_m() / 1000.0;
+                let Facts {
+                    km,
+                    min,
+                    kmh,
+                    vertices,
+                    sw,
+                    ne,
+                    ..
+                } = Facts::of(file, route);
+                let (fuente, stops) = (&file.fuente, file.paradas.len());
+                total_km += km;
                 out.push_str(&format!(
-                    "{:<28} {:<18} {:>7} {:>8.1} {:>6} {:>6.1} {:>8}  {:.4},{:.4} – {:.4},{:.4}\n",
-                    s.name,
-                    file.fuente,
-                    file.paradas.len(),
-                    route.length_m() / 1000.0,
-                    minutes(file.duracion_s),
-                    route.base_speed_kmh(),
-                    route.points.len(),
-                    sw.lat,
-                    sw.lon,
-                    ne.lat,
-                    ne.lon
+                    "{name:<28} {fuente:<18} {stops:>7} {km:>8.1} {min:>6} {kmh:>6.1} {vertices:>8}  {:.4},{:.4} – {:.4},{:.4}\n",
+                    sw.lat, sw.lon, ne.lat, ne.lon
                 ));
             }
             Err(reason) => {
                 broken += 1;
-                out.push_str(&format!("{:<28} error: {reason}\n", s.name));
+                out.push_str(&format!("{name:<28} error: {reason}\n"));
             }
         }
     }
+    let errors = if broken > 0 {
+        format!("; {broken} con errores")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "{} rutas, {:.1} km en total{}\n",
-        stored.len() - broken,
-        total_km,
-        if broken > 0 {
-            format!("; {broken} con errores")
-        } else {
-            String::new()
-        }
+        "{} rutas, {total_km:.1} km en total{errors}\n",
+        stored.len() - broken
     ));
-    Ok((out, broken))
+    out
+}
+
+/// The named route in detail, or why it could not be read.
+fn details(stored: &[Stored]) -> String {
+    let mut out = String::new();
+    for s in stored {
+        match &s.route {
+            Ok((file, route)) => out.push_str(&detail(file, route, &s.path)),
+            Err(reason) => out.push_str(&format!("{}: error: {reason}\n", s.name)),
+        }
+    }
+    out
 }
 
 fn detail(file: &RouteFile, route: &Route, path: &Path) -> String {
-    let (sw, ne) = bounds(&route.points);
+    let Facts {
+        km,
+        service_km,
+        min,
+        kmh,
+        vertices,
+        sw,
+        ne,
+    } = Facts::of(file, route);
     let mut out = format!(
-        "{} ({})\n  fuente: {}\n  longitud de la polilínea: {:.2} km; distancia del servicio: {:.2} km; \
-         duración: {} min ({:.1} km/h)\n  vértices: {}\n  caja: sur {:.5}, oeste {:.5}, norte {:.5}, este {:.5}\n  paradas:\n",
+        "{} ({})\n  fuente: {}\n  longitud de la polilínea: {km:.2} km; distancia del servicio: {service_km:.2} km; \
+         duración: {min} min ({kmh:.1} km/h)\n  vértices: {vertices}\n  caja: sur {:.5}, oeste {:.5}, norte {:.5}, este {:.5}\n  paradas:\n",
         file.nombre,
         path.display(),
         file.fuente,
-        route.length_m() / 1000.0,
-        file.distancia_m as f64 / 1000.0,
-        minutes(file.duracion_s),
-        route.base_speed_kmh(),
-        route.points.len(),
         sw.lat,
         sw.lon,
         ne.lat,
@@ -466,86 +405,4 @@ fn detail(file: &RouteFile, route: &Route, path: &Path) -> String {
         ));
     }
     out
-}
-
-/// `flota rutas ver --geojson`: every readable route as a LineString plus its stops as
-/// Points, in one FeatureCollection.
-pub fn geojson(dir: &Path, name: Option<&str>) -> Result<(String, usize), String> {
-    let stored = load(dir, name)?;
-    let mut features = Vec::new();
-    let mut broken = 0;
-    for s in &stored {
-        let Ok((file, route)) = &s.route else {
-            broken += 1;
-            continue;
-        };
-        let line: Vec<[f64; 2]> = route.points.iter().map(|p| [p.lon, p.lat]).collect();
-        features.push(json!({
-            "type": "Feature",
-            "geometry": {"type": "LineString", "coordinates": line},
-            "properties": {
-                "tipo": "ruta",
-                "nombre": file.nombre,
-                "fuente": file.fuente,
-                "distancia_m": file.distancia_m,
-                "duracion_s": file.duracion_s,
-                "paradas": file.paradas.len(),
-            }
-        }));
-        for (i, stop) in route.stops.iter().enumerate() {
-            features.push(json!({
-                "type": "Feature",
-                "geometry": {"type": "Point", "coordinates": [stop.position.lon, stop.position.lat]},
-                "properties": {
-                    "tipo": "parada",
-                    "ruta": file.nombre,
-                    "nombre": stop.name,
-                    "orden": i + 1,
-                    "km_en_ruta": (stop.along_m / 10.0).round() / 100.0,
-                }
-            }));
-        }
-    }
-    let collection = json!({"type": "FeatureCollection", "features": features});
-    // A `Value` built above always serialises.
-    let text = serde_json::to_string_pretty(&collection).unwrap_or_default();
-    Ok((text + "\n", broken))
-}
-
-/// Writes exported text to `path` atomically.
-pub fn save(path: &Path, text: &str) -> Result<(), String> {
-    write(path, text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stops_parse_from_the_command_line() {
-        let check = |text: &str, want: Result<(&str, f64, f64), &str>| {
-            let got = parse_stop(text);
-            match (got, want) {
-                (Ok(stop), Ok((name, lat, lon))) => {
-                    assert_eq!((stop.nombre.as_str(), stop.lat, stop.lon), (name, lat, lon));
-                }
-                (Err(e), Err(needle)) => assert!(e.contains(needle), "{text}: {e}"),
-                (got, want) => panic!("{text}: {got:?} vs {want:?}"),
-            }
-        };
-        check(
-            "cedis_z12:14.585,-90.545",
-            Ok(("cedis_z12", 14.585, -90.545)),
-        );
-        check(" z4 : 14.621 , -90.516 ", Ok(("z4", 14.621, -90.516)));
-        check(
-            "Bodega: Mixco:14.6,-90.6",
-            Ok(("Bodega: Mixco", 14.6, -90.6)),
-        );
-        check("cedis", Err("sin ':'"));
-        check(":14.5,-90.5", Err("sin nombre"));
-        check("a:14.5", Err("faltan lat,lon"));
-        check("a:95,-90.5", Err("la latitud '95'"));
-        check("a:14.5,x", Err("la longitud 'x'"));
-    }
 }

@@ -7,9 +7,9 @@
 //! overwrite the database or another database ([`PathConflict`], a usage error).
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
@@ -17,9 +17,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::{Io, Settings};
+use crate::cli::SimulateArgs;
 use crate::engine::{self, Analysis, DetectionConfig};
+use crate::evaluation::truth;
+use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
-use crate::scenario::{self, Ahora, Source};
+use crate::scenario::{self, Ahora, Source, World};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
 use crate::store::encoding::fixes_of;
 use crate::store::{Covered, Key, SCHEMA_VERSION, Writer};
@@ -96,7 +100,7 @@ pub fn check_paths(db: &Path, truth: &Path) -> Result<(), PathConflict> {
         return Err(PathConflict::Same {
             truth: truth.display().to_string(),
             db: db.display().to_string(),
-            default: default_truth_path(db).display().to_string(),
+            default: truth::default_path(db).display().to_string(),
         });
     }
     if is_sqlite(truth) {
@@ -148,15 +152,6 @@ fn is_sqlite(path: &Path) -> bool {
         .is_ok_and(|()| &header == b"SQLite format 3\0")
 }
 
-/// The truth file that goes with a database: `flota.db` → `flota.verdad.jsonl`.
-pub fn default_truth_path(db: &std::path::Path) -> PathBuf {
-    let stem = db
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "flota".into());
-    db.with_file_name(format!("{stem}.verdad.jsonl"))
-}
-
 #[derive(Default)]
 struct UnitOutput {
     reports: Vec<Report>,
@@ -176,9 +171,71 @@ impl Sink for UnitOutput {
     }
 }
 
-pub fn run(options: &Options) -> anyhow::Result<Summary> {
+/// `flota simular`: the summary line on stderr.
+pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
+    let options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    let summary = simulate(&options)?;
+    writeln!(io.stderr, "{}", summary.line())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+impl Options {
+    /// The command line's options. Without `--ahora` the period ends at `clock`'s now: the
+    /// wall clock is read here, never in the simulator.
+    pub fn from_args(args: SimulateArgs, progress: bool, clock: &Clock) -> Options {
+        let ahora = match args.ahora {
+            Some(local) => Ahora::Local(local),
+            None => Ahora::NowUtc(clock.now_utc()),
+        };
+        Options {
+            scenario: args.escenario.map_or(Source::Embedded, Source::File),
+            ahora,
+            truth: args
+                .verdad
+                .unwrap_or_else(|| truth::default_path(&args.salida)),
+            db: args.salida,
+            seed: args.semilla,
+            progress,
+        }
+    }
+}
+
+/// Simulates, analyses and writes both files; the previous ones stay until both new ones are
+/// complete.
+pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
     let started = Instant::now();
     check_paths(&options.db, &options.truth)?;
+    let (simulation, config) = load(options)?;
+    let world = &simulation.world;
+    let mut outputs = Outputs::open(options, world)?;
+    let bar = progress_bar(
+        options.progress,
+        (world.units.len() * world.days.len()) as u64,
+    );
+    let (fixes, write_time) = write_units(&simulation, &config, &mut outputs, &bar)?;
+    bar.finish_and_clear();
+    crate::log_debug!(
+        "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
+        started.elapsed()
+    );
+    let positions = outputs.db.rows;
+    let truth_events = outputs.truth_events;
+    let (db_bytes, truth_bytes) = outputs.close(options, world, &config, fixes, started)?;
+    Ok(Summary {
+        units: world.units.len(),
+        days: world.days.len(),
+        positions,
+        truth_events,
+        db_bytes,
+        truth_bytes,
+        elapsed: started.elapsed(),
+        db: options.db.clone(),
+        truth: options.truth.clone(),
+    })
+}
+
+/// The checked scenario (with `--semilla`) ready to run, and the detection thresholds it sets.
+fn load(options: &Options) -> anyhow::Result<(Simulation, DetectionConfig)> {
     let mut world = scenario::load(&options.scenario, options.ahora)?;
     if let Some(seed) = options.seed {
         world.seed = seed;
@@ -188,125 +245,124 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
             .map_err(|e| anyhow::anyhow!("{}: {e}", options.scenario.display_path().display()))?,
         None => DetectionConfig::default(),
     };
-    let simulation = Simulation::new(world);
-    let world = &simulation.world;
-    let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
-    let units = world.units.len();
-    let days = world.days.len();
+    Ok((Simulation::new(world), config))
+}
 
-    // Both places are proved writable before any work: the errors name the user's paths.
-    let db_file = Staged::prepare(&options.db)?;
-    let truth_file = Staged::prepare(&options.truth)?;
-    let mut db = Writer::create(db_file.temp())?;
-    db.write_fleet(world)?;
-    let truth_out = std::fs::File::create(truth_file.temp())
-        .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
-    let mut truth = BufWriter::new(truth_out);
-    serde_json::to_writer(
-        &mut truth,
-        &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
-    )?;
-    truth.write_all(b"\n")?;
+fn progress_bar(shown: bool, unit_days: u64) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(unit_days), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} unidades-día {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
 
-    let bar = if options.progress {
-        let bar = ProgressBar::with_draw_target(
-            Some((units * days) as u64),
-            ProgressDrawTarget::stderr(),
-        );
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} unidades-día {elapsed_precise}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+/// The two files being written, under their temporary names.
+struct Outputs {
+    db_file: Staged,
+    truth_file: Staged,
+    db: Writer,
+    truth: BufWriter<std::fs::File>,
+    truth_events: u64,
+}
 
-    // This thread writes; the other cores simulate. The writer is the slower stage, so it
-    // should not share its core.
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let workers = cores.saturating_sub(1).clamp(1, units.max(1));
-    let next = AtomicUsize::new(0);
-    let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
-    let mut truth_events = 0u64;
-    let mut fixes = 0u64;
-    let mut write_time = Duration::ZERO;
-    let written: anyhow::Result<()> = std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let sender = sender.clone();
-            let next = &next;
-            let simulation = &simulation;
-            let config = &config;
-            scope.spawn(move || {
-                loop {
-                    let unit = next.fetch_add(1, Ordering::Relaxed);
-                    if unit >= units {
-                        return;
-                    }
-                    let mut output = UnitOutput::default();
-                    simulation.run_unit(unit, &mut output);
-                    // The engine sees the reports exactly as the table will hold them.
-                    let ctx = engine::Context {
-                        config,
-                        fences: &simulation.world.fences,
-                        limit_kmh: simulation.world.units[unit].limit_kmh,
-                        zone: simulation.world.zone,
-                    };
-                    let fixes = fixes_of(&output.reports);
-                    let now = simulation.world.ahora_utc;
-                    output.fixes = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
-                    output.analysis = engine::analyze(&ctx, fixes, now);
-                    if sender.send((unit, output)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(sender);
-        // Write in unit order whatever order units finish in: the files are deterministic.
-        let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
-        let mut expected = 0usize;
-        for (unit, output) in receiver {
-            waiting.insert(unit, output);
-            while let Some(output) = waiting.remove(&expected) {
-                let t = Instant::now();
-                db.write_positions(expected as i64 + 1, &output.reports)?;
-                db.write_analysis(
-                    expected as i64 + 1,
-                    &output.analysis,
-                    &fence_ids,
-                    &config,
-                    world.ahora_utc,
-                )?;
-                write_time += t.elapsed();
-                fixes += output.fixes;
-                for event in &output.truth {
-                    serde_json::to_writer(&mut truth, event)?;
-                    truth.write_all(b"\n")?;
-                    truth_events += 1;
-                }
-                bar.inc(days as u64);
-                expected += 1;
-            }
+impl Outputs {
+    /// Proves both places writable before any work (the errors name the user's paths), then
+    /// writes the fleet and the truth header.
+    fn open(options: &Options, world: &World) -> anyhow::Result<Outputs> {
+        let db_file = Staged::prepare(&options.db)?;
+        let truth_file = Staged::prepare(&options.truth)?;
+        let mut db = Writer::create(db_file.temp())?;
+        db.write_fleet(world)?;
+        let truth_out = std::fs::File::create(truth_file.temp())
+            .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
+        let mut truth = BufWriter::new(truth_out);
+        serde_json::to_writer(
+            &mut truth,
+            &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
+        )?;
+        truth.write_all(b"\n")?;
+        Ok(Outputs {
+            db_file,
+            truth_file,
+            db,
+            truth,
+            truth_events: 0,
+        })
+    }
+
+    /// One unit's reports, detections and truth, in unit order.
+    fn write_unit(
+        &mut self,
+        unit: usize,
+        output: &UnitOutput,
+        config: &DetectionConfig,
+        world: &World,
+    ) -> anyhow::Result<()> {
+        let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
+        self.db.write_positions(unit as i64 + 1, &output.reports)?;
+        self.db.write_analysis(
+            unit as i64 + 1,
+            &output.analysis,
+            &fence_ids,
+            config,
+            world.ahora_utc,
+        )?;
+        for event in &output.truth {
+            serde_json::to_writer(&mut self.truth, event)?;
+            self.truth.write_all(b"\n")?;
+            self.truth_events += 1;
         }
         Ok(())
-    });
-    written?;
-    bar.finish_and_clear();
-    crate::log_debug!(
-        "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
-        started.elapsed()
-    );
+    }
 
-    let positions = db.rows;
-    db.seal_analysis(&Covered {
-        config: &config,
-        until_utc: world.ahora_utc,
-        fixes,
-    })?;
+    /// Seals the analysis, writes `meta`, closes both files and puts them in place (truth
+    /// first; the database, which the server reads, last). Returns their sizes.
+    fn close(
+        mut self,
+        options: &Options,
+        world: &World,
+        config: &DetectionConfig,
+        fixes: u64,
+        started: Instant,
+    ) -> anyhow::Result<(u64, u64)> {
+        let positions = self.db.rows;
+        self.db.seal_analysis(&Covered {
+            config,
+            until_utc: world.ahora_utc,
+            fixes,
+        })?;
+        self.db.write_meta(&meta(world, positions))?;
+        self.db.finish()?;
+        self.truth.flush()?;
+        drop(self.truth);
+        crate::log_debug!("base cerrada: {:?}", started.elapsed());
+
+        let size = |staged: &Staged| {
+            std::fs::metadata(staged.temp())
+                .map(|m| m.len())
+                .unwrap_or(0)
+        };
+        let (truth_bytes, db_bytes) = (size(&self.truth_file), size(&self.db_file));
+        self.truth_file
+            .commit()
+            .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
+        self.db_file
+            .commit()
+            .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
+        Ok((db_bytes, truth_bytes))
+    }
+}
+
+/// What `meta` says about a simulated data set.
+fn meta(world: &World, positions: u64) -> Vec<(Key, String)> {
     let first_day = world.days.first().map(ToString::to_string);
     let last_day = world.days.last().map(ToString::to_string);
-    let meta: Vec<(Key, String)> = vec![
+    vec![
         (Key::SchemaVersion, SCHEMA_VERSION.to_string()),
         (Key::FlotaVersion, env!("CARGO_PKG_VERSION").to_owned()),
         (Key::Scenario, world.name.clone()),
@@ -324,54 +380,78 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
         (Key::IntervalS, world.interval_s.to_string()),
         (Key::FleetLimitKmh, world.fleet_limit_kmh.to_string()),
         (Key::Positions, positions.to_string()),
-    ];
-    db.write_meta(&meta)?;
-    db.finish()?;
-    truth.flush()?;
-    drop(truth);
-    crate::log_debug!("base cerrada: {:?}", started.elapsed());
+    ]
+}
 
-    // Both files are complete: put them in place (truth first; the database, which the
-    // server reads, last).
-    let truth_bytes = std::fs::metadata(truth_file.temp())
-        .map(|m| m.len())
-        .unwrap_or(0);
-    let db_bytes = std::fs::metadata(db_file.temp())
-        .map(|m| m.len())
-        .unwrap_or(0);
-    truth_file
-        .commit()
-        .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
-    db_file
-        .commit()
-        .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
-    crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
-    Ok(Summary {
-        units,
-        days,
-        positions,
-        truth_events,
-        db_bytes,
-        truth_bytes,
-        elapsed: started.elapsed(),
-        db: options.db.clone(),
-        truth: options.truth.clone(),
+/// Simulates units on worker threads and writes them on this one, in unit order whatever
+/// order they finish in: the files are deterministic. Returns the fixes the engine read and
+/// the time spent writing.
+fn write_units(
+    simulation: &Simulation,
+    config: &DetectionConfig,
+    outputs: &mut Outputs,
+    bar: &ProgressBar,
+) -> anyhow::Result<(u64, Duration)> {
+    let world = &simulation.world;
+    let units = world.units.len();
+    // This thread writes; the other cores simulate. The writer is the slower stage, so it
+    // should not share its core.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = cores.saturating_sub(1).clamp(1, units.max(1));
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
+    let mut fixes = 0u64;
+    let mut write_time = Duration::ZERO;
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let unit = next.fetch_add(1, Ordering::Relaxed);
+                    if unit >= units
+                        || sender
+                            .send((unit, simulate_unit(simulation, config, unit)))
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
+        let mut expected = 0usize;
+        for (unit, output) in receiver {
+            waiting.insert(unit, output);
+            while let Some(output) = waiting.remove(&expected) {
+                let t = Instant::now();
+                outputs.write_unit(expected, &output, config, world)?;
+                write_time += t.elapsed();
+                fixes += output.fixes;
+                bar.inc(world.days.len() as u64);
+                expected += 1;
+            }
+        }
+        Ok((fixes, write_time))
     })
 }
 
-/// Parses `--ahora` (local time): `AAAA-MM-DDTHH:MM[:SS]` or with a space.
-pub fn parse_ahora(text: &str) -> Result<chrono::NaiveDateTime, String> {
-    for format in [
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%d %H:%M:%S",
-    ] {
-        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text.trim(), format) {
-            return Ok(t);
-        }
-    }
-    Err(format!(
-        "'{text}' no es una fecha y hora local AAAA-MM-DDTHH:MM (p. ej. 2026-08-19T15:30)"
-    ))
+/// One unit simulated, and what the detection engine makes of its reports exactly as the
+/// table will hold them.
+fn simulate_unit(simulation: &Simulation, config: &DetectionConfig, unit: usize) -> UnitOutput {
+    let world = &simulation.world;
+    let mut output = UnitOutput::default();
+    simulation.run_unit(unit, &mut output);
+    let ctx = engine::Context {
+        config,
+        fences: &world.fences,
+        limit_kmh: world.units[unit].limit_kmh,
+        zone: world.zone,
+    };
+    let fixes = fixes_of(&output.reports);
+    let now = world.ahora_utc;
+    output.fixes = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
+    output.analysis = engine::analyze(&ctx, fixes, now);
+    output
 }

@@ -3,7 +3,7 @@
 //!
 //! Owns the HTTP conversation — request building, bounded retries with backoff, response
 //! parsing into a [`Directions`], and one Spanish sentence per failure. It knows nothing of
-//! files: `route_command` decides what to write. The API key travels only in the request:
+//! files: `flota rutas` decides what to write. The API key travels only in the request:
 //! requests go through `net`, whose errors never carry the URL and whose bodies come back
 //! with the key scrubbed, and a provider's URL is shown only as `net::public_url`.
 

@@ -89,6 +89,9 @@ fn area_hint(fence: &Geofence) -> f64 {
     (ne.lat - sw.lat) * (ne.lon - sw.lon)
 }
 
+/// Google's Geocoding API, unless `FLOTA_GOOGLE_GEOCODE_URL` points elsewhere (a proxy).
+pub const GOOGLE_GEOCODE_URL: &str = "https://maps.googleapis.com/maps/api/geocode/json";
+
 /// Which online service answers addresses.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Service {
@@ -119,18 +122,6 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// From the environment: `GOOGLE_MAPS_API_KEY` (with `FLOTA_GOOGLE_GEOCODE_URL` to point
-    /// elsewhere, e.g. a proxy) first, then `FLOTA_GEOCODER_URL`.
-    pub fn from_env() -> Option<Service> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        if let Some(key) = var("GOOGLE_MAPS_API_KEY") {
-            let url = var("FLOTA_GOOGLE_GEOCODE_URL")
-                .unwrap_or_else(|| "https://maps.googleapis.com/maps/api/geocode/json".into());
-            return Some(Service::Google { key, url });
-        }
-        var("FLOTA_GEOCODER_URL").map(|url| Service::Nominatim { url })
-    }
-
     pub fn name(&self) -> &'static str {
         match self {
             Service::Google { .. } => "Google",

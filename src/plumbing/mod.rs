@@ -1,5 +1,6 @@
-//! Plumbing every layer may use: diagnostics, outbound HTTP, atomic file writes.
+//! Plumbing every layer may use: the clock, diagnostics, outbound HTTP, atomic file writes.
 
+pub mod clock;
 pub mod log;
 pub mod net;
 pub mod output;

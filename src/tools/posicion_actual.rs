@@ -84,7 +84,7 @@ impl TypedTool for PosicionActual {
     fn annotations(&self) -> crate::mcp::Annotations {
         crate::mcp::Annotations {
             // Addresses may come from an online geocoder when one is configured.
-            open_world: crate::fleet::places::Service::from_env().is_some(),
+            open_world: self.fleet.geocoder.service().is_some(),
             ..crate::mcp::Annotations::READ_ONLY
         }
     }

@@ -369,7 +369,7 @@ fn truth_visits_agree_with_the_noise_free_path() {
     assert!(ok, "{stderr}");
     let world = flota::scenario::load(
         &flota::scenario::Source::File(file),
-        flota::scenario::Ahora::Local(flota::commands::simulate::parse_ahora(AHORA).unwrap()),
+        flota::scenario::Ahora::Local(flota::cli::parse_ahora(AHORA).unwrap()),
     )
     .unwrap();
     let db = Connection::open(db_path).unwrap();
