@@ -1,5 +1,7 @@
 //! Repository hygiene that the compiler cannot check.
 
+mod layout;
+
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
