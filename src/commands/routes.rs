@@ -279,7 +279,6 @@ fn show(args: ShowRoutesArgs, io: &mut Io) -> anyhow::Result<usize> {
 /// What the summaries say of a readable route.
 struct Facts {
     km: f64,
-    service_km: f64,
     min: u64,
     kmh: f64,
     vertices: usize,
@@ -298,7 +297,6 @@ impl Facts {
         }
         Facts {
             km: route.length_m() / 1000.0,
-            service_km: file.distancia_m as f64 / 1000.0,
             min: minutes(file.duracion_s),
             kmh: route.base_speed_kmh(),
             vertices: route.points.len(),
@@ -323,28 +321,15 @@ fn table(stored: &[Stored]) -> String {
     );
     let (mut total_km, mut broken) = (0.0, 0);
     for s in stored {
-        let name = &s.name;
         match &s.route {
             Ok((file, route)) => {
-                let Facts {
-                    km,
-                    min,
-                    kmh,
-                    vertices,
-                    sw,
-                    ne,
-                    ..
-                } = Facts::of(file, route);
-                let (fuente, stops) = (&file.fuente, file.paradas.len());
-                total_km += km;
-                out.push_str(&format!(
-                    "{name:<28} {fuente:<18} {stops:>7} {km:>8.1} {min:>6} {kmh:>6.1} {vertices:>8}  {:.4},{:.4} – {:.4},{:.4}\n",
-                    sw.lat, sw.lon, ne.lat, ne.lon
-                ));
+                let f = Facts::of(file, route);
+                total_km += f.km;
+                out.push_str(&row(&s.name, file, &f));
             }
             Err(reason) => {
                 broken += 1;
-                out.push_str(&format!("{name:<28} error: {reason}\n"));
+                out.push_str(&format!("{:<28} error: {reason}\n", s.name));
             }
         }
     }
@@ -360,6 +345,15 @@ fn table(stored: &[Stored]) -> String {
     out
 }
 
+fn row(name: &str, file: &RouteFile, f: &Facts) -> String {
+    let (fuente, stops) = (&file.fuente, file.paradas.len());
+    let (sw, ne) = (f.sw, f.ne);
+    format!(
+        "{name:<28} {fuente:<18} {stops:>7} {:>8.1} {:>6} {:>6.1} {:>8}  {:.4},{:.4} – {:.4},{:.4}\n",
+        f.km, f.min, f.kmh, f.vertices, sw.lat, sw.lon, ne.lat, ne.lon
+    )
+}
+
 /// The named route in detail, or why it could not be read.
 fn details(stored: &[Stored]) -> String {
     let mut out = String::new();
@@ -373,21 +367,19 @@ fn details(stored: &[Stored]) -> String {
 }
 
 fn detail(file: &RouteFile, route: &Route, path: &Path) -> String {
-    let Facts {
-        km,
-        service_km,
-        min,
-        kmh,
-        vertices,
-        sw,
-        ne,
-    } = Facts::of(file, route);
+    let f = Facts::of(file, route);
+    let (sw, ne) = (f.sw, f.ne);
+    let service_km = file.distancia_m as f64 / 1000.0;
     let mut out = format!(
-        "{} ({})\n  fuente: {}\n  longitud de la polilínea: {km:.2} km; distancia del servicio: {service_km:.2} km; \
-         duración: {min} min ({kmh:.1} km/h)\n  vértices: {vertices}\n  caja: sur {:.5}, oeste {:.5}, norte {:.5}, este {:.5}\n  paradas:\n",
+        "{} ({})\n  fuente: {}\n  longitud de la polilínea: {:.2} km; distancia del servicio: {service_km:.2} km; \
+         duración: {} min ({:.1} km/h)\n  vértices: {}\n  caja: sur {:.5}, oeste {:.5}, norte {:.5}, este {:.5}\n  paradas:\n",
         file.nombre,
         path.display(),
         file.fuente,
+        f.km,
+        f.min,
+        f.kmh,
+        f.vertices,
         sw.lat,
         sw.lon,
         ne.lat,

@@ -51,3 +51,60 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Cursor, Write};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A writer the test can read back after the server thread is done with it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn serves_whatever_streams_it_is_handed() {
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n",
+        );
+        let out = Shared::default();
+        let mut io = Io {
+            stdin: Stdin::Other(Box::new(Cursor::new(input))),
+            stdout: Box::new(out.clone()),
+            ..Io::detached()
+        };
+        let args = ServeArgs {
+            db: Some("/no/existe/flota.db".into()),
+            ahora: None,
+            limite_llamada: None,
+            verbose: false,
+        };
+        let code = run(args, &mut io, &Settings::from_lookup(&|_| None)).unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let answers: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 2, "{text}");
+        assert_eq!(answers[0]["result"]["serverInfo"]["name"], "flota");
+        let tools = answers[1]["result"]["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 7, "{text}");
+    }
+}
