@@ -19,6 +19,7 @@ use crate::fleet::places::{self, Service};
 use crate::map::TileConfig;
 use crate::map::tiles::{OSM_ATTRIBUTION, OSM_TEMPLATE};
 use crate::plumbing::log::Level;
+use crate::plumbing::net::public_url;
 
 /// A variable whose value cannot be used: `FLOTA_AHORA: '…' no es una fecha…`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,8 +29,8 @@ pub struct Invalid {
     pub reason: String,
 }
 
-/// What the environment says, typed.
-#[derive(Debug, Clone)]
+/// What the environment says, typed. Not `Debug`: it holds keys and URLs with tokens.
+#[derive(Clone)]
 pub struct Settings {
     /// `FLOTA_DB`, else `MCP_FLOTA_DB`: the database of a verb not given `--db`, as written.
     /// A path today; kept as text so that another kind of location (a URL) can be told apart
@@ -54,7 +55,7 @@ pub struct Settings {
 }
 
 /// The directions services the environment names; each value trimmed, blank = unset.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Directions {
     /// `GOOGLE_MAPS_API_KEY`.
     pub google_key: Option<String>,
@@ -62,6 +63,17 @@ pub struct Directions {
     pub google_url: Option<String>,
     /// `FLOTA_OSRM_URL`.
     pub osrm_url: Option<String>,
+}
+
+impl std::fmt::Debug for Directions {
+    // Never print the key, not even in a debug dump.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directions")
+            .field("google_key", &self.google_key.as_ref().map(|_| "***"))
+            .field("google_url", &self.google_url.as_deref().map(public_url))
+            .field("osrm_url", &self.osrm_url.as_deref().map(public_url))
+            .finish()
+    }
 }
 
 impl Settings {
@@ -363,5 +375,19 @@ mod tests {
         );
         assert_eq!(s.directions.google_key, None);
         assert_eq!(s.log_level, None);
+    }
+
+    #[test]
+    fn a_debug_dump_shows_no_key() {
+        let s = settings(&[
+            ("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123"),
+            ("FLOTA_OSRM_URL", "http://osrm.example/?token=SECRETO-456"),
+        ]);
+        let dump = format!("{:?}", s.directions);
+        assert!(dump.contains("google_key: Some(\"***\")"), "{dump}");
+        assert!(
+            !dump.contains("CLAVE-SECRETA") && !dump.contains("SECRETO-456"),
+            "{dump}"
+        );
     }
 }
