@@ -96,9 +96,9 @@ fn nothing_else_prints() {
     assert!(hits.is_empty(), "{hits:?}");
 }
 
-/// Only `src/plumbing/net.rs` speaks HTTP: its errors are Spanish and carry no URL, and the bodies it
-/// hands back have the request's secrets scrubbed. Any other file naming the HTTP or TLS
-/// crates could hold (and print) a library error with the URL and its key in it.
+/// Only `src/plumbing/net.rs` speaks HTTP: its errors are Spanish and carry no URL, and the
+/// bodies it hands back have the request's secrets scrubbed. Any other file naming the HTTP or
+/// TLS crates could hold (and print) a library error with the URL and its key in it.
 #[test]
 fn only_net_speaks_http() {
     let crates = ["reqwest", "hyper", "ureq", "rustls", "http_body"];
