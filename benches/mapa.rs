@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use flota::fleet::Fleet;
 use flota::fleet::places::Geocoder;
 use flota::map::{self, Scene, TileConfig, TileFetcher};
+use flota::plumbing::clock::Clock;
 
 const AHORA: &str = "2026-08-19T15:30";
 const PASSES: usize = 5;
@@ -41,7 +42,13 @@ fn main() {
     );
 
     let ahora = chrono::NaiveDateTime::parse_from_str(AHORA, "%Y-%m-%dT%H:%M").unwrap();
-    let fleet = Arc::new(Fleet::new(&db, Some(ahora), Geocoder::new(None)));
+    // With "now" given the clock is never read.
+    let fleet = Arc::new(Fleet::new(
+        &db,
+        Some(ahora),
+        Geocoder::new(None),
+        Clock::fixed(0),
+    ));
     let snapshot = fleet.snapshot().unwrap();
     let fetcher = TileFetcher::new(TileConfig::offline());
 

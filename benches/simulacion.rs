@@ -61,7 +61,7 @@ fn main() {
     let (wall_median, wall_min) = median(wall);
 
     // 2. Simulation only, one thread, no I/O.
-    let ahora = Ahora::Local(flota::simulate::parse_ahora(AHORA).unwrap());
+    let ahora = Ahora::Local(flota::cli::parse_ahora(AHORA).unwrap());
     let mut sim_times = Vec::new();
     let mut rows = Vec::new();
     for _ in 0..RUNS {

@@ -222,7 +222,10 @@ impl TypedTool for Wait {
 }
 
 fn main() {
-    flota::log::init_from_env();
+    // FLOTA_LOG, as for flota itself.
+    if let Some(level) = flota::settings::Settings::from_env().log_level {
+        flota::plumbing::log::set_level(level);
+    }
     let service = Service {
         info: ServerInfo {
             name: "servidor-texto".into(),

@@ -1,14 +1,18 @@
 //! The command line: verbs, flags and their Spanish help, and Spanish parse errors.
 //!
 //! Owns argument *parsing* only (ripgrep's "low args"): nothing here touches files, the
-//! network or the database. clap's own strings are English, so the built command is rewritten
-//! once ([`localise`]) and its errors are translated ([`spanish_error`]).
+//! network or the database, and every value parser lives here (`--ahora`, `--parada`,
+//! seconds, fractions). It imports no verb: `src/commands/` takes what this produces. clap's
+//! own strings are English, so the built command is rewritten once ([`localise`]) and its
+//! errors are translated ([`spanish_error`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgAction, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::geometry::route::StopFile;
 
 /// Default database path, relative to the working directory.
 pub const DEFAULT_DB: &str = "datos/flota.db";
@@ -76,7 +80,7 @@ pub struct SimulateArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = parse_ahora,
         help = "Fin de los datos, hora local de la zona del escenario (por defecto: ahora, al minuto)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -117,7 +121,7 @@ pub struct EvaluateArgs {
     #[arg(
         long,
         value_name = "SEGUNDOS",
-        default_value_t = crate::evaluate::DEFAULT_TOLERANCE_S,
+        default_value_t = crate::evaluation::DEFAULT_TOLERANCE_S,
         value_parser = clap::value_parser!(u32).range(0..=86_400),
         help = "Error máximo, al inicio y al final, de una detección que acierta"
     )]
@@ -140,6 +144,23 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{text}' no es un número entre 0 y 1"))
 }
 
+/// Parses `--ahora` (local time): `AAAA-MM-DDTHH:MM[:SS]` or with a space.
+pub fn parse_ahora(text: &str) -> Result<chrono::NaiveDateTime, String> {
+    for format in [
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%d %H:%M:%S",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text.trim(), format) {
+            return Ok(t);
+        }
+    }
+    Err(format!(
+        "'{text}' no es una fecha y hora local AAAA-MM-DDTHH:MM (p. ej. 2026-08-19T15:30)"
+    ))
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[arg(
@@ -151,7 +172,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = parse_ahora,
         help = "Instante 'ahora' de la flota, hora local (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -206,7 +227,7 @@ pub struct ExportArgs {
     #[arg(
         long,
         value_name = "AAAA-MM-DDTHH:MM",
-        value_parser = crate::simulate::parse_ahora,
+        value_parser = parse_ahora,
         help = "Instante 'ahora' de la flota para hoy/ayer (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
     pub ahora: Option<chrono::NaiveDateTime>,
@@ -276,6 +297,13 @@ pub enum RoutesVerb {
     Ver(ShowRoutesArgs),
 }
 
+/// Which directions service the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderChoice {
+    Google,
+    Osrm,
+}
+
 /// How to reach a directions service.
 #[derive(Debug, Args)]
 pub struct ProviderArgs {
@@ -285,7 +313,7 @@ pub struct ProviderArgs {
         value_name = "PROVEEDOR",
         help = "google (por defecto si GOOGLE_MAPS_API_KEY está definida) u osrm"
     )]
-    pub proveedor: Option<crate::route_command::ProviderChoice>,
+    pub proveedor: Option<ProviderChoice>,
     #[arg(
         long,
         value_name = "URL",
@@ -343,10 +371,10 @@ pub struct NewRouteArgs {
         long = "parada",
         value_name = "NOMBRE:LAT,LON",
         required = true,
-        value_parser = crate::route_command::parse_stop,
+        value_parser = parse_stop,
         help = "Parada, en orden; la primera es la salida y la última la llegada (repita la primera para volver al depósito)"
     )]
-    pub paradas: Vec<crate::route::StopFile>,
+    pub paradas: Vec<StopFile>,
     #[arg(
         long,
         value_name = "CARPETA",
@@ -358,6 +386,33 @@ pub struct NewRouteArgs {
     pub sobrescribir: bool,
     #[command(flatten)]
     pub proveedor: ProviderArgs,
+}
+
+/// Parses `--parada nombre:lat,lon`.
+pub fn parse_stop(text: &str) -> Result<StopFile, String> {
+    let usage = "use nombre:lat,lon, p. ej. cedis_z12:14.585,-90.545";
+    let (name, coords) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("parada '{text}' sin ':'; {usage}"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("parada '{text}' sin nombre; {usage}"));
+    }
+    let (lat, lon) = coords
+        .split_once(',')
+        .ok_or_else(|| format!("parada '{text}': faltan lat,lon; {usage}"))?;
+    let number = |v: &str, what: &str, limit: f64| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && x.abs() <= limit)
+            .ok_or_else(|| format!("parada '{text}': {what} '{}' no es válida", v.trim()))
+    };
+    Ok(StopFile {
+        nombre: name.to_owned(),
+        lat: number(lat, "la latitud", 90.0)?,
+        lon: number(lon, "la longitud", 180.0)?,
+    })
 }
 
 #[derive(Debug, Args)]
@@ -604,5 +659,33 @@ mod tests {
             panic!("wrong verb");
         };
         assert_eq!(args.command, vec!["python3", "-u", "x.py"]);
+    }
+
+    #[test]
+    fn stops_parse_from_the_command_line() {
+        let check = |text: &str, want: Result<(&str, f64, f64), &str>| {
+            let got = parse_stop(text);
+            match (got, want) {
+                (Ok(stop), Ok((name, lat, lon))) => {
+                    assert_eq!((stop.nombre.as_str(), stop.lat, stop.lon), (name, lat, lon));
+                }
+                (Err(e), Err(needle)) => assert!(e.contains(needle), "{text}: {e}"),
+                (got, want) => panic!("{text}: {got:?} vs {want:?}"),
+            }
+        };
+        check(
+            "cedis_z12:14.585,-90.545",
+            Ok(("cedis_z12", 14.585, -90.545)),
+        );
+        check(" z4 : 14.621 , -90.516 ", Ok(("z4", 14.621, -90.516)));
+        check(
+            "Bodega: Mixco:14.6,-90.6",
+            Ok(("Bodega: Mixco", 14.6, -90.6)),
+        );
+        check("cedis", Err("sin ':'"));
+        check(":14.5,-90.5", Err("sin nombre"));
+        check("a:14.5", Err("faltan lat,lon"));
+        check("a:95,-90.5", Err("la latitud '95'"));
+        check("a:14.5,x", Err("la longitud 'x'"));
     }
 }

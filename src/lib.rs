@@ -4,29 +4,21 @@
 //! positions into stops, trips, alerts and kilometres; an MCP server lets a chat model ask
 //! about them. See ARCHITECTURE.md for the map of modules and the invariants between them.
 
-pub mod analyze;
-pub mod app;
 pub mod calendar;
-pub mod claude_config;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod directions;
 pub mod engine;
-pub mod evaluate;
+pub mod evaluation;
 pub mod export;
 pub mod fleet;
-pub mod geo;
-pub mod geofence;
-pub mod log;
+pub mod geometry;
 pub mod map;
 pub mod mcp;
-pub mod mutex;
-pub mod net;
-pub mod output;
-pub mod route;
-pub mod route_command;
+pub mod plumbing;
 pub mod scenario;
+pub mod settings;
 pub mod sim;
-pub mod simulate;
 pub mod store;
 pub mod tools;

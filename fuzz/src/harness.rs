@@ -20,6 +20,7 @@ use flota::mcp::jsonrpc::{Incoming, classify};
 use flota::mcp::session::{Action, Session};
 use flota::mcp::transport::{Line, LineReader};
 use flota::mcp::{CallContext, Service};
+use flota::plumbing::clock::Clock;
 use serde_json::Value;
 
 /// Small enough that the fuzzer reaches the over-long path.
@@ -29,15 +30,12 @@ const MAX_LINE_BYTES: usize = 64 * 1024;
 /// tools, maps drawn offline, "now" at the reference week's.
 pub fn service_for(db: &Path) -> Service {
     // Many sessions: only real problems on stderr.
-    flota::log::set_level(flota::log::Level::Error);
+    flota::plumbing::log::set_level(flota::plumbing::log::Level::Error);
     // The reference week's "now", so date words resolve to data.
-    let ahora = flota::simulate::parse_ahora("2026-08-19T15:30").ok();
-    let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None)));
-    Service {
-        info: flota::app::server_info(),
-        instructions: Some(flota::app::instructions(&fleet)),
-        tools: flota::tools::with_tiles(&fleet, TileConfig::offline()),
-    }
+    let ahora = flota::cli::parse_ahora("2026-08-19T15:30").ok();
+    // With "now" given the clock is never read.
+    let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None), Clock::fixed(0)));
+    flota::tools::service(&fleet, TileConfig::offline())
 }
 
 fn service() -> &'static Service {

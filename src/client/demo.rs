@@ -21,50 +21,83 @@ enum Expect {
 }
 
 pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError> {
-    let printer = conn.printer;
-    printer.heading(out, "Handshake (initialize + notifications/initialized)");
+    let version = handshake(conn, out)?;
+    let tools = list_tools(conn, out)?;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let has = |name: &str| names.contains(&name);
+    // The fleet tour: "today" comes from the server's own answer.
+    let week_start = if has("unidades_detenidas") {
+        stopped_units(conn, out)?
+    } else {
+        None
+    };
+    conn.printer.heading(out, "ping");
+    let ping = conn.request(out, "ping", None)?;
+    expect(conn, out, "ping", &ping, Expect::Result);
+    fleet_tour(conn, out, &has, &week_start.unwrap_or_else(|| "hoy".into()))?;
+    conn.printer.heading(out, "Casos de error");
+    unknown_plate_or_tool(conn, out, has("posicion_actual"))?;
+    missing_argument(conn, out, &tools, &version)?;
+    unknown_method(conn, out)?;
+    unanswered_notification(conn, out)
+}
+
+/// `initialize` and `notifications/initialized`; returns the agreed protocol version.
+fn handshake(conn: &mut Connection, out: &mut dyn Write) -> Result<String, ClientError> {
+    conn.printer
+        .heading(out, "Handshake (initialize + notifications/initialized)");
     let init = conn.handshake(out)?;
     let version = init
         .result()
         .and_then(|r| r["protocolVersion"].as_str())
         .unwrap_or("?")
         .to_owned();
-    printer.note(out, &format!("versión acordada: {version}"));
+    conn.printer
+        .note(out, &format!("versión acordada: {version}"));
+    Ok(version)
+}
 
-    printer.heading(out, "tools/list");
+fn list_tools(conn: &mut Connection, out: &mut dyn Write) -> Result<Vec<Value>, ClientError> {
+    conn.printer.heading(out, "tools/list");
     let tools: Vec<Value> = conn
         .request(out, "tools/list", None)?
         .result()
         .and_then(|r| r["tools"].as_array().cloned())
         .unwrap_or_default();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    printer.note(
+    conn.printer.note(
         out,
         &format!("{} herramientas: {}", names.len(), names.join(", ")),
     );
+    Ok(tools)
+}
 
-    // The fleet tour: "today" comes from the server's own answer.
-    let has = |name: &str| names.contains(&name);
-    let mut week_start: Option<String> = None;
-    if has("unidades_detenidas") {
-        printer.heading(
-            out,
-            "unidades_detenidas (¿qué unidades llevan más de 30 minutos detenidas?)",
-        );
-        let answer = call(conn, out, "unidades_detenidas", json!({}))?;
-        expect(conn, out, "unidades_detenidas", &answer, Expect::Result);
-        week_start = answer
-            .result()
-            .and_then(|r| r["structuredContent"]["instante_consulta"].as_str())
-            .and_then(|t| chrono::NaiveDate::parse_from_str(t.get(..10)?, "%Y-%m-%d").ok())
-            .map(|today| (today - chrono::Duration::days(6)).to_string());
-    }
+/// Asks who has been stopped; returns the first day of the week that ends on the server's
+/// "today", when the answer says what today is.
+fn stopped_units(
+    conn: &mut Connection,
+    out: &mut dyn Write,
+) -> Result<Option<String>, ClientError> {
+    conn.printer.heading(
+        out,
+        "unidades_detenidas (¿qué unidades llevan más de 30 minutos detenidas?)",
+    );
+    let answer = call(conn, out, "unidades_detenidas", json!({}))?;
+    expect(conn, out, "unidades_detenidas", &answer, Expect::Result);
+    Ok(answer
+        .result()
+        .and_then(|r| r["structuredContent"]["instante_consulta"].as_str())
+        .and_then(|t| chrono::NaiveDate::parse_from_str(t.get(..10)?, "%Y-%m-%d").ok())
+        .map(|today| (today - chrono::Duration::days(6)).to_string()))
+}
 
-    printer.heading(out, "ping");
-    let ping = conn.request(out, "ping", None)?;
-    expect(conn, out, "ping", &ping, Expect::Result);
-
-    let week = week_start.unwrap_or_else(|| "hoy".into());
+/// One question per fleet tool the server offers.
+fn fleet_tour(
+    conn: &mut Connection,
+    out: &mut dyn Write,
+    has: &dyn Fn(&str) -> bool,
+    week: &str,
+) -> Result<(), ClientError> {
     let steps = [
         (
             "posicion_actual",
@@ -101,15 +134,21 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
         if !has(tool) {
             continue;
         }
-        printer.heading(out, &format!("{tool} ({question})"));
+        conn.printer.heading(out, &format!("{tool} ({question})"));
         let answer = call(conn, out, tool, arguments)?;
         expect(conn, out, tool, &answer, Expect::Result);
     }
+    Ok(())
+}
 
-    printer.heading(out, "Casos de error");
-    // 1. With fleet tools, an unknown plate: a business failure the model can act on.
-    //    Without them, a tool that does not exist: a protocol error.
-    if has("posicion_actual") {
+/// Error case 1. With fleet tools, an unknown plate: a business failure the model can act
+/// on. Without them, a tool that does not exist: a protocol error.
+fn unknown_plate_or_tool(
+    conn: &mut Connection,
+    out: &mut dyn Write,
+    fleet_tools: bool,
+) -> Result<(), ClientError> {
+    if fleet_tools {
         let answer = call(conn, out, "posicion_actual", json!({"placa": "P-000XXX"}))?;
         expect(conn, out, "placa inexistente", &answer, Expect::ToolError);
     } else {
@@ -122,9 +161,17 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
             Expect::RpcError(-32602),
         );
     }
+    Ok(())
+}
 
-    // 2. A missing required argument: an isError result from 2025-11-25 on (SEP-1303), a
-    //    -32602 error before.
+/// Error case 2. A missing required argument: an isError result from 2025-11-25 on
+/// (SEP-1303), a -32602 error before.
+fn missing_argument(
+    conn: &mut Connection,
+    out: &mut dyn Write,
+    tools: &[Value],
+    version: &str,
+) -> Result<(), ClientError> {
     let with_required = tools.iter().find(|t| {
         t["inputSchema"]["required"]
             .as_array()
@@ -137,7 +184,7 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
                 "tools/call",
                 Some(json!({"name": tool["name"], "arguments": {}})),
             )?;
-            let wanted = if version.as_str() >= "2025-11-25" {
+            let wanted = if version >= "2025-11-25" {
                 Expect::ToolError
             } else {
                 Expect::RpcError(-32602)
@@ -155,8 +202,11 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
             );
         }
     }
+    Ok(())
+}
 
-    // 3. An unknown method.
+/// Error case 3. An unknown method.
+fn unknown_method(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError> {
     let answer = conn.request(out, "recursos/listar", None)?;
     expect(
         conn,
@@ -165,13 +215,17 @@ pub fn run(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError
         &answer,
         Expect::RpcError(-32601),
     );
+    Ok(())
+}
 
-    // Nothing may arrive unasked: a notification must never be answered.
+/// Nothing may arrive unasked: a notification must never be answered.
+fn unanswered_notification(conn: &mut Connection, out: &mut dyn Write) -> Result<(), ClientError> {
     conn.notify(out, "notifications/desconocida", None)?;
     let stray = conn.drain(out, Duration::from_millis(200));
     if !stray.is_empty() {
         conn.problems += 1;
-        printer.problem(out, "el servidor respondió a una notificación");
+        conn.printer
+            .problem(out, "el servidor respondió a una notificación");
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use rustyline::config::{Behavior, ColorMode, Config};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 
-use crate::output::Staged;
+use crate::plumbing::output::Staged;
 
 /// Entries kept in the history file.
 const HISTORY_SIZE: usize = 1000;

@@ -1,12 +1,12 @@
 //! `flota cliente`: an MCP client for people — interactive, a scripted demo, or a replay.
 //!
-//! Owns choosing the server command and the mode. It speaks only through [`Connection`], so it
+//! Owns running a mode against a server command. It speaks only through [`Connection`], so it
 //! works against any stdio MCP server, not just `flota servir`. The interactive client shows
 //! answers first (the JSON-RPC lines under `--protocolo`, the server's log under `--verbose`);
-//! the demo and the replay show the exchange itself. Output goes to the writer `main` hands
-//! in, and what the process's surroundings say (a terminal? `NO_COLOR`? where the history
-//! lives?) arrives as an [`Edge`]: this module reads no environment variable and never
-//! touches stdout directly.
+//! the demo and the replay show the exchange itself. Output goes to the writer it is handed,
+//! and what the process's surroundings say (a terminal? `NO_COLOR`? where the history lives?)
+//! arrives as an [`Edge`]: this module reads no environment variable and never touches stdout
+//! directly. Which command runs is `flota cliente`'s choice (src/commands/client.rs).
 
 mod connection;
 mod demo;
@@ -23,13 +23,13 @@ use std::ffi::OsString;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+use crate::cli::ClientArgs;
+
 pub use connection::{Answer, ClientError, Connection, ServerLog};
 pub use lines::history_file;
 pub use printer::{Printer, Style};
 
-use crate::cli::ClientArgs;
-
-/// What the process's surroundings decide, read by `main`.
+/// What the process's surroundings decide, read at the edge (src/commands/client.rs).
 #[derive(Debug, Clone, Default)]
 pub struct Edge {
     /// Colour allowed: stdout is a terminal and `NO_COLOR` is unset or empty.
@@ -49,12 +49,12 @@ pub fn colour_allowed(no_color: Option<OsString>) -> bool {
 /// Runs the client; returns how many protocol problems were seen (0 means all answers were
 /// well formed and matched their requests).
 pub fn run(
+    command: &[OsString],
     args: &ClientArgs,
     edge: &Edge,
     out: &mut dyn Write,
     input: &mut dyn BufRead,
 ) -> anyhow::Result<usize> {
-    let command = server_command(args)?;
     let interactive = !args.demo && args.replay.is_none();
     let printer = Printer {
         color: edge.color,
@@ -65,7 +65,7 @@ pub fn run(
     } else {
         ServerLog::Shown
     };
-    let mut conn = Connection::spawn(&command, printer, log)?;
+    let mut conn = Connection::spawn(command, printer, log)?;
     let outcome = if args.demo {
         demo::run(&mut conn, out).map_err(anyhow::Error::from)
     } else if let Some(path) = &args.replay {
@@ -117,18 +117,4 @@ fn converse(
         conn.printer.line(out, Style::Warning, &why);
     }
     Ok(outcome?)
-}
-
-/// The command after `--`, or this very binary with `servir` (and `--db` if given).
-fn server_command(args: &ClientArgs) -> anyhow::Result<Vec<OsString>> {
-    if !args.command.is_empty() {
-        return Ok(args.command.clone());
-    }
-    let exe = std::env::current_exe()?;
-    let mut command = vec![exe.into_os_string(), OsString::from("servir")];
-    if let Some(db) = &args.db {
-        command.push("--db".into());
-        command.push(db.clone().into_os_string());
-    }
-    Ok(command)
 }

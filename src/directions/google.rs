@@ -8,8 +8,8 @@
 use serde::Deserialize;
 
 use super::{Answer, Parsed, decode, read_answer, with_message};
-use crate::net::Get;
-use crate::route::StopFile;
+use crate::geometry::route::StopFile;
+use crate::plumbing::net::Get;
 
 pub(super) fn request(url: &str, key: &str, stops: &[StopFile]) -> Get {
     let at = |s: &StopFile| format!("{},{}", s.lat, s.lon);
@@ -181,7 +181,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::geo::LatLon;
+    use crate::geometry::earth::LatLon;
 
     fn stops(n: usize) -> Vec<StopFile> {
         (0..n)

@@ -3,7 +3,7 @@
 //!
 //! Owns the HTTP conversation — request building, bounded retries with backoff, response
 //! parsing into a [`Directions`], and one Spanish sentence per failure. It knows nothing of
-//! files: `route_command` decides what to write. The API key travels only in the request:
+//! files: `flota rutas` decides what to write. The API key travels only in the request:
 //! requests go through `net`, whose errors never carry the URL and whose bodies come back
 //! with the key scrubbed, and a provider's URL is shown only as `net::public_url`.
 
@@ -12,9 +12,9 @@ mod osrm;
 
 use std::time::Duration;
 
-use crate::geo::LatLon;
-use crate::net::{Get, Http, NetError, public_url};
-use crate::route::StopFile;
+use crate::geometry::earth::LatLon;
+use crate::geometry::route::StopFile;
+use crate::plumbing::net::{Get, Http, NetError, public_url};
 
 /// Google's Directions API endpoint (`FLOTA_GOOGLE_DIRECTIONS_URL` overrides it, for tests
 /// and proxies).
@@ -276,7 +276,7 @@ fn finish(parsed: Parsed, attempts: u32) -> Result<Directions, DirectionsError> 
 
 /// Decodes a Google-format polyline of precision 1e-5.
 fn decode(encoded: &str) -> Result<Vec<LatLon>, String> {
-    polyline::decode_polyline(encoded, crate::route::POLYLINE_PRECISION)
+    polyline::decode_polyline(encoded, crate::geometry::route::POLYLINE_PRECISION)
         .map(|line| line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect())
         .map_err(|e| format!("polilínea ilegible en la respuesta: {e}"))
 }
@@ -290,7 +290,7 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], who: &str) -> Result<T
             .collect();
         format!(
             "{who} respondió algo que no es el JSON esperado ({}); empieza con «{start}»",
-            crate::net::json_error(&e)
+            crate::plumbing::net::json_error(&e)
         )
     })
 }

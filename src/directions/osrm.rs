@@ -7,8 +7,8 @@
 use serde::Deserialize;
 
 use super::{Answer, Parsed, decode, read_answer, retryable_http, with_message};
-use crate::net::Get;
-use crate::route::StopFile;
+use crate::geometry::route::StopFile;
+use crate::plumbing::net::Get;
 
 pub(super) fn request(url: &str, profile: &str, stops: &[StopFile]) -> Get {
     let coordinates: Vec<String> = stops

@@ -15,7 +15,7 @@
 //! Two still fixes never add distance, whatever their positions say.
 
 use super::Fix;
-use crate::geo::{distance_m, local_m};
+use crate::geometry::earth::{distance_m, local_m};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
 const MARGIN_SCALES: f64 = 3.0;
@@ -156,7 +156,7 @@ impl Noise {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geo::{LatLon, offset_m};
+    use crate::geometry::earth::{LatLon, offset_m};
 
     const ORIGIN: LatLon = LatLon {
         lat: 14.6,

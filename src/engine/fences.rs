@@ -11,8 +11,8 @@
 
 use super::config::DetectionConfig;
 use super::{Fix, Visit};
-use crate::geo::lerp;
-use crate::geofence::Geofence;
+use crate::geometry::earth::lerp;
+use crate::geometry::geofence::Geofence;
 
 #[derive(Debug, Clone, Copy)]
 struct Track {

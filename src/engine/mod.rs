@@ -26,8 +26,8 @@ pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
 pub use event_kind::{EventKind, LONG_STOP};
 
-use crate::geo::LatLon;
-use crate::geofence::Geofence;
+use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::Geofence;
 
 /// One position as a tracker reported it.
 #[derive(Debug, Clone, Copy, PartialEq)]

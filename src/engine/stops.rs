@@ -12,7 +12,7 @@
 
 use super::config::DetectionConfig;
 use super::{Fix, Stop};
-use crate::geo::{LatLon, distance_m};
+use crate::geometry::earth::{LatLon, distance_m};
 
 /// One fix this fast is a departure by itself, km/h.
 const CLEARLY_MOVING_KMH: f64 = 15.0;

@@ -2,8 +2,8 @@
 //! detector's answer.
 
 use super::*;
-use crate::geo::offset_m;
-use crate::geofence::Shape;
+use crate::geometry::earth::offset_m;
+use crate::geometry::geofence::Shape;
 
 /// 2026-08-13 12:00 in Guatemala: every track stays within one local day.
 const T0: i64 = 1_786_644_000;

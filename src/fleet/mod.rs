@@ -6,7 +6,8 @@
 //! `data_version` on a kept connection), keeps a small pool of connections for concurrent
 //! calls, and resolves plates, geofence names and dates into Spanish errors the model can act
 //! on. Whether the detections can be trusted is `trust.rs`. "Now" is `--ahora`/`FLOTA_AHORA`
-//! if given, else the data set's `ahora` from `meta`, else the wall clock (a live database).
+//! if given, else the data set's `ahora` from `meta`, else the [`Clock`] it was handed (the
+//! wall clock, for a live database).
 
 pub mod dates;
 mod day;
@@ -21,11 +22,12 @@ use std::time::SystemTime;
 use chrono::{NaiveDate, NaiveDateTime, TimeZone};
 
 use crate::mcp::ToolError;
+use crate::plumbing::clock::Clock;
 use crate::store::{AnalysisState, Meta, Store, StoreError, StoredFence, Vehicle};
 use places::{Geocoder, Places};
 use text::Found;
 
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 pub use day::{DayTrack, no_reports, working_window};
 pub use trust::with_warning;
 
@@ -193,6 +195,8 @@ struct Loaded {
 pub struct Fleet {
     db: PathBuf,
     ahora: Option<NaiveDateTime>,
+    /// "Now" when neither `ahora` nor the data says.
+    clock: Clock,
     loaded: Mutex<Option<Loaded>>,
     /// Idle read-only connections, tagged with the file generation they were opened on.
     pool: Mutex<Vec<(u64, Store)>>,
@@ -201,7 +205,7 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn new(db: &Path, ahora: Option<NaiveDateTime>, geocoder: Geocoder) -> Fleet {
+    pub fn new(db: &Path, ahora: Option<NaiveDateTime>, geocoder: Geocoder, clock: Clock) -> Fleet {
         let db = if db.is_absolute() {
             db.to_path_buf()
         } else {
@@ -210,6 +214,7 @@ impl Fleet {
         Fleet {
             db,
             ahora,
+            clock,
             loaded: Mutex::new(None),
             pool: Mutex::new(Vec::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
@@ -320,7 +325,7 @@ impl Fleet {
         })
     }
 
-    /// `--ahora` if given, else the data set's, else the wall clock.
+    /// `--ahora` if given, else the data set's, else the clock's.
     fn now_utc(&self, meta: &Meta) -> i64 {
         match self.ahora {
             Some(local) => meta
@@ -328,11 +333,7 @@ impl Fleet {
                 .from_local_datetime(&local)
                 .earliest()
                 .map_or_else(|| local.and_utc().timestamp(), |t| t.timestamp()),
-            None => meta.ahora_utc.unwrap_or_else(|| {
-                SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64)
-            }),
+            None => meta.ahora_utc.unwrap_or_else(|| self.clock.now_utc()),
         }
     }
 

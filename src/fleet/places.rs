@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::geo::{LatLon, distance_m};
-use crate::geofence::Geofence;
-use crate::mutex::lock;
-use crate::net::{Get, Http, Reply};
+use crate::geometry::earth::{LatLon, distance_m};
+use crate::geometry::geofence::Geofence;
+use crate::plumbing::mutex::lock;
+use crate::plumbing::net::{Get, Http, Reply};
 
 /// A named place a point can be described against.
 #[derive(Debug, Clone)]
@@ -90,6 +90,9 @@ fn area_hint(fence: &Geofence) -> f64 {
     (ne.lat - sw.lat) * (ne.lon - sw.lon)
 }
 
+/// Google's Geocoding API, unless `FLOTA_GOOGLE_GEOCODE_URL` points elsewhere (a proxy).
+pub const GOOGLE_GEOCODE_URL: &str = "https://maps.googleapis.com/maps/api/geocode/json";
+
 /// Which online service answers addresses.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Service {
@@ -105,29 +108,21 @@ impl std::fmt::Debug for Service {
                 write!(
                     f,
                     "Google {{ url: {:?}, key: *** }}",
-                    crate::net::public_url(url)
+                    crate::plumbing::net::public_url(url)
                 )
             }
             Service::Nominatim { url } => {
-                write!(f, "Nominatim {{ url: {:?} }}", crate::net::public_url(url))
+                write!(
+                    f,
+                    "Nominatim {{ url: {:?} }}",
+                    crate::plumbing::net::public_url(url)
+                )
             }
         }
     }
 }
 
 impl Service {
-    /// From the environment: `GOOGLE_MAPS_API_KEY` (with `FLOTA_GOOGLE_GEOCODE_URL` to point
-    /// elsewhere, e.g. a proxy) first, then `FLOTA_GEOCODER_URL`.
-    pub fn from_env() -> Option<Service> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        if let Some(key) = var("GOOGLE_MAPS_API_KEY") {
-            let url = var("FLOTA_GOOGLE_GEOCODE_URL")
-                .unwrap_or_else(|| "https://maps.googleapis.com/maps/api/geocode/json".into());
-            return Some(Service::Google { key, url });
-        }
-        var("FLOTA_GEOCODER_URL").map(|url| Service::Nominatim { url })
-    }
-
     pub fn name(&self) -> &'static str {
         match self {
             Service::Google { .. } => "Google",
@@ -259,7 +254,7 @@ mod tests {
 
     fn places() -> Places {
         Places::new(
-            &[crate::geofence::tests::cedis()],
+            &[crate::geometry::geofence::tests::cedis()],
             &[("z10_oakland".into(), LatLon::new(14.599, -90.509))],
         )
     }

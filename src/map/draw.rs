@@ -18,7 +18,7 @@ use super::projection::{TILE_PX, TileRef, View};
 use super::raster::Pixels;
 use super::scene::Scene;
 use super::simplify::rdp_indices;
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 
 /// Output size in pixels.
 pub const WIDTH: u32 = 800;

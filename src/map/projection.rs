@@ -4,7 +4,7 @@
 //! Owns the one projection every layer shares — tiles, the offline basemap, the track — so a
 //! point lands on the same pixel whatever the background. Pure arithmetic.
 
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 
 /// Side of a map tile in pixels.
 pub const TILE_PX: f64 = 256.0;
@@ -108,7 +108,9 @@ impl View {
     pub fn metres_per_px(&self) -> f64 {
         let centre = self.unproject(f64::from(self.width) / 2.0, f64::from(self.height) / 2.0);
         let size = TILE_PX * f64::from(1u32 << self.zoom);
-        2.0 * std::f64::consts::PI * crate::geo::EARTH_RADIUS_M * centre.lat.to_radians().cos()
+        2.0 * std::f64::consts::PI
+            * crate::geometry::earth::EARTH_RADIUS_M
+            * centre.lat.to_radians().cos()
             / size
     }
 

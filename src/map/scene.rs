@@ -8,7 +8,7 @@
 use chrono_tz::Tz;
 
 use crate::fleet::{DayTrack, Snapshot, dates};
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 
 /// One report on the drawn line.
 #[derive(Debug, Clone, Copy, PartialEq)]

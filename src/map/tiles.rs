@@ -17,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::png_io::decode_tile;
 use super::projection::{TILE_PX, TileRef, View};
-use crate::mutex::lock;
-use crate::net::{Get, Http, Reply};
+use crate::plumbing::mutex::lock;
+use crate::plumbing::net::{Get, Http, Reply};
 
 /// OpenStreetMap's standard tile layer.
 pub const OSM_TEMPLATE: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
@@ -45,24 +45,13 @@ pub struct TileConfig {
 }
 
 impl TileConfig {
-    /// From the environment: `FLOTA_TILES_URL` (a template; `no`, `sin`, `off` or empty
-    /// disable tiles), `FLOTA_TILES_ATRIBUCION`, `FLOTA_TILES_DIR` (default: the per-user
-    /// cache folder).
-    pub fn from_env() -> TileConfig {
-        let var = |name: &str| std::env::var(name).ok();
-        let template = match var("FLOTA_TILES_URL") {
-            None => Some(OSM_TEMPLATE.to_owned()),
-            Some(v) if disabled(&v) => None,
-            Some(v) => Some(v.trim().to_owned()),
-        };
-        let attribution = var("FLOTA_TILES_ATRIBUCION")
-            .filter(|v| !v.trim().is_empty())
-            .unwrap_or_else(|| OSM_ATTRIBUTION.to_owned());
-        let cache_dir = match var("FLOTA_TILES_DIR") {
-            Some(v) if disabled(&v) => None,
-            Some(v) => Some(PathBuf::from(v.trim())),
-            None => default_cache_dir(),
-        };
+    /// Tiles from `template` (`None` = always offline), cached under `cache_dir` (`None` = no
+    /// disk cache), within the usual whole-picture deadline.
+    pub fn new(
+        template: Option<String>,
+        attribution: String,
+        cache_dir: Option<PathBuf>,
+    ) -> TileConfig {
         TileConfig {
             template,
             attribution,
@@ -116,31 +105,6 @@ impl TileConfig {
                 .replace("{r}", ""),
         )
     }
-}
-
-fn disabled(value: &str) -> bool {
-    matches!(
-        value.trim().to_lowercase().as_str(),
-        "" | "no" | "sin" | "off" | "ninguno" | "0"
-    )
-}
-
-/// The per-user cache folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux,
-/// `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows; `flota/teselas` inside.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let base = if cfg!(target_os = "windows") {
-        var("LOCALAPPDATA")
-    } else if cfg!(target_os = "macos") {
-        var("HOME").map(|h| h.join("Library").join("Caches"))
-    } else {
-        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
-    };
-    base.map(|b| b.join("flota").join("teselas"))
 }
 
 /// 64-bit FNV-1a: a stable folder name for a template.
@@ -444,7 +408,7 @@ fn read_cached(folder: &Path, tile: &TileRef, side: u32) -> Option<(Vec<u8>, boo
 
 /// Stores a tile whole, so a reader never sees half of one. Failures only cost the cache.
 fn write_cached(folder: &Path, tile: &TileRef, body: &[u8]) {
-    let _ = crate::output::write_cache_file(&tile_path(folder, tile), body);
+    let _ = crate::plumbing::output::write_cache_file(&tile_path(folder, tile), body);
 }
 
 #[cfg(test)]
@@ -479,13 +443,5 @@ mod tests {
             ..config.clone()
         };
         assert_ne!(other.folder(), config.folder());
-    }
-
-    #[test]
-    fn disabled_values() {
-        for value in ["", "no", "SIN", " off ", "ninguno", "0"] {
-            assert!(disabled(value), "{value:?}");
-        }
-        assert!(!disabled(OSM_TEMPLATE));
     }
 }

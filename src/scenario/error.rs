@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::route::RouteError;
+use crate::geometry::route::RouteError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {

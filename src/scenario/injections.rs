@@ -19,7 +19,7 @@ use super::{
     Injection, InjectionKind, LongStopAt, LossAt, ScenarioError, Trigger, Unit, plate_key,
 };
 use crate::calendar::weekday_es;
-use crate::route::Route;
+use crate::geometry::route::Route;
 
 /// What injection checks need to know about the world.
 pub(super) struct Frame<'a> {

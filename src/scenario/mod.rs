@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 pub use error::{ScenarioError, line_column};
 pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
 
-use crate::geofence::Geofence;
-use crate::route::Route;
+use crate::geometry::geofence::Geofence;
+use crate::geometry::route::Route;
 
 /// Embedded copies, so `flota simular` works from any folder on a fresh machine.
 pub mod embedded {
@@ -286,7 +286,7 @@ fn load_routes(source: &Source, folder: &str) -> Result<LoadedRoutes, ScenarioEr
         Source::File(file) => {
             let base = file.parent().unwrap_or(Path::new("."));
             let dir = base.join(folder);
-            routes = crate::route::load_dir(&dir)?;
+            routes = crate::geometry::route::load_dir(&dir)?;
             for name in routes.keys() {
                 let path = dir.join(format!("{name}.json"));
                 let text = std::fs::read_to_string(&path)

@@ -19,9 +19,9 @@ use super::file::{
 use super::injections::{Frame, injections, random_injections};
 use super::{Ahora, Dynamics, ScenarioError, ShiftRule, Unit, World, plate_key};
 use crate::calendar::{WEEKDAY_KEYS, weekday_named};
-use crate::geo::{LatLon, distance_m};
-use crate::geofence::{Geofence, Shape, ring_area_deg2};
-use crate::route::Route;
+use crate::geometry::earth::{LatLon, distance_m};
+use crate::geometry::geofence::{Geofence, Shape, ring_area_deg2};
+use crate::geometry::route::Route;
 
 /// Routes of one unit must start within this distance of each other.
 const SAME_DEPOT_M: f64 = 300.0;

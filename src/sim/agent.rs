@@ -22,7 +22,7 @@ use super::gnss::{Report, Tracker, TrueSample};
 use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
 use super::truth::{StopReason, TruthEvent};
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
 
 /// Longest integration step, while cruising.

@@ -5,8 +5,8 @@
 //! only forward along routes, so the simulator detects fence crossings and limit changes by
 //! comparing distances, never by testing points in polygons on the hot path.
 
-use crate::geofence::Geofence;
-use crate::route::Route;
+use crate::geometry::geofence::Geofence;
+use crate::geometry::route::Route;
 
 /// Sampling step when looking for fence boundaries, metres.
 const SAMPLE_M: f64 = 4.0;
@@ -33,11 +33,12 @@ impl Course {
         let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
         let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
         let mut cursor = route.cursor();
-        let samples: Vec<crate::geo::LatLon> = (0..=steps).map(|k| cursor.at(along(k)).0).collect();
+        let samples: Vec<crate::geometry::earth::LatLon> =
+            (0..=steps).map(|k| cursor.at(along(k)).0).collect();
         for (index, fence) in fences.iter().enumerate() {
             // Points outside the bounding box cannot be inside; most samples stop there.
             let (sw, ne) = fence.bbox();
-            let inside_point = |p: crate::geo::LatLon| {
+            let inside_point = |p: crate::geometry::earth::LatLon| {
                 p.lat >= sw.lat
                     && p.lat <= ne.lat
                     && p.lon >= sw.lon
@@ -117,8 +118,8 @@ fn bisect(inside: &impl Fn(f64) -> bool, mut lo: f64, mut hi: f64, lo_side: bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geo::LatLon;
-    use crate::geofence::Shape;
+    use crate::geometry::earth::LatLon;
+    use crate::geometry::geofence::Shape;
     use std::path::PathBuf;
 
     #[test]

@@ -11,7 +11,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-use crate::geo::{LatLon, offset_m};
+use crate::geometry::earth::{LatLon, offset_m};
 use crate::scenario::NoiseFile;
 
 /// The true state of a vehicle at a report instant.
@@ -149,7 +149,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geo::distance_m;
+    use crate::geometry::earth::distance_m;
     use rand::SeedableRng;
 
     fn tracker(noise: NoiseFile) -> Tracker {
@@ -233,7 +233,7 @@ mod tests {
         let truth = LatLon::new(14.6, -90.5);
         let errors: Vec<f64> = firsts
             .iter()
-            .map(|r| crate::geo::local_m(truth, LatLon::new(r.lat, r.lon)).0)
+            .map(|r| crate::geometry::earth::local_m(truth, LatLon::new(r.lat, r.lon)).0)
             .collect();
         let var = errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64;
         assert!((var.sqrt() - 15.0).abs() < 3.0, "{}", var.sqrt());

@@ -13,8 +13,8 @@ use super::encoding::{FIX_COLUMNS, fix_of_row};
 use super::meta::{self, Key, Meta};
 use super::schema::SCHEMA_VERSION;
 use crate::engine::Fix;
-use crate::geo::LatLon;
-use crate::geofence::{Geofence, Shape, ShapeColumns};
+use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::{Geofence, Shape, ShapeColumns};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -2,7 +2,7 @@
 //!
 //! Owns the write path of `flota simular`. The file is built under a temporary name next to
 //! the target with journaling off (a crash leaves only that temporary file behind, never a
-//! damaged database) and is renamed into place by [`crate::output`] only when complete.
+//! damaged database) and is renamed into place by [`crate::plumbing::output`] only when complete.
 //! Positions stream in per unit with one prepared statement and a commit every
 //! [`BATCH_ROWS`] rows, so memory stays flat whatever the fleet size.
 
@@ -109,9 +109,13 @@ impl Writer {
             for (index, fence) in world.fences.iter().enumerate() {
                 let centre = fence.centre();
                 let (half_side, radius) = match fence.shape {
-                    crate::geofence::Shape::Square { half_side_m, .. } => (Some(half_side_m), None),
-                    crate::geofence::Shape::Circle { radius_m, .. } => (None, Some(radius_m)),
-                    crate::geofence::Shape::Polygon { .. } => (None, None),
+                    crate::geometry::geofence::Shape::Square { half_side_m, .. } => {
+                        (Some(half_side_m), None)
+                    }
+                    crate::geometry::geofence::Shape::Circle { radius_m, .. } => {
+                        (None, Some(radius_m))
+                    }
+                    crate::geometry::geofence::Shape::Polygon { .. } => (None, None),
                 };
                 tx.execute(
                     "INSERT INTO geocercas (id, nombre, tipo, forma, centro_lat, centro_lon, medio_lado_m, radio_m, poligono_wkt, limite_kmh) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::fleet::{Snapshot, dates};
-use crate::geo::LatLon;
+use crate::geometry::earth::LatLon;
 use crate::mcp::ToolError;
 
 /// How every tool describes a `placa` argument to the model.

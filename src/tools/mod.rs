@@ -9,6 +9,7 @@ mod mapa_recorrido;
 mod posicion_actual;
 mod reporte_kilometraje;
 mod resumen_recorrido;
+mod service;
 mod unidades_detenidas;
 mod verificar_geocerca;
 
@@ -19,14 +20,10 @@ use crate::map::{TileConfig, TileFetcher};
 use crate::mcp::{Tool, typed};
 
 pub use common::MAX_ROWS;
+pub use service::{instructions, server_info, service};
 
-/// Every fleet tool, in the order `tools/list` shows them; map tiles as the environment says.
-pub fn all(fleet: &Arc<Fleet>) -> Vec<Box<dyn Tool>> {
-    with_tiles(fleet, TileConfig::from_env())
-}
-
-/// Every fleet tool, with maps drawn over tiles from `tiles`.
-pub fn with_tiles(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
+/// Every fleet tool, in the order `tools/list` shows them, with maps drawn over tiles from `tiles`.
+pub fn all(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
     vec![
         typed(posicion_actual::PosicionActual {
             fleet: Arc::clone(fleet),
@@ -88,10 +85,11 @@ mod tests {
             std::path::Path::new("no-existe.db"),
             None,
             Geocoder::new(None),
+            crate::plumbing::clock::Clock::fixed(0),
         ));
         let english = [" the ", " of ", " and ", " to ", "The ", " so "];
         let mut found = Vec::new();
-        for tool in with_tiles(&fleet, TileConfig::offline()) {
+        for tool in all(&fleet, TileConfig::offline()) {
             let definition = tool.definition();
             let schemas = [
                 Some(&definition.input_schema),

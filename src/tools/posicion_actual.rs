@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{PLATE, coord, iso, minutes, place, round1};
 use crate::fleet::Fleet;
-use crate::geo::{LatLon, compass_es};
+use crate::geometry::earth::{LatLon, compass_es};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct PosicionActual {
@@ -81,7 +81,7 @@ impl TypedTool for PosicionActual {
     fn annotations(&self) -> crate::mcp::Annotations {
         crate::mcp::Annotations {
             // Addresses may come from an online geocoder when one is configured.
-            open_world: crate::fleet::places::Service::from_env().is_some(),
+            open_world: self.fleet.geocoder.service().is_some(),
             ..crate::mcp::Annotations::READ_ONLY
         }
     }

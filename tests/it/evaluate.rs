@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use flota::evaluate::truth;
+use flota::evaluation::truth;
 use flota::sim::TruthEvent;
 use rusqlite::Connection;
 use serde_json::Value;

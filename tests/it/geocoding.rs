@@ -81,6 +81,23 @@ fn google_answers_are_used_and_cached() {
     );
 }
 
+/// `FLOTA_CONTACTO` reaches the User-Agent of the requests, as the services' usage policies
+/// ask of heavy users.
+#[test]
+fn the_operators_contact_rides_in_the_user_agent() {
+    let (url, seen) = mock(Mode::Nominatim);
+    position(&[
+        ("FLOTA_GEOCODER_URL", &url),
+        ("FLOTA_CONTACTO", " flota@example.org "),
+    ]);
+    let request = seen.lines()[0].clone();
+    assert!(
+        request.contains("user-agent: flota/")
+            && request.ends_with("(telemetria de flotas) flota@example.org"),
+        "{request}"
+    );
+}
+
 #[test]
 fn nominatim_answers_are_used() {
     let (url, seen) = mock(Mode::Nominatim);

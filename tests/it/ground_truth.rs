@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use flota::evaluate::truth::TruthLog;
+use flota::evaluation::truth::TruthLog;
 
 use crate::simulation::{
     injected_speeding, injected_stops, km_days, losses, rows, simulate, stays, stopped_now,

@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use flota::evaluate::truth;
-use flota::geo::{LatLon, offset_m};
-use flota::route::{RouteFile, StopFile};
+use flota::evaluation::truth;
+use flota::geometry::earth::{LatLon, offset_m};
+use flota::geometry::route::{RouteFile, StopFile};
 use flota::sim::TruthEvent;
 use rusqlite::Connection;
 
@@ -176,7 +176,7 @@ fn write_route(dir: &Path, name: &str, line: &[(f64, f64)], stops: &[(&str, (f64
     let points: Vec<LatLon> = line.iter().map(|&(e, n)| at(e, n)).collect();
     let length_m: f64 = points
         .windows(2)
-        .map(|w| flota::geo::distance_m(w[0], w[1]))
+        .map(|w| flota::geometry::earth::distance_m(w[0], w[1]))
         .sum();
     let file = RouteFile {
         nombre: name.into(),

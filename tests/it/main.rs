@@ -23,8 +23,10 @@
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
+//! - `settings`: environment variables reach the verbs that use them, and only those;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
-//!   in `net`).
+//!   in `net`; `tidy/layout.rs`: the environment and the clock at the edge, one verb shape,
+//!   short functions).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -53,6 +55,7 @@ mod redaction;
 mod rmcp_client;
 mod routes;
 mod scenario_errors;
+mod settings;
 mod shutdown;
 mod simulation;
 mod support;

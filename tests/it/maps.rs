@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
-use flota::geo::LatLon;
+use flota::geometry::earth::LatLon;
 use flota::map::projection::{View, world_px};
 use rusqlite::Connection;
 use serde_json::{Value, json};

@@ -8,8 +8,8 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flota::geo::{LatLon, distance_m};
-use flota::route::{Route, RouteFile};
+use flota::geometry::earth::{LatLon, distance_m};
+use flota::geometry::route::{Route, RouteFile};
 use serde_json::{Value, json};
 
 use crate::http_mock::{Mock, Reply, Request};
@@ -29,7 +29,7 @@ fn shipped() -> PathBuf {
 }
 
 fn seeds() -> Vec<Seed> {
-    flota::route::route_paths(&shipped())
+    flota::geometry::route::route_paths(&shipped())
         .unwrap()
         .into_iter()
         .map(|path| {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use flota::evaluate::truth::{self, TruthLog};
+use flota::evaluation::truth::{self, TruthLog};
 use flota::sim::{StopReason, TruthEvent};
 use rusqlite::Connection;
 
@@ -439,7 +439,7 @@ fn units_stopped_now_stand_still(run: &Run<'_>) {
     assert!(!stopped.is_empty(), "{name}: no stopped unit to check");
     for unit in stopped {
         let since = unit.since;
-        let place = flota::geo::LatLon::new(unit.lat, unit.lon);
+        let place = flota::geometry::earth::LatLon::new(unit.lat, unit.lon);
         let after: Vec<Row> = rows(db, unit.plate)
             .into_iter()
             .filter(|r| r.ts > since + 1)
@@ -452,7 +452,10 @@ fn units_stopped_now_stand_still(run: &Run<'_>) {
         for r in &after {
             assert_eq!(r.speed, 0.0, "{name}: {unit:?} moving at {}", r.ts);
             assert!(r.ignition, "{name}: {unit:?} engine off");
-            let d = flota::geo::distance_m(place, flota::geo::LatLon::new(r.lat, r.lon));
+            let d = flota::geometry::earth::distance_m(
+                place,
+                flota::geometry::earth::LatLon::new(r.lat, r.lon),
+            );
             assert!(d < 150.0, "{name}: {unit:?} report {d:.0} m away");
         }
         assert!((unit.minutes - (ahora - since) as f64 / 60.0).abs() < 0.2);
@@ -569,7 +572,7 @@ fn truth_visits_agree_with_the_noise_free_path() {
     assert!(ok, "{stderr}");
     let world = flota::scenario::load(
         &flota::scenario::Source::File(file),
-        flota::scenario::Ahora::Local(flota::simulate::parse_ahora(AHORA).unwrap()),
+        flota::scenario::Ahora::Local(flota::cli::parse_ahora(AHORA).unwrap()),
     )
     .unwrap();
     let db = Connection::open(db_path).unwrap();
@@ -580,7 +583,7 @@ fn truth_visits_agree_with_the_noise_free_path() {
     for unit in &world.units {
         for r in rows(&db, &unit.plate) {
             for fence in &world.fences {
-                let inside = fence.contains(flota::geo::LatLon::new(r.lat, r.lon));
+                let inside = fence.contains(flota::geometry::earth::LatLon::new(r.lat, r.lon));
                 let near_edge = visits.iter().any(|v| {
                     v.plate == unit.plate
                         && v.fence == fence.name

@@ -7,10 +7,15 @@
 //! or after `flota simular` (which analyses in memory), gives the same rows. No SQL here: the
 //! store's [`crate::store::analysis::Rewrite`] does the writing, with Spanish errors.
 
+use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use super::{Io, Settings};
+use crate::cli::AnalyzeArgs;
 use crate::engine::{self, Context};
+use crate::plumbing::clock::Clock;
 use crate::store::{Covered, Store};
 
 #[derive(Debug)]
@@ -21,7 +26,24 @@ pub struct Summary {
     pub elapsed: Duration,
 }
 
-pub fn run(db: &Path) -> anyhow::Result<Summary> {
+/// `flota analizar`: one line on stderr saying what was analysed.
+pub fn run(args: AnalyzeArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
+    let summary = analyze(&args.db, &Clock::system())?;
+    writeln!(
+        io.stderr,
+        "{} unidades, {} posiciones analizadas → {} eventos en {} ({:.2} s)",
+        summary.vehicles,
+        summary.fixes,
+        summary.events,
+        args.db.display(),
+        summary.elapsed.as_secs_f64()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Re-runs the engine over `db` up to the data's "now", or `clock`'s for a data set that does
+/// not say (a live one).
+pub fn analyze(db: &Path, clock: &Clock) -> anyhow::Result<Summary> {
     let started = Instant::now();
     let mut store = Store::open_read_write(db)?;
     let meta = store.meta()?;
@@ -29,12 +51,7 @@ pub fn run(db: &Path) -> anyhow::Result<Summary> {
     let fences = store.fences()?;
     let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
     let fence_ids: Vec<i64> = fences.iter().map(|f| f.id).collect();
-    let now_utc = match meta.ahora_utc {
-        Some(ahora) => ahora,
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
-    };
+    let now_utc = meta.ahora_utc.unwrap_or_else(|| clock.now_utc());
     let mut fixes = 0u64;
     let rewrite = store.rewrite_analysis()?;
     for vehicle in &vehicles {

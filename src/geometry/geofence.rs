@@ -8,7 +8,7 @@
 
 use geo::{Contains, Coord, LineString, Polygon};
 
-use crate::geo::{LatLon, M_PER_DEG_LAT, distance_m};
+use crate::geometry::earth::{LatLon, M_PER_DEG_LAT, distance_m};
 
 /// The shape of a geofence.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,7 +157,9 @@ fn ring(shape: &Shape) -> Vec<LatLon> {
             ]
         }
         Shape::Circle { centre, radius_m } => (0..64)
-            .map(|i| crate::geo::destination(*centre, i as f64 * 360.0 / 64.0, *radius_m))
+            .map(|i| {
+                crate::geometry::earth::destination(*centre, i as f64 * 360.0 / 64.0, *radius_m)
+            })
             .collect(),
         Shape::Polygon { vertices } => vertices.clone(),
     };
@@ -288,8 +290,16 @@ pub(crate) mod tests {
             },
             None,
         );
-        assert!(circle.contains(crate::geo::offset_m(LatLon::new(14.6, -90.5), 0.0, 99.0)));
-        assert!(!circle.contains(crate::geo::offset_m(LatLon::new(14.6, -90.5), 0.0, 101.0)));
+        assert!(circle.contains(crate::geometry::earth::offset_m(
+            LatLon::new(14.6, -90.5),
+            0.0,
+            99.0
+        )));
+        assert!(!circle.contains(crate::geometry::earth::offset_m(
+            LatLon::new(14.6, -90.5),
+            0.0,
+            101.0
+        )));
         let triangle = Geofence::new(
             "t".into(),
             "x".into(),

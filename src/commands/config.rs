@@ -1,12 +1,46 @@
 //! `flota config claude`: the `claude_desktop_config.json` entry for this installation.
 //!
-//! Owns the snippet and the advice around it; it reads nothing but the paths it is given and
-//! writes nothing — `main` prints what it returns. Claude Desktop may start servers with `/`
-//! as working directory and a minimal environment, so every path in the entry is absolute.
+//! Owns the snippet (on stdout) and the advice around it (on stderr): where the file lives,
+//! and a warning when the database is a folder or does not exist yet. Claude Desktop may start
+//! servers with `/` as working directory and a minimal environment, so every path in the entry
+//! is absolute.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use serde_json::{Value, json};
+
+use super::{Io, Settings};
+use crate::cli::ConfigVerb;
+
+pub fn run(verb: ConfigVerb, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let ConfigVerb::Claude(args) = verb;
+    let exe = std::env::current_exe()?.canonicalize()?;
+    let db = absolute(&settings.db_path(args.db.as_deref()));
+    writeln!(
+        io.stdout,
+        "{}",
+        serde_json::to_string_pretty(&entry(&exe, &db))?
+    )?;
+    writeln!(io.stderr, "{}", locations())?;
+    if db.is_dir() {
+        writeln!(
+            io.stderr,
+            "Aviso: {} es una carpeta, no una base de datos; indique el archivo, por ejemplo {}",
+            db.display(),
+            db.join("flota.db").display()
+        )?;
+    } else if !db.exists() {
+        writeln!(
+            io.stderr,
+            "Aviso: {} todavía no existe; el servidor arrancará igual y cada herramienta dirá \
+             cómo generarla.",
+            db.display()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// The JSON to merge into `claude_desktop_config.json`.
 pub fn entry(exe: &Path, db: &Path) -> Value {

@@ -10,20 +10,31 @@
 //! let alone print, a library error carrying a URL; [`public_url`] is how a URL is shown.
 
 use std::io::Read;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 use std::time::Duration;
 
-/// Identifies flota to map and geocoding services, as their usage policies ask; the operator
-/// may add a contact (an e-mail or URL) with `FLOTA_CONTACTO`.
+/// Identifies flota to map and geocoding services, as their usage policies ask.
+const BASE_AGENT: &str = concat!(
+    "flota/",
+    env!("CARGO_PKG_VERSION"),
+    " (telemetria de flotas)"
+);
+
+/// The operator's contact (an e-mail or URL) for the User-Agent: like the log level, one per
+/// process, set by the command line from `FLOTA_CONTACTO` before any request.
+static CONTACT: OnceLock<String> = OnceLock::new();
+
+/// Adds `contact` to the User-Agent of every later request; only the first call counts.
+pub fn set_contact(contact: Option<&str>) {
+    if let Some(contact) = contact.map(str::trim).filter(|c| !c.is_empty()) {
+        let _ = CONTACT.set(contact.to_owned());
+    }
+}
+
 pub fn user_agent() -> String {
-    let base = concat!(
-        "flota/",
-        env!("CARGO_PKG_VERSION"),
-        " (telemetria de flotas)"
-    );
-    match std::env::var("FLOTA_CONTACTO") {
-        Ok(contact) if !contact.trim().is_empty() => format!("{base} {}", contact.trim()),
-        _ => base.to_owned(),
+    match CONTACT.get() {
+        Some(contact) => format!("{BASE_AGENT} {contact}"),
+        None => BASE_AGENT.to_owned(),
     }
 }
 

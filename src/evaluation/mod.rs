@@ -1,4 +1,4 @@
-//! `flota evaluar`: how well the detections in a database match the ground truth.
+//! The evaluation behind `flota evaluar`: how well the detections in a database match the truth.
 //!
 //! Owns the evaluation as a whole: reading the truth log (`truth`) and the detections (through
 //! the store), building each type's intervals (`intervals`), scoring them (`matching`: a hit
@@ -15,7 +15,7 @@ pub mod report;
 pub mod truth;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -100,14 +100,6 @@ pub enum EvaluateError {
         "el registro de verdad {truth} es de otra simulación que {db} (escenario_sha256 o ahora distintos); use el par que escribió flota simular"
     )]
     Mismatch { truth: String, db: String },
-}
-
-/// The truth file that goes with `db` unless one is given.
-pub fn truth_path(db: &Path, given: Option<&Path>) -> PathBuf {
-    given.map_or_else(
-        || crate::simulate::default_truth_path(db),
-        Path::to_path_buf,
-    )
 }
 
 pub fn run(options: &Options) -> anyhow::Result<Evaluation> {

@@ -3,15 +3,15 @@
 //! Owns reading and checking a route file (the polyline decodes, stops lie near the line and
 //! in order, the first and last stop sit on the line's ends) and answering "where is the point
 //! `s` metres along this route, and which way does it face", plus the file's exact text form.
-//! Fetching geometry and deciding which files to rewrite belong to `directions` and
-//! `route_command`, not here. Format: docs/rutas.md.
+//! Fetching geometry belongs to `directions`, and the folder as `flota rutas` works on it to
+//! `route_files.rs`, not here. Format: docs/rutas.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::geo::{LatLon, bearing_deg, distance_m, lerp, local_m};
+use crate::geometry::earth::{LatLon, bearing_deg, distance_m, lerp, local_m};
 
 /// Polyline precision used by every route file (Google's format, 5 decimals).
 pub const POLYLINE_PRECISION: u32 = 5;

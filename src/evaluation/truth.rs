@@ -4,7 +4,7 @@
 //! and its Spanish errors, naming the file and line. The evaluation and the tests are its only
 //! callers: the server and the tools never open the truth.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::sim::{TruthEvent, TruthHeader};
 
@@ -34,6 +34,16 @@ pub enum TruthError {
         column: usize,
         what: &'static str,
     },
+}
+
+/// The truth log that goes with a database unless another is named: `flota.db` →
+/// `flota.verdad.jsonl`, beside it.
+pub fn default_path(db: &Path) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "flota".into());
+    db.with_file_name(format!("{stem}.verdad.jsonl"))
 }
 
 /// Reads and parses the truth log at `path`: a header line, then one event per line.

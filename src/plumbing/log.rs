@@ -1,8 +1,8 @@
 //! Diagnostics on stderr: a level, a timestamp, a line.
 //!
 //! Owns the only stderr writer besides `main`. stdout is never touched here: it belongs to the
-//! protocol. The level is process-wide and set once by the command line (`--verbose`) or the
-//! `FLOTA_LOG` variable (`error`, `warn`, `info`, `debug`).
+//! protocol. The level is process-wide and set by the command line: `FLOTA_LOG` (read in
+//! src/settings.rs), then `--verbose`.
 
 use std::fmt::Arguments;
 use std::io::Write;
@@ -22,18 +22,6 @@ static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);
-}
-
-/// Reads `FLOTA_LOG`; unknown values leave the level alone.
-pub fn init_from_env() {
-    let level = match std::env::var("FLOTA_LOG").as_deref() {
-        Ok("error") => Level::Error,
-        Ok("warn") => Level::Warn,
-        Ok("info") => Level::Info,
-        Ok("debug") => Level::Debug,
-        _ => return,
-    };
-    set_level(level);
 }
 
 pub fn enabled(level: Level) -> bool {
@@ -63,10 +51,10 @@ pub fn write(level: Level, args: Arguments<'_>) {
 }
 
 #[macro_export]
-macro_rules! log_error { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Error, format_args!($($t)*)) } }
+macro_rules! log_error { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Error, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_warn { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Warn, format_args!($($t)*)) } }
+macro_rules! log_warn { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Warn, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_info { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Info, format_args!($($t)*)) } }
+macro_rules! log_info { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Info, format_args!($($t)*)) } }
 #[macro_export]
-macro_rules! log_debug { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Debug, format_args!($($t)*)) } }
+macro_rules! log_debug { ($($t:tt)*) => { $crate::plumbing::log::write($crate::plumbing::log::Level::Debug, format_args!($($t)*)) } }

@@ -1,0 +1,45 @@
+//! The verbs of the `flota` command line, one file each, named after the verb.
+//!
+//! Owns the edge between the command line and the library: every verb is
+//! `run(args, &mut Io, &Settings) -> anyhow::Result<ExitCode>`, takes its parsed arguments
+//! from `cli`, its streams from [`Io`] and the environment from [`Settings`], reads the wall
+//! clock if it needs one ([`crate::plumbing::clock::Clock::system`]) and hands all of that
+//! down as values. Domain code does not live here: a verb wires domain modules together and
+//! says what happened in Spanish. `main` maps an error to its exit code with [`exit_code`].
+//!
+//! | verb | file |
+//! |---|---|
+//! | `simular` | `simulate.rs` |
+//! | `analizar` | `analyze.rs` |
+//! | `evaluar` | `evaluate.rs` |
+//! | `servir` | `serve.rs` |
+//! | `exportar` | `export.rs` |
+//! | `rutas` | `routes.rs` |
+//! | `cliente` | `client.rs` |
+//! | `config` | `config.rs` |
+
+pub mod analyze;
+pub mod client;
+pub mod config;
+pub mod evaluate;
+pub mod export;
+mod io;
+pub mod routes;
+pub mod serve;
+pub mod simulate;
+
+use std::process::ExitCode;
+
+pub use io::{Io, Stdin};
+
+pub use crate::settings::Settings;
+
+/// The exit code of a verb that failed: 2 for options that contradict each other (bad usage,
+/// like a parse error), else 1.
+pub fn exit_code(err: &anyhow::Error) -> ExitCode {
+    if err.is::<simulate::PathConflict>() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,110 @@
+//! `flota servir`: the fleet's MCP service on this process's stdin and stdout.
+//!
+//! Owns the verb: which database, "now", the geocoder and the map tiles (from the flags and
+//! [`Settings`]), the time limit per call, and which transport carries the protocol. Today
+//! that is stdio: the streams are taken over from [`Io`] and handed to the core for the rest
+//! of the process. The service itself (identity, instructions, tools) is
+//! [`crate::tools::service`]'s. Nothing here writes to stdout.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Io, Settings, Stdin};
+use crate::cli::ServeArgs;
+use crate::fleet::Fleet;
+use crate::fleet::places::Geocoder;
+use crate::log_info;
+use crate::mcp::{self, ServeOptions};
+use crate::plumbing::clock::Clock;
+use crate::plumbing::log::{self, Level};
+use crate::tools;
+
+/// Serves until stdin ends (or the client hangs up while not reading, or SIGTERM/SIGINT).
+pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
+    if args.verbose {
+        log::set_level(Level::Debug);
+    }
+    let db = settings.db_path(args.db.as_deref());
+    let ahora = settings.ahora(args.ahora)?;
+    log_info!(
+        "flota servir {} (base de datos {})",
+        env!("CARGO_PKG_VERSION"),
+        db.display()
+    );
+    let geocoder = Geocoder::new(settings.geocoding.clone());
+    if let Some(service) = geocoder.service() {
+        log_info!("direcciones en línea: {}", service.name());
+    }
+    let fleet = Arc::new(Fleet::new(&db, ahora, geocoder, Clock::system()));
+    let limit = settings.call_limit_s(args.limite_llamada)?;
+    let options = ServeOptions {
+        verbose: args.verbose,
+        call_timeout: (limit > 0.0).then(|| Duration::from_secs_f64(limit)),
+        ..ServeOptions::default()
+    };
+    let service = tools::service(&fleet, settings.tiles.clone());
+    let stdout = io.take_stdout();
+    match io.take_stdin() {
+        Stdin::Process(stdin) => mcp::serve_stdio(service, stdin, stdout, options)?,
+        Stdin::Other(input) => mcp::serve(service, input, stdout, options)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Cursor, Write};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A writer the test can read back after the server thread is done with it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn serves_whatever_streams_it_is_handed() {
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n",
+        );
+        let out = Shared::default();
+        let mut io = Io {
+            stdin: Stdin::Other(Box::new(Cursor::new(input))),
+            stdout: Box::new(out.clone()),
+            ..Io::detached()
+        };
+        let args = ServeArgs {
+            db: Some("/no/existe/flota.db".into()),
+            ahora: None,
+            limite_llamada: None,
+            verbose: false,
+        };
+        let code = run(args, &mut io, &Settings::from_lookup(&|_| None)).unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let answers: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 2, "{text}");
+        assert_eq!(answers[0]["result"]["serverInfo"]["name"], "flota");
+        let tools = answers[1]["result"]["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 7, "{text}");
+    }
+}

@@ -1,0 +1,431 @@
+//! `flota simular`: run a scenario and write the positions database and the truth log.
+//!
+//! Owns the I/O around the sans-IO simulator: loading the scenario, running units on worker
+//! threads, writing their reports in unit order (so the output is byte-for-byte deterministic
+//! however threads interleave), the progress bar, and replacing the previous files only when
+//! both new ones are complete. Before anything is written it refuses a truth log that would
+//! overwrite the database or another database ([`PathConflict`], a usage error).
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{Io, Settings};
+use crate::cli::SimulateArgs;
+use crate::engine::{self, Analysis, DetectionConfig};
+use crate::evaluation::truth;
+use crate::plumbing::clock::Clock;
+use crate::plumbing::output::Staged;
+use crate::scenario::{self, Ahora, Source, World};
+use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
+use crate::store::encoding::fixes_of;
+use crate::store::{Covered, Writer};
+
+/// What to simulate and where to put it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenario: Source,
+    pub ahora: Ahora,
+    pub db: PathBuf,
+    pub truth: PathBuf,
+    pub seed: Option<u64>,
+    pub progress: bool,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub units: usize,
+    pub days: usize,
+    pub positions: u64,
+    pub truth_events: u64,
+    pub db_bytes: u64,
+    pub truth_bytes: u64,
+    pub elapsed: Duration,
+    pub db: PathBuf,
+    pub truth: PathBuf,
+}
+
+impl Summary {
+    /// One Spanish line for stderr.
+    pub fn line(&self) -> String {
+        format!(
+            "{} unidades × {} días: {} posiciones, {} hechos de verdad → {} ({:.1} MB), {} ({:.1} MB) en {:.2} s",
+            self.units,
+            self.days,
+            self.positions,
+            self.truth_events,
+            self.db.display(),
+            self.db_bytes as f64 / 1e6,
+            self.truth.display(),
+            self.truth_bytes as f64 / 1e6,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// `--salida` and `--verdad` that cannot both be written: a usage error, found before
+/// anything is written.
+#[derive(Debug, thiserror::Error)]
+pub enum PathConflict {
+    #[error(
+        "--verdad {truth} es el mismo archivo que --salida {db}; el registro de verdad necesita su propio archivo (sin --verdad se escribe en {default})"
+    )]
+    Same {
+        truth: String,
+        db: String,
+        default: String,
+    },
+    #[error(
+        "--verdad {truth} es una base de datos SQLite, no un registro de verdad; no se sobrescribe: indique otro archivo"
+    )]
+    TruthIsDatabase { truth: String },
+    #[error(
+        "--salida {db} existe y no es una base de datos SQLite (¿un registro de verdad u otro archivo?); no se sobrescribe: indique otro archivo o bórrelo antes"
+    )]
+    DbIsNotDatabase { db: String },
+}
+
+/// Refuses a truth path that is the database itself (however spelled: `./`, `..`, symlinks)
+/// or an existing SQLite file.
+pub fn check_paths(db: &Path, truth: &Path) -> Result<(), PathConflict> {
+    if resolved(db) == resolved(truth) {
+        return Err(PathConflict::Same {
+            truth: truth.display().to_string(),
+            db: db.display().to_string(),
+            default: truth::default_path(db).display().to_string(),
+        });
+    }
+    if is_sqlite(truth) {
+        return Err(PathConflict::TruthIsDatabase {
+            truth: truth.display().to_string(),
+        });
+    }
+    // Replacing a database is the point of `simular`; replacing anything else (a truth log
+    // given as --salida by a slip of the hand, a document) would destroy user data.
+    if is_nonempty_file(db) && !is_sqlite(db) {
+        return Err(PathConflict::DbIsNotDatabase {
+            db: db.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// `path` made absolute with symlinks, `.` and `..` resolved as far as it exists, so that two
+/// spellings of one file compare equal even before the file is created.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut missing = Vec::new();
+    let mut head = absolute.as_path();
+    loop {
+        if let Ok(mut real) = head.canonicalize() {
+            real.extend(missing.iter().rev());
+            return real;
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                head = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Whether `path` is an existing regular file with something in it.
+fn is_nonempty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// Whether `path` is an existing SQLite database (by its 16-byte header).
+fn is_sqlite(path: &Path) -> bool {
+    let mut header = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| &header == b"SQLite format 3\0")
+}
+
+#[derive(Default)]
+struct UnitOutput {
+    reports: Vec<Report>,
+    truth: Vec<TruthEvent>,
+    /// What the detection engine makes of `reports` (and nothing else).
+    analysis: Analysis,
+    /// Fixes the engine read (duplicates and reports after "now" are not fixes it reads).
+    fixes: u64,
+}
+
+impl Sink for UnitOutput {
+    fn report(&mut self, report: &Report) {
+        self.reports.push(*report);
+    }
+    fn truth(&mut self, event: TruthEvent) {
+        self.truth.push(event);
+    }
+}
+
+/// `flota simular`: the summary line on stderr.
+pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
+    let options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    let summary = simulate(&options)?;
+    writeln!(io.stderr, "{}", summary.line())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+impl Options {
+    /// The command line's options. Without `--ahora` the period ends at `clock`'s now: the
+    /// wall clock is read here, never in the simulator.
+    pub fn from_args(args: SimulateArgs, progress: bool, clock: &Clock) -> Options {
+        let ahora = match args.ahora {
+            Some(local) => Ahora::Local(local),
+            None => Ahora::NowUtc(clock.now_utc()),
+        };
+        Options {
+            scenario: args.escenario.map_or(Source::Embedded, Source::File),
+            ahora,
+            truth: args
+                .verdad
+                .unwrap_or_else(|| truth::default_path(&args.salida)),
+            db: args.salida,
+            seed: args.semilla,
+            progress,
+        }
+    }
+}
+
+/// Simulates, analyses and writes both files; the previous ones stay until both new ones are
+/// complete.
+pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
+    let started = Instant::now();
+    check_paths(&options.db, &options.truth)?;
+    let (simulation, config) = load(options)?;
+    let world = &simulation.world;
+    let mut outputs = Outputs::open(options, world)?;
+    let bar = progress_bar(
+        options.progress,
+        (world.units.len() * world.days.len()) as u64,
+    );
+    let (fixes, write_time) = write_units(&simulation, &config, &mut outputs, &bar)?;
+    bar.finish_and_clear();
+    crate::log_debug!(
+        "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
+        started.elapsed()
+    );
+    let positions = outputs.db.rows;
+    let truth_events = outputs.truth_events;
+    let (db_bytes, truth_bytes) = outputs.close(options, world, &config, fixes, started)?;
+    Ok(Summary {
+        units: world.units.len(),
+        days: world.days.len(),
+        positions,
+        truth_events,
+        db_bytes,
+        truth_bytes,
+        elapsed: started.elapsed(),
+        db: options.db.clone(),
+        truth: options.truth.clone(),
+    })
+}
+
+/// The checked scenario (with `--semilla`) ready to run, and the detection thresholds it sets.
+fn load(options: &Options) -> anyhow::Result<(Simulation, DetectionConfig)> {
+    let mut world = scenario::load(&options.scenario, options.ahora)?;
+    if let Some(seed) = options.seed {
+        world.seed = seed;
+    }
+    let config = match &world.detection {
+        Some(table) => DetectionConfig::from_json(&serde_json::to_string(table)?)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", options.scenario.display_path().display()))?,
+        None => DetectionConfig::default(),
+    };
+    Ok((Simulation::new(world), config))
+}
+
+fn progress_bar(shown: bool, unit_days: u64) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(unit_days), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} unidades-día {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The two files being written, under their temporary names.
+struct Outputs {
+    db_file: Staged,
+    truth_file: Staged,
+    db: Writer,
+    truth: BufWriter<std::fs::File>,
+    truth_events: u64,
+}
+
+impl Outputs {
+    /// Proves both places writable before any work (the errors name the user's paths), then
+    /// writes the fleet and the truth header.
+    fn open(options: &Options, world: &World) -> anyhow::Result<Outputs> {
+        let db_file = Staged::prepare(&options.db)?;
+        let truth_file = Staged::prepare(&options.truth)?;
+        let mut db = Writer::create(db_file.temp())?;
+        db.write_fleet(world)?;
+        let truth_out = std::fs::File::create(truth_file.temp())
+            .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
+        let mut truth = BufWriter::new(truth_out);
+        serde_json::to_writer(
+            &mut truth,
+            &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
+        )?;
+        truth.write_all(b"\n")?;
+        Ok(Outputs {
+            db_file,
+            truth_file,
+            db,
+            truth,
+            truth_events: 0,
+        })
+    }
+
+    /// One unit's reports, detections and truth, in unit order.
+    fn write_unit(
+        &mut self,
+        unit: usize,
+        output: &UnitOutput,
+        config: &DetectionConfig,
+        world: &World,
+    ) -> anyhow::Result<()> {
+        let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
+        self.db.write_positions(unit as i64 + 1, &output.reports)?;
+        self.db.write_analysis(
+            unit as i64 + 1,
+            &output.analysis,
+            &fence_ids,
+            config,
+            world.ahora_utc,
+        )?;
+        for event in &output.truth {
+            serde_json::to_writer(&mut self.truth, event)?;
+            self.truth.write_all(b"\n")?;
+            self.truth_events += 1;
+        }
+        Ok(())
+    }
+
+    /// Seals the analysis, writes `meta`, closes both files and puts them in place (truth
+    /// first; the database, which the server reads, last). Returns their sizes.
+    fn close(
+        mut self,
+        options: &Options,
+        world: &World,
+        config: &DetectionConfig,
+        fixes: u64,
+        started: Instant,
+    ) -> anyhow::Result<(u64, u64)> {
+        self.db.seal_analysis(&Covered {
+            config,
+            until_utc: world.ahora_utc,
+            fixes,
+        })?;
+        self.db.write_meta(world)?;
+        self.db.finish()?;
+        self.truth.flush()?;
+        drop(self.truth);
+        crate::log_debug!("base cerrada: {:?}", started.elapsed());
+
+        let size = |staged: &Staged| {
+            std::fs::metadata(staged.temp())
+                .map(|m| m.len())
+                .unwrap_or(0)
+        };
+        let (truth_bytes, db_bytes) = (size(&self.truth_file), size(&self.db_file));
+        self.truth_file
+            .commit()
+            .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
+        self.db_file
+            .commit()
+            .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
+        Ok((db_bytes, truth_bytes))
+    }
+}
+
+/// Simulates units on worker threads and writes them on this one, in unit order whatever
+/// order they finish in: the files are deterministic. Returns the fixes the engine read and
+/// the time spent writing.
+fn write_units(
+    simulation: &Simulation,
+    config: &DetectionConfig,
+    outputs: &mut Outputs,
+    bar: &ProgressBar,
+) -> anyhow::Result<(u64, Duration)> {
+    let world = &simulation.world;
+    let units = world.units.len();
+    // This thread writes; the other cores simulate. The writer is the slower stage, so it
+    // should not share its core.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = cores.saturating_sub(1).clamp(1, units.max(1));
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
+    let mut fixes = 0u64;
+    let mut write_time = Duration::ZERO;
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let unit = next.fetch_add(1, Ordering::Relaxed);
+                    if unit >= units
+                        || sender
+                            .send((unit, simulate_unit(simulation, config, unit)))
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
+        let mut expected = 0usize;
+        for (unit, output) in receiver {
+            waiting.insert(unit, output);
+            while let Some(output) = waiting.remove(&expected) {
+                let t = Instant::now();
+                outputs.write_unit(expected, &output, config, world)?;
+                write_time += t.elapsed();
+                fixes += output.fixes;
+                bar.inc(world.days.len() as u64);
+                expected += 1;
+            }
+        }
+        Ok((fixes, write_time))
+    })
+}
+
+/// One unit simulated, and what the detection engine makes of its reports exactly as the
+/// table will hold them.
+fn simulate_unit(simulation: &Simulation, config: &DetectionConfig, unit: usize) -> UnitOutput {
+    let world = &simulation.world;
+    let mut output = UnitOutput::default();
+    simulation.run_unit(unit, &mut output);
+    let ctx = engine::Context {
+        config,
+        fences: &world.fences,
+        limit_kmh: world.units[unit].limit_kmh,
+        zone: world.zone,
+    };
+    let fixes = fixes_of(&output.reports);
+    let now = world.ahora_utc;
+    output.fixes = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
+    output.analysis = engine::analyze(&ctx, fixes, now);
+    output
+}

@@ -1,0 +1,6 @@
+//! Domain geometry: points on the Earth, geofences, routes.
+
+pub mod earth;
+pub mod geofence;
+pub mod route;
+pub mod route_files;

@@ -1,0 +1,8 @@
+//! Plumbing every layer may use: the clock, diagnostics, outbound HTTP, atomic file writes,
+//! a poison-tolerant mutex lock.
+
+pub mod clock;
+pub mod log;
+pub mod mutex;
+pub mod net;
+pub mod output;

@@ -1,0 +1,79 @@
+//! The fleet's MCP service: who the server is, what the model is told first, and the tools.
+//!
+//! Owns the wiring between the generic core (`mcp`) and the fleet: the server's identity, the
+//! `initialize` instructions (the fleet, its zone, the data window, today's date, how to name
+//! things) and the tool list. `flota servir` and the fuzz harness build the same service here.
+
+use std::sync::Arc;
+
+use crate::fleet::Fleet;
+use crate::map::TileConfig;
+use crate::mcp::{self, ServerInfo};
+
+pub fn server_info() -> ServerInfo {
+    ServerInfo {
+        name: "flota".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        title: "flota — telemetría GPS de la flota".into(),
+    }
+}
+
+/// The fleet service: identity, guidance for the model, and the seven tools, with maps drawn
+/// over tiles from `tiles`.
+pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig) -> mcp::Service {
+    mcp::Service {
+        info: server_info(),
+        instructions: Some(instructions(fleet)),
+        tools: super::all(fleet, tiles),
+    }
+}
+
+/// What the model should know before calling anything: the fleet, its zone, the data window,
+/// today's date, and how to name things.
+pub fn instructions(fleet: &Fleet) -> String {
+    let usage = "Las herramientas calculan todo en la máquina del operador a partir de las \
+        posiciones; solo devuelven agregados. Las placas aceptan minúsculas y espacios \
+        (p123bcd = P-123BCD). Las fechas aceptan AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un \
+        día de la semana (el más reciente). Las horas de las respuestas son locales de la flota.";
+    match fleet.snapshot() {
+        Ok(snapshot) => {
+            let active = snapshot.vehicles.iter().filter(|v| v.active).count();
+            let mut plates: Vec<&str> = snapshot
+                .vehicles
+                .iter()
+                .filter(|v| v.active)
+                .map(|v| v.plate.as_str())
+                .collect();
+            let shown = if plates.len() > 30 {
+                plates.truncate(30);
+                format!("{}…", plates.join(", "))
+            } else {
+                plates.join(", ")
+            };
+            let fences: Vec<&str> = snapshot
+                .fences
+                .iter()
+                .map(|f| f.fence.name.as_str())
+                .take(30)
+                .collect();
+            let now = crate::fleet::dates::local(snapshot.zone(), snapshot.now_utc);
+            format!(
+                "Flota de {active} unidades activas ({shown}). Geocercas: {}. Zona horaria: {}. \
+                 Datos desde {} hasta {}. Ahora (hora de la flota) es {} {}, {}. {usage}",
+                fences.join(", "),
+                snapshot.zone_name(),
+                snapshot
+                    .meta
+                    .from_date
+                    .map_or("?".into(), |d| d.to_string()),
+                now.format("%Y-%m-%d %H:%M"),
+                crate::fleet::dates::weekday_es(snapshot.today),
+                snapshot.today,
+                now.format("%H:%M"),
+            )
+        }
+        Err(err) => format!(
+            "Servidor de telemetría GPS de una flota. Por ahora no hay datos: {err} {usage}"
+        ),
+    }
+}
