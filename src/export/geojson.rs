@@ -9,6 +9,7 @@
 use geojson::{Feature, FeatureCollection, Geometry, GeometryValue, JsonObject, Position};
 use serde_json::{Value, json};
 
+use crate::engine::EventKind;
 use crate::fleet::{DayTrack, Snapshot, dates};
 use crate::geometry::earth::LatLon;
 
@@ -99,7 +100,7 @@ impl Day<'_> {
                 feature(
                     point(stop.lat, stop.lon),
                     json!({
-                        "tipo": "parada",
+                        "tipo": EventKind::Stop.name(),
                         "placa": self.plate(),
                         "inicio": self.iso(stop.start_utc),
                         "fin": stop.end_utc.map(|t| self.iso(t)),
@@ -129,7 +130,7 @@ impl Day<'_> {
                 feature(
                     line_or_point(stretch, event.lat, event.lon),
                     json!({
-                        "tipo": "exceso_velocidad",
+                        "tipo": EventKind::Overspeed.name(),
                         "placa": self.plate(),
                         "inicio": self.iso(event.start_utc),
                         "fin": event.end_utc.map(|t| self.iso(t)),
@@ -166,7 +167,7 @@ impl Day<'_> {
                 feature(
                     geometry,
                     json!({
-                        "tipo": "perdida_senal",
+                        "tipo": EventKind::Gap.name(),
                         "placa": self.plate(),
                         "desde": self.iso(gap.start_utc),
                         "hasta": gap.end_utc.map(|t| self.iso(t)),
@@ -185,7 +186,7 @@ impl Day<'_> {
                 feature(
                     point(visit.lat, visit.lon),
                     json!({
-                        "tipo": "visita_geocerca",
+                        "tipo": EventKind::Visit.name(),
                         "placa": self.plate(),
                         "geocerca": visit.fence_id.and_then(|id| self.snapshot.fence_name(id)),
                         "entrada": (!visit.from_data_start).then(|| self.iso(visit.start_utc)),
