@@ -28,3 +28,4 @@ pub mod sim;
 pub mod simulate;
 pub mod store;
 pub mod tools;
+pub mod ui;

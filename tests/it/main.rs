@@ -21,6 +21,8 @@
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
+//! - `views`: the map views' data (`flota::ui::datos`) against `mapa_recorrido` and the
+//!   positions (the views themselves run in a browser: tests/browser/);
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
 //!   in `net`).
 #![allow(
@@ -54,3 +56,4 @@ mod simulation;
 mod support;
 mod tidy;
 mod tools;
+mod views;
