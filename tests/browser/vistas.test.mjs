@@ -15,7 +15,7 @@
 // Environment: FLOTA_BIN, VISTAS_BIN (default target/debug/…), CHROMIUM (/usr/bin/chromium),
 // FLOTA_CAPTURAS (a folder: write the screenshots there, e.g. docs/img).
 
-import { test, before, after } from "node:test";
+import { test, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -40,6 +40,8 @@ const ENTORNO = { ...process.env, FLOTA_TILES_URL: "no" };
 delete ENTORNO.GOOGLE_MAPS_API_KEY;
 delete ENTORNO.FLOTA_GEOCODER_URL;
 const ESPERA_MS = 20000;
+// Generous bounds, reached only when something is broken (never a performance claim).
+const PLAZO_PRUEBA = { timeout: 240000 };
 
 let tmp;
 let db;
@@ -207,15 +209,30 @@ const CONTEXTO_ANFITRION = {
   platform: "web",
 };
 
+function conPlazo(promesa, que) {
+  let reloj;
+  const plazo = new Promise((_, rechazar) => {
+    reloj = setTimeout(() => rechazar(new Error(`${que} en ${ESPERA_MS} ms`)), ESPERA_MS);
+  });
+  return Promise.race([promesa, plazo]).finally(() => clearTimeout(reloj));
+}
+
 /** Loads a view in the harness with a tool call's input and result; returns its frame. */
-async function abrir(nombre, toolInput, toolResult, hostCapabilities) {
+async function abrir(nombre, toolInput, toolResult, hostCapabilities, dibujada = true) {
   await pagina.goto(base + "/anfitrion.html");
-  await pagina.evaluate(
-    ([n, o]) => window.anfitrion.abrir(n, o),
-    [nombre, { toolInput, toolResult, hostCapabilities: hostCapabilities || {}, hostContext: CONTEXTO_ANFITRION }]
+  // Resolves once the view has initialized and been sent the result: a view that never
+  // initializes fails here instead of hanging.
+  await conPlazo(
+    pagina.evaluate(
+      ([n, o]) => window.anfitrion.abrir(n, o),
+      [nombre, { toolInput, toolResult, hostCapabilities: hostCapabilities || {}, hostContext: CONTEXTO_ANFITRION }]
+    ),
+    `${nombre}: la vista no completó ui/initialize`
   );
   const marco = await (await pagina.$("#marco")).contentFrame();
-  await marco.waitForFunction(() => window.flotaVista && document.querySelector(".leaflet-marker-icon"), null, { timeout: ESPERA_MS });
+  if (dibujada) {
+    await marco.waitForFunction(() => window.flotaVista && document.querySelector(".leaflet-marker-icon"), null, { timeout: ESPERA_MS });
+  }
   await pagina.waitForFunction(() => window.anfitrion.registro.tamanos.length > 0, null, { timeout: ESPERA_MS });
   await esperarPintado(marco);
   return marco;
@@ -294,9 +311,11 @@ async function centro(marco, selector) {
 const distancia = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1]);
 
 function sinProblemas(que) {
-  assert.deepEqual(problemas.consola, [], `${que}: errores de consola`);
-  const fuera = problemas.red.filter((u) => !u.startsWith(base + "/") && !u.startsWith("data:") && !u.startsWith("about:"));
+  // Only the harness's own files: a view asks for nothing, not even from the harness.
+  const propias = ["/anfitrion.html", "/anfitrion.js", "/vistas/recorrido.html", "/vistas/flota.html"].map((p) => base + p);
+  const fuera = problemas.red.filter((u) => !propias.includes(u) && !u.startsWith("data:") && !u.startsWith("about:"));
   assert.deepEqual(fuera, [], `${que}: peticiones fuera del anfitrión`);
+  assert.deepEqual(problemas.consola, [], `${que}: errores de consola`);
   problemas.consola.length = 0;
   problemas.red.length = 0;
 }
@@ -354,6 +373,12 @@ before(async () => {
     assert.equal(nombre, "mapa_recorrido");
     return resultadoRecorrido(args.placa, args.fecha);
   });
+});
+
+// A failed test leaves its problems behind; the next one starts clean.
+beforeEach(() => {
+  problemas.consola.length = 0;
+  problemas.red.length = 0;
 });
 
 after(async () => {
@@ -486,7 +511,7 @@ async function comprobarRecorrido(placa, fecha, capturar) {
   sinProblemas(`${placa} ${fecha}`);
 }
 
-test("la vista del día dibuja cada recorrido real con sus eventos", async () => {
+test("la vista del día dibuja cada recorrido real con sus eventos", PLAZO_PRUEBA, async () => {
   for (const placa of unidades) {
     for (const fecha of ["ayer", "hoy"]) {
       await comprobarRecorrido(placa, fecha, placa === "P-456DEF" && fecha === "ayer" ? "mapa_recorrido_vista.png" : null);
@@ -494,7 +519,7 @@ test("la vista del día dibuja cada recorrido real con sus eventos", async () =>
   }
 });
 
-test("la vista del día pide otro día por tools/call a través del anfitrión", async () => {
+test("la vista del día pide otro día por tools/call a través del anfitrión", PLAZO_PRUEBA, async () => {
   const resultado = await resultadoRecorrido("P-456DEF", "hoy");
   const marco = await abrir("recorrido", { placa: "P-456DEF", fecha: "hoy" }, resultado, { serverTools: {} });
   const anterior = marco.locator('#navegacion button[data-fecha="2026-08-18"]');
@@ -509,9 +534,22 @@ test("la vista del día pide otro día por tools/call a través del anfitrión",
   sinProblemas("otro día");
 });
 
+test("sin el campo vista (el servidor de hoy), la vista del día lo dice sin fallar", PLAZO_PRUEBA, async () => {
+  const resultado = await servidor.llamar("mapa_recorrido", { placa: unidades[0], fecha: "ayer" });
+  assert.equal(resultado.structuredContent.vista, undefined);
+  const marco = await abrir("recorrido", { placa: unidades[0], fecha: "ayer" }, resultado, {}, false);
+  await protocoloEnOrden();
+  await marco.waitForFunction(() => document.getElementById("estado").textContent.includes("vista"));
+  const estado = await marco.textContent("#estado");
+  assert.ok(estado.includes(`${resultado.structuredContent.paradas} paradas`), estado);
+  assert.equal(await marco.textContent("#titulo"), `${unidades[0]} · ${resultado.structuredContent.dia_semana} ${resultado.structuredContent.fecha}`);
+  assert.equal(await marco.locator(".leaflet-container").count(), 0);
+  sinProblemas("sin vista");
+});
+
 // --- The fleet view --------------------------------------------------------------------------
 
-test("la vista de la flota muestra cada unidad activa con su estado y minutos", async () => {
+test("la vista de la flota muestra cada unidad activa con su estado y minutos", PLAZO_PRUEBA, async () => {
   const resultado = await resultadoFlota();
   const sc = resultado.structuredContent;
   assert.equal(sc.unidades.length, unidades.length);
