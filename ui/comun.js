@@ -9,7 +9,7 @@
  * - Map pieces: the map with the offline basemap (the fleet's routes, fences and places) or
  *   configured tiles, the evidence panel that shows any fields it is given, the legend.
  *
- * Data never goes into innerHTML: every text from a result is set with textContent.
+ * Text from a result reaches the page only through textContent or escaparHtml.
  */
 "use strict";
 
