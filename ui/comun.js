@@ -180,6 +180,11 @@ function textoDelResultado(resultado) {
   return bloques.filter((b) => b && b.type === "text").map((b) => b.text).join("\n");
 }
 
+/** "1 parada", "3 paradas". */
+function cuenta(n, singular, plural) {
+  return n + " " + (n === 1 ? singular : plural);
+}
+
 function numero(v, decimales) {
   return Number(v).toLocaleString("es", { maximumFractionDigits: decimales === undefined ? 1 : decimales });
 }
@@ -346,7 +351,9 @@ function leyenda(mapa, titulo, filas) {
   const control = L.control({ position: "bottomleft" });
   control.onAdd = () => {
     const caja = el("details", "leyenda");
-    caja.open = mapa.getSize().x >= 480;
+    // Open only where it leaves the track in view; a click opens it anywhere.
+    const tamano = mapa.getSize();
+    caja.open = tamano.x >= 700 && tamano.y >= 450;
     caja.appendChild(el("summary", null, titulo));
     const lista = el("ul");
     for (const [muestra, texto] of filas) {
@@ -367,6 +374,21 @@ function muestra(clase, estilo) {
   const m = el("span", "muestra " + clase);
   if (estilo) m.style.cssText = estilo;
   return m;
+}
+
+/**
+ * Read-only introspection for automation (the browser test): the drawn map, and where a
+ * point is drawn in this document's viewport pixels. Set once the map is drawn.
+ */
+function exponerMapa(mapa) {
+  window.flotaVista = {
+    mapa,
+    proyectar(lat, lon) {
+      const p = mapa.latLngToContainerPoint([lat, lon]);
+      const caja = mapa.getContainer().getBoundingClientRect();
+      return [caja.left + p.x, caja.top + p.y];
+    },
+  };
 }
 
 /** Starts a view: bridge, evidence panel, host context, then hands results to `mostrar`. */

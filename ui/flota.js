@@ -98,14 +98,7 @@ function dibujarFlota(sc, unidades) {
   leyenda(mapa, "Estados", filas);
   if (unidades.length === 1) mapa.setView(limites.getCenter(), 15);
   else mapa.fitBounds(limites, { padding: [48, 48], maxZoom: 16 });
-  window.flotaVista = {
-    mapa,
-    proyectar(lat, lon) {
-      const p = mapa.latLngToContainerPoint([lat, lon]);
-      const caja = mapa.getContainer().getBoundingClientRect();
-      return [caja.left + p.x, caja.top + p.y];
-    },
-  };
+  exponerMapa(mapa);
   return { mapa };
 }
 

@@ -31,6 +31,7 @@ function limpiarVista() {
     vista.detener();
     vista.mapa.remove();
     vista = null;
+    window.flotaVista = undefined;
   }
   Evidencia.cerrar();
   const pie = document.getElementById("pie");
@@ -42,9 +43,9 @@ function limpiarVista() {
 function resumen(sc) {
   const partes = [];
   if (sc.kilometros !== undefined) partes.push(numero(sc.kilometros) + " km");
-  if (sc.paradas !== undefined) partes.push(sc.paradas + " paradas");
-  if (sc.excesos_de_velocidad !== undefined) partes.push(sc.excesos_de_velocidad + " excesos de velocidad");
-  if (sc.perdidas_de_senal !== undefined) partes.push(sc.perdidas_de_senal + " pérdidas de señal");
+  if (sc.paradas !== undefined) partes.push(cuenta(sc.paradas, "parada", "paradas"));
+  if (sc.excesos_de_velocidad !== undefined) partes.push(cuenta(sc.excesos_de_velocidad, "exceso de velocidad", "excesos de velocidad"));
+  if (sc.perdidas_de_senal !== undefined) partes.push(cuenta(sc.perdidas_de_senal, "pérdida de señal", "pérdidas de señal"));
   return partes.join(" · ");
 }
 
@@ -194,23 +195,17 @@ function dibujar(v) {
   nodoFin.innerHTML = '<svg width="14" height="14" viewBox="0 0 14 14"><rect x="1" y="1" width="12" height="12" fill="' + COLOR.fin + '" stroke="#fff" stroke-width="1.5"/></svg>';
   marcadorDom(ll(ultimo), nodoFin, [14, 14], { title: nodoFin.title }).addTo(mapa);
 
-  leyendaRecorrido(mapa, v, colorExceso);
+  // The legend after the player, which takes its height from the map: the legend opens
+  // only where the map leaves it room.
   const reproduccion = reproductor(mapa, v, hora, cortes);
+  leyendaRecorrido(mapa, v, colorExceso);
 
   const limites = L.latLngBounds(pts.map(ll));
   for (const e of eventos) if (e.tipo === "parada") limites.extend([e.lat, e.lon]);
   mapa.fitBounds(limites, { padding: [28, 28] });
   reproduccion.irA(0);
 
-  window.flotaVista = {
-    mapa,
-    /** Where a point is drawn, in this document's viewport pixels. */
-    proyectar(lat, lon) {
-      const p = mapa.latLngToContainerPoint([lat, lon]);
-      const caja = mapa.getContainer().getBoundingClientRect();
-      return [caja.left + p.x, caja.top + p.y];
-    },
-  };
+  exponerMapa(mapa);
   return { mapa, detener: () => reproduccion.detener() };
 }
 

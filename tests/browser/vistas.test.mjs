@@ -541,7 +541,7 @@ test("sin el campo vista (el servidor de hoy), la vista del día lo dice sin fal
   await protocoloEnOrden();
   await marco.waitForFunction(() => document.getElementById("estado").textContent.includes("vista"));
   const estado = await marco.textContent("#estado");
-  assert.ok(estado.includes(`${resultado.structuredContent.paradas} paradas`), estado);
+  assert.ok(estado.includes(`${resultado.structuredContent.paradas} parada`), estado);
   assert.equal(await marco.textContent("#titulo"), `${unidades[0]} · ${resultado.structuredContent.dia_semana} ${resultado.structuredContent.fecha}`);
   assert.equal(await marco.locator(".leaflet-container").count(), 0);
   sinProblemas("sin vista");
