@@ -24,6 +24,8 @@
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `settings`: environment variables reach the verbs that use them, and only those;
+//! - `views`: the map views' data (`flota::ui::datos`) against `mapa_recorrido` and the
+//!   positions (the views themselves run in a browser: tests/browser/);
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
 //!   in `net`; `tidy/layout.rs`: the environment and the clock at the edge, one verb shape,
 //!   short functions).
@@ -61,3 +63,4 @@ mod simulation;
 mod support;
 mod tidy;
 mod tools;
+mod views;
