@@ -300,7 +300,10 @@ pub enum RoutesVerb {
 /// Which directions service the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProviderChoice {
+    /// Google's Routes API.
     Google,
+    /// Google's legacy Directions API.
+    GoogleDirections,
     Osrm,
 }
 
@@ -311,13 +314,13 @@ pub struct ProviderArgs {
         long,
         value_enum,
         value_name = "PROVEEDOR",
-        help = "google (por defecto si GOOGLE_MAPS_API_KEY está definida) u osrm"
+        help = "google (Routes API; por defecto si GOOGLE_MAPS_API_KEY está definida), google-directions (la Directions API heredada) u osrm"
     )]
     pub proveedor: Option<ProviderChoice>,
     #[arg(
         long,
         value_name = "URL",
-        help = "Servidor OSRM (por defecto $FLOTA_OSRM_URL), o el endpoint de Directions con google"
+        help = "Servidor OSRM (por defecto $FLOTA_OSRM_URL), o el endpoint de Google con google o google-directions"
     )]
     pub url: Option<String>,
     #[arg(

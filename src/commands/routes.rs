@@ -37,42 +37,56 @@ pub fn run(verb: RoutesVerb, io: &mut Io, settings: &Settings) -> anyhow::Result
     })
 }
 
-/// The provider from the flags and the environment: `--proveedor`, else Google when
-/// `GOOGLE_MAPS_API_KEY` is set, else OSRM at `--url` or `FLOTA_OSRM_URL`. Without either, a
-/// message saying how to get one.
+/// The provider from the flags and the environment: `--proveedor`, else Google's Routes API
+/// when `GOOGLE_MAPS_API_KEY` is set, else OSRM at `--url` or `FLOTA_OSRM_URL`. Without
+/// either, a message saying how to get one.
 pub fn resolve_provider(args: &ProviderArgs, env: &Directions) -> Result<Provider, String> {
     let url = args.url.as_deref();
     let osrm_url = url.map(str::to_owned).or_else(|| env.osrm_url.clone());
-    let google = |key: String| Provider::Google {
+    let endpoint = |configured: &Option<String>, default: &str| {
+        url.map(str::to_owned)
+            .or_else(|| configured.clone())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    let routes = |key: String| Provider::GoogleRoutes {
         key,
-        url: url
-            .map(str::to_owned)
-            .or_else(|| env.google_url.clone())
-            .unwrap_or_else(|| directions::GOOGLE_DIRECTIONS_URL.to_owned()),
+        url: endpoint(&env.google_routes_url, directions::GOOGLE_ROUTES_URL),
+    };
+    let legacy = |key: String| Provider::GoogleDirections {
+        key,
+        url: endpoint(&env.google_url, directions::GOOGLE_DIRECTIONS_URL),
     };
     let osrm = |url: String| Provider::Osrm {
         url,
         profile: args.perfil.clone(),
     };
+    let no_key = |flag: &str, api: &str| {
+        format!(
+            "--proveedor {flag} necesita la variable de entorno GOOGLE_MAPS_API_KEY con una \
+             clave que tenga habilitada la {api}"
+        )
+    };
     match (args.proveedor, env.google_key.clone(), osrm_url) {
-        (Some(ProviderChoice::Google), Some(key), _) => Ok(google(key)),
-        (Some(ProviderChoice::Google), None, _) => Err(
-            "--proveedor google necesita la variable de entorno GOOGLE_MAPS_API_KEY con una clave \
-             que tenga habilitada la Directions API"
-                .into(),
-        ),
+        (Some(ProviderChoice::Google), Some(key), _) => Ok(routes(key)),
+        (Some(ProviderChoice::Google), None, _) => Err(no_key("google", "Routes API")),
+        (Some(ProviderChoice::GoogleDirections), Some(key), _) => Ok(legacy(key)),
+        (Some(ProviderChoice::GoogleDirections), None, _) => Err(no_key(
+            "google-directions",
+            "Directions API (heredada; los proyectos nuevos usan la Routes API)",
+        )),
         (Some(ProviderChoice::Osrm), _, Some(url)) => Ok(osrm(url)),
         (Some(ProviderChoice::Osrm), _, None) => Err(
             "--proveedor osrm necesita la dirección del servidor: --url URL o la variable \
              FLOTA_OSRM_URL (p. ej. http://localhost:5000)"
                 .into(),
         ),
-        (None, Some(key), _) => Ok(google(key)),
+        (None, Some(key), _) => Ok(routes(key)),
         (None, None, Some(url)) => Ok(osrm(url)),
         (None, None, None) => Err(
-            "no hay servicio de rutas: defina GOOGLE_MAPS_API_KEY (Google Directions API) o \
-             indique un servidor OSRM con --proveedor osrm --url URL (o FLOTA_OSRM_URL). Las \
-             rutas guardadas siguen sirviendo sin conexión."
+            "no hay servicio de rutas: defina GOOGLE_MAPS_API_KEY (Google Routes API) o \
+             indique un servidor OSRM con --proveedor osrm --url URL (o FLOTA_OSRM_URL); o \
+             dibuje la ruta y créela sin conexión con 'flota rutas nueva NOMBRE --desde \
+             ARCHIVO' (GPX, GeoJSON o KML). Las rutas guardadas siguen sirviendo sin conexión."
                 .into(),
         ),
     }
