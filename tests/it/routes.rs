@@ -1120,3 +1120,238 @@ fn routes_are_summarised_and_exported() {
         15.0
     );
 }
+
+// --- Routes made offline from a drawn line ---------------------------------------------------
+
+#[test]
+fn routes_round_trip_through_geojson_offline_and_simulate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = tmp.path().join("todas.geojson");
+    let out = flota(
+        &[
+            "rutas",
+            "ver",
+            "--dir",
+            shipped().to_str().unwrap(),
+            "--geojson",
+            all.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = tmp.path().join("rutas");
+    std::fs::create_dir_all(&dir).unwrap();
+    // No key, no OSRM: nothing but the file.
+    let create = |name: &str, from: &Path, into: &Path| {
+        let out = flota(
+            &[
+                "rutas",
+                "nueva",
+                name,
+                "--desde",
+                from.to_str().unwrap(),
+                "--dir",
+                into.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    for seed in seeds() {
+        let name = &seed.file.nombre;
+        let said = create(name, &all, &dir);
+        assert!(said.contains(&format!("{name}: ")), "{said}");
+        let made = read_file(&dir, name);
+        // The same route as flota reads it: stops, figures, source and line.
+        assert_eq!(made.paradas, seed.file.paradas, "{name}");
+        assert_eq!(made.distancia_m, seed.file.distancia_m, "{name}");
+        assert_eq!(made.duracion_s, seed.file.duracion_s, "{name}");
+        assert_eq!(made.fuente, seed.file.fuente, "{name}");
+        assert_eq!(decoded(&made), seed.points, "{name}");
+    }
+    // A second trip changes nothing, byte for byte.
+    let again = tmp.path().join("otra.geojson");
+    let out = flota(
+        &[
+            "rutas",
+            "ver",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--geojson",
+            again.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+    let second = tmp.path().join("segunda");
+    std::fs::create_dir_all(&second).unwrap();
+    for seed in seeds() {
+        create(&seed.file.nombre, &again, &second);
+    }
+    assert_eq!(snapshot(&second), snapshot(&dir));
+    simulate_minimo(tmp.path());
+}
+
+/// A GPX file of `seed`'s line as a track, its stops as named waypoints (the depot once).
+fn gpx_of(seed: &Seed) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gpx version=\"1.1\" creator=\"prueba\" \
+         xmlns=\"http://www.topografix.com/GPX/1/1\">\n",
+    );
+    let mut named = Vec::new();
+    for stop in &seed.file.paradas {
+        if !named.contains(&stop.nombre) {
+            out.push_str(&format!(
+                "  <wpt lat=\"{}\" lon=\"{}\"><name>{}</name></wpt>\n",
+                stop.lat, stop.lon, stop.nombre
+            ));
+            named.push(stop.nombre.clone());
+        }
+    }
+    out.push_str("  <trk><name>dibujada</name><trkseg>\n");
+    for p in &seed.points {
+        out.push_str(&format!(
+            "    <trkpt lat=\"{}\" lon=\"{}\"/>\n",
+            p.lat, p.lon
+        ));
+    }
+    out.push_str("  </trkseg></trk>\n</gpx>\n");
+    out
+}
+
+/// A KML file of `seed`'s line as a LineString, without stops.
+fn kml_of(seed: &Seed) -> String {
+    let coordinates: Vec<String> = seed
+        .points
+        .iter()
+        .map(|p| format!("{},{},0", p.lon, p.lat))
+        .collect();
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\">\
+         <Document><name>capa</name><Placemark><name>dibujada</name><LineString><tessellate>1</tessellate>\
+         <coordinates>\n{}\n</coordinates></LineString></Placemark></Document></kml>\n",
+        coordinates.join(" ")
+    )
+}
+
+#[test]
+fn routes_from_gpx_and_kml_take_their_stops_and_simulate() {
+    let seeds = seeds();
+    let (tmp, dir) = rutas_dir(&["r02_cedis_z10_cayala", "r03_vn_amatitlan"]);
+    let r01 = &seeds[0];
+    let gpx = tmp.path().join("r01.gpx");
+    std::fs::write(&gpx, gpx_of(r01)).unwrap();
+    let out = flota(
+        &[
+            "rutas",
+            "nueva",
+            "r01_cedis_z1_z4",
+            "--desde",
+            gpx.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+            "--velocidad",
+            "36",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let made = read_file(&dir, "r01_cedis_z1_z4");
+    // Waypoints in the order the track passes them; the loop returns to its depot.
+    assert_eq!(made.paradas, r01.file.paradas);
+    assert_eq!(made.fuente, "gpx");
+    assert_eq!(decoded(&made), r01.points);
+    let metres = length_m(&r01.points);
+    assert_eq!(made.distancia_m, metres.round() as u64);
+    assert_eq!(made.duracion_s, (metres / 10.0).round() as u64, "36 km/h");
+
+    // A KML line with the stops given on the command line.
+    let r02 = &seeds[1];
+    let kml = tmp.path().join("r02.kml");
+    std::fs::write(&kml, kml_of(r02)).unwrap();
+    let mut args: Vec<String> = [
+        "rutas",
+        "nueva",
+        "r02_cedis_z10_cayala",
+        "--desde",
+        kml.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--sobrescribir",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for stop in &r02.file.paradas {
+        args.push("--parada".into());
+        args.push(format!("{}:{},{}", stop.nombre, stop.lat, stop.lon));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = flota(&args, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let made = read_file(&dir, "r02_cedis_z10_cayala");
+    assert_eq!(made.paradas, r02.file.paradas);
+    assert_eq!(made.fuente, "kml");
+    assert_eq!(decoded(&made), r02.points);
+    simulate_minimo(tmp.path());
+}
+
+#[test]
+fn bad_drawn_routes_are_named_and_nothing_is_written() {
+    let seeds = seeds();
+    let (tmp, dir) = rutas_dir(&["r01_cedis_z1_z4"]);
+    let before = snapshot(&dir);
+    let write = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    // The r01 line with one stop moved 2 km away from it.
+    let far = gpx_of(&seeds[0]).replace(
+        "lat=\"14.6419\" lon=\"-90.5133\"",
+        "lat=\"14.66\" lon=\"-90.5133\"",
+    );
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (tmp.path().join("no_existe.gpx"), "no_existe.gpx: no existe"),
+        (
+            write("roto.gpx", "<gpx version=\"1.1\"><trk><trkseg>"),
+            "roto.gpx: GPX inválido",
+        ),
+        (
+            write("lejos.gpx", &far),
+            "lejos.gpx: la ruta no pasa las comprobaciones de flota (la parada 'z1_centro' está a",
+        ),
+        (
+            write(
+                "sin_paradas.geojson",
+                r#"{"type": "Feature", "properties": {"name": "linea"}, "geometry": {"type": "LineString", "coordinates": [[-90.545, 14.585], [-90.5133, 14.6419]]}}"#,
+            ),
+            "sin_paradas.geojson: una ruta necesita al menos dos paradas",
+        ),
+        (
+            write(
+                "coordenada.kml",
+                "<kml><Placemark><name>tramo</name><LineString><coordinates>-90.5 14.6</coordinates></LineString></Placemark></kml>",
+            ),
+            "coordenada.kml: el Placemark «tramo» tiene una coordenada ilegible «-90.5»",
+        ),
+    ];
+    for (path, needle) in cases {
+        let out = flota(
+            &[
+                "rutas",
+                "nueva",
+                "r11_nueva",
+                "--desde",
+                path.to_str().unwrap(),
+                "--dir",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert_eq!(snapshot(&dir), before, "{needle}");
+    }
+}
