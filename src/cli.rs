@@ -57,7 +57,7 @@ pub enum Verb {
     /// Regenerate, create and summarise route files.
     #[command(
         subcommand,
-        about = "Rutas (rutas/*.json): regenerarlas o crearlas con Google Directions u OSRM, y resumirlas"
+        about = "Rutas (rutas/*.json): crearlas sin conexión desde un GPX, GeoJSON o KML, regenerarlas o crearlas con Google (Routes API) u OSRM, y resumirlas"
     )]
     Rutas(RoutesVerb),
     /// Talk to an MCP server by hand, run the demo tour or replay a file.
@@ -287,8 +287,10 @@ pub enum RoutesVerb {
         about = "Vuelve a pedir la geometría de cada ruta (o de las nombradas) conservando sus paradas"
     )]
     Regenerar(RegenerateArgs),
-    /// Create a route file from stops.
-    #[command(about = "Crea un archivo de ruta a partir de sus paradas, en orden")]
+    /// Create a route file from stops, or from a drawn line.
+    #[command(
+        about = "Crea un archivo de ruta desde una línea dibujada (--desde ARCHIVO, sin conexión) o desde sus paradas, en orden"
+    )]
     Nueva(NewRouteArgs),
     /// Summarise routes, or export them as GeoJSON.
     #[command(
@@ -300,7 +302,10 @@ pub enum RoutesVerb {
 /// Which directions service the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProviderChoice {
+    /// Google's Routes API.
     Google,
+    /// Google's legacy Directions API.
+    GoogleDirections,
     Osrm,
 }
 
@@ -311,13 +316,13 @@ pub struct ProviderArgs {
         long,
         value_enum,
         value_name = "PROVEEDOR",
-        help = "google (por defecto si GOOGLE_MAPS_API_KEY está definida) u osrm"
+        help = "google (Routes API; por defecto si GOOGLE_MAPS_API_KEY está definida), google-directions (la Directions API heredada) u osrm"
     )]
     pub proveedor: Option<ProviderChoice>,
     #[arg(
         long,
         value_name = "URL",
-        help = "Servidor OSRM (por defecto $FLOTA_OSRM_URL), o el endpoint de Directions con google"
+        help = "Servidor OSRM (por defecto $FLOTA_OSRM_URL), o el endpoint de Google con google o google-directions"
     )]
     pub url: Option<String>,
     #[arg(
@@ -370,11 +375,26 @@ pub struct NewRouteArgs {
     #[arg(
         long = "parada",
         value_name = "NOMBRE:LAT,LON",
-        required = true,
+        required_unless_present = "desde",
         value_parser = parse_stop,
-        help = "Parada, en orden; la primera es la salida y la última la llegada (repita la primera para volver al depósito)"
+        help = "Parada, en orden; la primera es la salida y la última la llegada (repita la primera para volver al depósito). Con --desde, sustituye a los puntos con nombre del archivo"
     )]
     pub paradas: Vec<StopFile>,
+    #[arg(
+        long,
+        value_name = "ARCHIVO",
+        help = "Crea la ruta sin conexión desde una línea dibujada: GPX (trk o rte), GeoJSON (LineString) o KML (LineString); las paradas son sus puntos con nombre, o las de --parada"
+    )]
+    pub desde: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "KM/H",
+        default_value_t = 30.0,
+        value_parser = parse_speed,
+        requires = "desde",
+        help = "Con --desde: velocidad media supuesta para la duración de la ruta"
+    )]
+    pub velocidad: f64,
     #[arg(
         long,
         value_name = "CARPETA",
@@ -386,6 +406,16 @@ pub struct NewRouteArgs {
     pub sobrescribir: bool,
     #[command(flatten)]
     pub proveedor: ProviderArgs,
+}
+
+/// Parses `--velocidad`: an average speed a delivery vehicle can keep, km/h.
+pub fn parse_speed(text: &str) -> Result<f64, String> {
+    text.trim()
+        .replace(',', ".")
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (5.0..=130.0).contains(v))
+        .ok_or_else(|| format!("velocidad '{text}' no válida: use km/h entre 5 y 130"))
 }
 
 /// Parses `--parada nombre:lat,lon`.

@@ -63,7 +63,9 @@ pub struct Settings {
 pub struct Directions {
     /// `GOOGLE_MAPS_API_KEY`.
     pub google_key: Option<String>,
-    /// `FLOTA_GOOGLE_DIRECTIONS_URL`: another Directions endpoint (a proxy, a test server).
+    /// `FLOTA_GOOGLE_ROUTES_URL`: another Routes API endpoint (a proxy, a test server).
+    pub google_routes_url: Option<String>,
+    /// `FLOTA_GOOGLE_DIRECTIONS_URL`: another legacy Directions endpoint.
     pub google_url: Option<String>,
     /// `FLOTA_OSRM_URL`.
     pub osrm_url: Option<String>,
@@ -74,6 +76,10 @@ impl std::fmt::Debug for Directions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Directions")
             .field("google_key", &self.google_key.as_ref().map(|_| "***"))
+            .field(
+                "google_routes_url",
+                &self.google_routes_url.as_deref().map(public_url),
+            )
             .field("google_url", &self.google_url.as_deref().map(public_url))
             .field("osrm_url", &self.osrm_url.as_deref().map(public_url))
             .finish()
@@ -99,6 +105,7 @@ impl Settings {
             geocoding: geocoding(&vars),
             directions: Directions {
                 google_key: vars.trimmed("GOOGLE_MAPS_API_KEY"),
+                google_routes_url: vars.trimmed("FLOTA_GOOGLE_ROUTES_URL"),
                 google_url: vars.trimmed("FLOTA_GOOGLE_DIRECTIONS_URL"),
                 osrm_url: vars.trimmed("FLOTA_OSRM_URL"),
             },
@@ -391,11 +398,17 @@ mod tests {
         let s = settings(&[
             ("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123"),
             ("FLOTA_OSRM_URL", "http://osrm.example/?token=SECRETO-456"),
+            (
+                "FLOTA_GOOGLE_ROUTES_URL",
+                "http://routes.example/?firma=FIRMA-789",
+            ),
         ]);
         let dump = format!("{:?}", s.directions);
         assert!(dump.contains("google_key: Some(\"***\")"), "{dump}");
         assert!(
-            !dump.contains("CLAVE-SECRETA") && !dump.contains("SECRETO-456"),
+            !dump.contains("CLAVE-SECRETA")
+                && !dump.contains("SECRETO-456")
+                && !dump.contains("FIRMA-789"),
             "{dump}"
         );
     }

@@ -1,5 +1,6 @@
 //! `flota rutas`: regenerate route files from a directions service, create new ones from
-//! stops, and summarise or export what is stored.
+//! stops or, offline, from a line drawn in a GPX, GeoJSON or KML file, and summarise or export
+//! what is stored.
 //!
 //! Owns the verb: which directions service (the flags, then [`Settings::directions`]), what a
 //! regenerated file keeps (name and stops) and what it replaces (polyline, distance, duration,
@@ -22,6 +23,7 @@ use crate::export::routes_geojson;
 use crate::geometry::earth::LatLon;
 use crate::geometry::route::{self, Route, RouteFile, StopFile};
 use crate::geometry::route_files::{self, Stored};
+use crate::geometry::route_import;
 use crate::settings::Directions;
 
 pub fn run(verb: RoutesVerb, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
@@ -37,42 +39,56 @@ pub fn run(verb: RoutesVerb, io: &mut Io, settings: &Settings) -> anyhow::Result
     })
 }
 
-/// The provider from the flags and the environment: `--proveedor`, else Google when
-/// `GOOGLE_MAPS_API_KEY` is set, else OSRM at `--url` or `FLOTA_OSRM_URL`. Without either, a
-/// message saying how to get one.
+/// The provider from the flags and the environment: `--proveedor`, else Google's Routes API
+/// when `GOOGLE_MAPS_API_KEY` is set, else OSRM at `--url` or `FLOTA_OSRM_URL`. Without
+/// either, a message saying how to get one.
 pub fn resolve_provider(args: &ProviderArgs, env: &Directions) -> Result<Provider, String> {
     let url = args.url.as_deref();
     let osrm_url = url.map(str::to_owned).or_else(|| env.osrm_url.clone());
-    let google = |key: String| Provider::Google {
+    let endpoint = |configured: &Option<String>, default: &str| {
+        url.map(str::to_owned)
+            .or_else(|| configured.clone())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    let routes = |key: String| Provider::GoogleRoutes {
         key,
-        url: url
-            .map(str::to_owned)
-            .or_else(|| env.google_url.clone())
-            .unwrap_or_else(|| directions::GOOGLE_DIRECTIONS_URL.to_owned()),
+        url: endpoint(&env.google_routes_url, directions::GOOGLE_ROUTES_URL),
+    };
+    let legacy = |key: String| Provider::GoogleDirections {
+        key,
+        url: endpoint(&env.google_url, directions::GOOGLE_DIRECTIONS_URL),
     };
     let osrm = |url: String| Provider::Osrm {
         url,
         profile: args.perfil.clone(),
     };
+    let no_key = |flag: &str, api: &str| {
+        format!(
+            "--proveedor {flag} necesita la variable de entorno GOOGLE_MAPS_API_KEY con una \
+             clave que tenga habilitada la {api}"
+        )
+    };
     match (args.proveedor, env.google_key.clone(), osrm_url) {
-        (Some(ProviderChoice::Google), Some(key), _) => Ok(google(key)),
-        (Some(ProviderChoice::Google), None, _) => Err(
-            "--proveedor google necesita la variable de entorno GOOGLE_MAPS_API_KEY con una clave \
-             que tenga habilitada la Directions API"
-                .into(),
-        ),
+        (Some(ProviderChoice::Google), Some(key), _) => Ok(routes(key)),
+        (Some(ProviderChoice::Google), None, _) => Err(no_key("google", "Routes API")),
+        (Some(ProviderChoice::GoogleDirections), Some(key), _) => Ok(legacy(key)),
+        (Some(ProviderChoice::GoogleDirections), None, _) => Err(no_key(
+            "google-directions",
+            "Directions API (heredada; los proyectos nuevos usan la Routes API)",
+        )),
         (Some(ProviderChoice::Osrm), _, Some(url)) => Ok(osrm(url)),
         (Some(ProviderChoice::Osrm), _, None) => Err(
             "--proveedor osrm necesita la dirección del servidor: --url URL o la variable \
              FLOTA_OSRM_URL (p. ej. http://localhost:5000)"
                 .into(),
         ),
-        (None, Some(key), _) => Ok(google(key)),
+        (None, Some(key), _) => Ok(routes(key)),
         (None, None, Some(url)) => Ok(osrm(url)),
         (None, None, None) => Err(
-            "no hay servicio de rutas: defina GOOGLE_MAPS_API_KEY (Google Directions API) o \
-             indique un servidor OSRM con --proveedor osrm --url URL (o FLOTA_OSRM_URL). Las \
-             rutas guardadas siguen sirviendo sin conexión."
+            "no hay servicio de rutas: defina GOOGLE_MAPS_API_KEY (Google Routes API) o \
+             indique un servidor OSRM con --proveedor osrm --url URL (o FLOTA_OSRM_URL); o \
+             dibuje la ruta y créela sin conexión con 'flota rutas nueva NOMBRE --desde \
+             ARCHIVO' (GPX, GeoJSON o KML). Las rutas guardadas siguen sirviendo sin conexión."
                 .into(),
         ),
     }
@@ -168,24 +184,25 @@ fn regenerate_one(client: &Client, path: &Path) -> Result<Option<String>, String
     )))
 }
 
-/// `flota rutas nueva`: a route file from stops, routed by the provider.
+/// `flota rutas nueva`: a route file from a drawn line (`--desde`, offline), or from stops
+/// routed by the provider.
 fn create(args: NewRouteArgs, io: &mut Io, env: &Directions) -> anyhow::Result<usize> {
-    let connection = Connection::new(&args.proveedor, env)?;
-    let (path, summary) = create_file(&args, &connection).map_err(anyhow::Error::msg)?;
+    let (path, summary) = match &args.desde {
+        Some(source) => create_offline(&args, source),
+        None => {
+            let connection = Connection::new(&args.proveedor, env)?;
+            create_file(&args, &connection)
+        }
+    }
+    .map_err(anyhow::Error::msg)?;
     writeln!(io.stderr, "{summary} → {}", path.display())?;
     Ok(0)
 }
 
-fn create_file(args: &NewRouteArgs, connection: &Connection) -> Result<(PathBuf, String), String> {
-    let (name, stops) = (&args.nombre, &args.paradas);
+/// Where the new route goes, refused when a route is there already.
+fn new_route_path(args: &NewRouteArgs) -> Result<PathBuf, String> {
+    let name = &args.nombre;
     route::check_name(name)?;
-    if stops.len() < 2 {
-        return Err(
-            "una ruta necesita al menos dos paradas (--parada nombre:lat,lon, la primera es \
-             la salida y la última la llegada)"
-                .into(),
-        );
-    }
     let path = args.dir.join(format!("{name}.json"));
     if path.exists() && !args.sobrescribir {
         return Err(format!(
@@ -193,20 +210,68 @@ fn create_file(args: &NewRouteArgs, connection: &Connection) -> Result<(PathBuf,
             path.display()
         ));
     }
+    Ok(path)
+}
+
+fn create_file(args: &NewRouteArgs, connection: &Connection) -> Result<(PathBuf, String), String> {
+    let stops = &args.paradas;
+    if stops.len() < 2 {
+        return Err(
+            "una ruta necesita al menos dos paradas (--parada nombre:lat,lon, la primera es \
+             la salida y la última la llegada)"
+                .into(),
+        );
+    }
+    let path = new_route_path(args)?;
     let client = connection.client()?;
-    let (file, attempts) = fetch(&client, name, stops, &path)?;
+    let (file, attempts) = fetch(&client, &args.nombre, stops, &path)?;
     route_files::save(&path, &file.to_json())?;
     let route = Route::from_file(file.clone(), &path).map_err(|e| e.to_string())?;
-    let summary = format!(
-        "{name}: {} paradas, {:.1} km, {} min, {} vértices ({}{})",
+    Ok((path, summary(&file, &route, attempts)))
+}
+
+/// A route file from the line drawn in `source`, checked as `flota simular` checks routes
+/// before anything is written.
+fn create_offline(args: &NewRouteArgs, source: &Path) -> Result<(PathBuf, String), String> {
+    let path = new_route_path(args)?;
+    let drawn = route_import::read(source)?;
+    let wanted = route_import::Wanted {
+        name: &args.nombre,
+        stops: &args.paradas,
+        speed_kmh: args.velocidad,
+    };
+    let file = route_import::route_file(&drawn, source, &wanted)?;
+    let route = Route::from_file(file.clone(), &path).map_err(|e| {
+        format!(
+            "{}: la ruta no pasa las comprobaciones de flota ({}); no se escribió nada",
+            source.display(),
+            invalid_reason(e)
+        )
+    })?;
+    route_files::save(&path, &file.to_json())?;
+    Ok((path, summary(&file, &route, 1)))
+}
+
+/// What a route check found, without the path it names (the caller names the file).
+fn invalid_reason(e: route::RouteError) -> String {
+    match e {
+        route::RouteError::Invalid { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
+/// "r11: 4 paradas, 12.3 km, 25 min, 480 vértices (osrm)".
+fn summary(file: &RouteFile, route: &Route, attempts: u32) -> String {
+    format!(
+        "{}: {} paradas, {:.1} km, {} min, {} vértices ({}{})",
+        file.nombre,
         file.paradas.len(),
         file.distancia_m as f64 / 1000.0,
         minutes(file.duracion_s),
         route.points.len(),
         file.fuente,
         retried(attempts)
-    );
-    Ok((path, summary))
+    )
 }
 
 /// Asks for the road through `stops` and builds the route file, checked as `flota simular`
@@ -227,14 +292,11 @@ fn fetch(
         polilinea: RouteFile::encode(&directions.points),
     };
     Route::from_file(file.clone(), path).map_err(|e| {
-        let reason = match e {
-            route::RouteError::Invalid { message, .. } => message,
-            other => other.to_string(),
-        };
         format!(
-            "la ruta que devolvió {} no pasa las comprobaciones de flota ({reason}); no se \
+            "la ruta que devolvió {} no pasa las comprobaciones de flota ({}); no se \
              escribió nada",
-            client.provider().describe()
+            client.provider().describe(),
+            invalid_reason(e)
         )
     })?;
     Ok((file, directions.attempts))

@@ -1,5 +1,7 @@
-//! Google's Directions API: the request (origin, destination, waypoints as `lat,lon`, the key)
-//! and the reading of its answer, statuses included.
+//! Google's legacy Directions API: the request (origin, destination, waypoints as `lat,lon`,
+//! the key) and the reading of its answer, statuses included. Since Google stopped enabling
+//! it for new projects, a refusal because it is not enabled says to enable the Routes API
+//! (the default provider) instead.
 //!
 //! Owns Google's JSON shapes only. The geometry is the concatenation of every step's
 //! polyline, not the `overview_polyline`, which Google smooths and which can cut the corners
@@ -146,6 +148,14 @@ fn status_failure(response: &Response, stops: &[StopFile]) -> Option<Answer> {
                 detail("NOT_FOUND")
             ))
         }
+        "REQUEST_DENIED" if legacy_not_enabled(response.error_message.as_deref()) => {
+            Answer::Fail(format!(
+                "esa clave no tiene habilitada la Directions API, que Google ya no habilita \
+                 en proyectos nuevos ({}); habilite la Routes API para la clave en la consola \
+                 de Google Cloud y use el proveedor por defecto (--proveedor google)",
+                detail("REQUEST_DENIED")
+            ))
+        }
         "REQUEST_DENIED" => Answer::Fail(format!(
             "Google rechazó la solicitud ({}); revise GOOGLE_MAPS_API_KEY y que la \
              Directions API esté habilitada para esa clave",
@@ -174,6 +184,16 @@ fn status_failure(response: &Response, stops: &[StopFile]) -> Option<Answer> {
         other => Answer::Fail(format!("Google respondió el estado desconocido {other:?}")),
     };
     Some(failure)
+}
+
+/// Whether Google's message says the legacy API is not enabled for the key's project (today's
+/// wording, "You're calling a legacy API, which is not enabled for your project…", and the
+/// older "This API project is not authorized to use this API.").
+fn legacy_not_enabled(message: Option<&str>) -> bool {
+    let message = message.unwrap_or_default().to_lowercase();
+    (message.contains("legacy api") && message.contains("not enabled"))
+        || message.contains("legacyapinotactivated")
+        || message.contains("not authorized to use this api")
 }
 
 #[cfg(test)]
@@ -235,6 +255,18 @@ mod tests {
             200,
             false,
             "API key is invalid",
+        );
+        check(
+            json!({"status": "REQUEST_DENIED", "error_message": "You're calling a legacy API, which is not enabled for your project. To get newer features and more functionality, switch to the Places API (New) or Routes API. Learn more: https://developers.google.com/maps/legacy#LegacyApiNotActivatedMapError"}),
+            200,
+            false,
+            "habilite la Routes API",
+        );
+        check(
+            json!({"status": "REQUEST_DENIED", "error_message": "This API project is not authorized to use this API."}),
+            200,
+            false,
+            "habilite la Routes API",
         );
         check(
             json!({"status": "OVER_QUERY_LIMIT"}),

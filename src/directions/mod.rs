@@ -1,5 +1,6 @@
-//! Directions services: the road geometry between a route's stops, from Google's Directions
-//! API or an OSRM `route` service.
+//! Directions services: the road geometry between a route's stops, from Google's Routes API
+//! (`computeRoutes`, the default with a key), Google's legacy Directions API (for projects that
+//! still have it) or an OSRM `route` service.
 //!
 //! Owns the HTTP conversation — request building, bounded retries with backoff, response
 //! parsing into a [`Directions`], and one Spanish sentence per failure. It knows nothing of
@@ -8,16 +9,19 @@
 //! with the key scrubbed, and a provider's URL is shown only as `net::public_url`.
 
 mod google;
+mod google_routes;
 mod osrm;
 
 use std::time::Duration;
 
 use crate::geometry::earth::LatLon;
 use crate::geometry::route::StopFile;
-use crate::plumbing::net::{Get, Http, NetError, public_url};
+use crate::plumbing::net::{Get, Http, NetError, Post, Reply, public_url};
 
-/// Google's Directions API endpoint (`FLOTA_GOOGLE_DIRECTIONS_URL` overrides it, for tests
-/// and proxies).
+/// Google's Routes API endpoint (`FLOTA_GOOGLE_ROUTES_URL` overrides it, for tests and
+/// proxies).
+pub const GOOGLE_ROUTES_URL: &str = "https://routes.googleapis.com/directions/v2:computeRoutes";
+/// Google's legacy Directions API endpoint (`FLOTA_GOOGLE_DIRECTIONS_URL` overrides it).
 pub const GOOGLE_DIRECTIONS_URL: &str = "https://maps.googleapis.com/maps/api/directions/json";
 /// Largest response body read (a long route with every step is a few hundred KB).
 const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
@@ -27,16 +31,35 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Where directions come from.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Provider {
-    Google { key: String, url: String },
-    Osrm { url: String, profile: String },
+    /// The Routes API: what a Google Cloud project created today can enable.
+    GoogleRoutes {
+        key: String,
+        url: String,
+    },
+    /// The legacy Directions API, for projects that still have it enabled.
+    GoogleDirections {
+        key: String,
+        url: String,
+    },
+    Osrm {
+        url: String,
+        profile: String,
+    },
 }
 
 impl std::fmt::Debug for Provider {
     // Never print the key nor a URL's query, not even in a debug dump.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Provider::Google { url, .. } => {
-                write!(f, "Google {{ url: {:?}, key: *** }}", public_url(url))
+            Provider::GoogleRoutes { url, .. } => {
+                write!(f, "GoogleRoutes {{ url: {:?}, key: *** }}", public_url(url))
+            }
+            Provider::GoogleDirections { url, .. } => {
+                write!(
+                    f,
+                    "GoogleDirections {{ url: {:?}, key: *** }}",
+                    public_url(url)
+                )
             }
             Provider::Osrm { url, profile } => {
                 write!(f, "Osrm {{ url: {:?}, {profile:?} }}", public_url(url))
@@ -49,7 +72,8 @@ impl Provider {
     /// The `fuente` a route file records.
     pub fn source(&self) -> &'static str {
         match self {
-            Provider::Google { .. } => "google_directions",
+            Provider::GoogleRoutes { .. } => "google_routes",
+            Provider::GoogleDirections { .. } => "google_directions",
             Provider::Osrm { .. } => "osrm",
         }
     }
@@ -57,11 +81,17 @@ impl Provider {
     /// How the provider is named in messages: the URL without its query.
     pub fn describe(&self) -> String {
         match self {
-            Provider::Google { url, .. } if url == GOOGLE_DIRECTIONS_URL => {
-                "Google Directions API".into()
+            Provider::GoogleRoutes { url, .. } if url == GOOGLE_ROUTES_URL => {
+                "Google Routes API".into()
             }
-            Provider::Google { url, .. } => {
-                format!("Google Directions API en {}", public_url(url))
+            Provider::GoogleRoutes { url, .. } => {
+                format!("Google Routes API en {}", public_url(url))
+            }
+            Provider::GoogleDirections { url, .. } if url == GOOGLE_DIRECTIONS_URL => {
+                "Google Directions API (heredada)".into()
+            }
+            Provider::GoogleDirections { url, .. } => {
+                format!("Google Directions API (heredada) en {}", public_url(url))
             }
             Provider::Osrm { url, profile } => {
                 format!("OSRM en {} (perfil {profile})", public_url(url))
@@ -72,8 +102,8 @@ impl Provider {
     /// Stops a single request may carry.
     fn max_stops(&self) -> usize {
         match self {
-            // Origin, destination and at most 25 waypoints.
-            Provider::Google { .. } => 27,
+            // Origin, destination and at most 25 waypoints (intermediates), in both APIs.
+            Provider::GoogleRoutes { .. } | Provider::GoogleDirections { .. } => 27,
             // The public demo server's default `max-viaroute-size` is far larger; 100 keeps
             // URLs reasonable.
             Provider::Osrm { .. } => 100,
@@ -175,10 +205,16 @@ impl Client {
             )));
         }
         let request = match &self.provider {
-            Provider::Google { key, url } => google::request(url, key, stops),
-            Provider::Osrm { url, profile } => osrm::request(url, profile, stops),
-        }
-        .max_bytes(MAX_BODY_BYTES);
+            Provider::GoogleRoutes { key, url } => {
+                Request::Post(google_routes::request(url, key, stops).max_bytes(MAX_BODY_BYTES))
+            }
+            Provider::GoogleDirections { key, url } => {
+                Request::Get(google::request(url, key, stops).max_bytes(MAX_BODY_BYTES))
+            }
+            Provider::Osrm { url, profile } => {
+                Request::Get(osrm::request(url, profile, stops).max_bytes(MAX_BODY_BYTES))
+            }
+        };
         let mut wait = self.retry.first_wait;
         let mut attempt = 0;
         loop {
@@ -213,9 +249,13 @@ impl Client {
     }
 
     /// One request: what it means, and the server's `Retry-After` if any.
-    fn once(&self, request: &Get, stops: &[StopFile]) -> (Answer, Option<Duration>) {
+    fn once(&self, request: &Request, stops: &[StopFile]) -> (Answer, Option<Duration>) {
         let who = self.provider.describe();
-        let reply = match self.http.get(request) {
+        let sent: Result<Reply, NetError> = match request {
+            Request::Get(get) => self.http.get(get),
+            Request::Post(post) => self.http.post(post),
+        };
+        let reply = match sent {
             Ok(reply) => reply,
             Err(NetError::Timeout) => {
                 return (Answer::Fail(format!("{who} no respondió a tiempo")), None);
@@ -234,11 +274,18 @@ impl Client {
             Err(e) => return (Answer::Fail(format!("{who}: {e}")), None),
         };
         let answer = match &self.provider {
-            Provider::Google { .. } => google::parse(reply.status, &reply.body, stops),
+            Provider::GoogleRoutes { .. } => google_routes::parse(reply.status, &reply.body, stops),
+            Provider::GoogleDirections { .. } => google::parse(reply.status, &reply.body, stops),
             Provider::Osrm { .. } => osrm::parse(reply.status, &reply.body),
         };
         (answer, reply.retry_after)
     }
+}
+
+/// One provider's request, in the method its API takes.
+enum Request {
+    Get(Get),
+    Post(Post),
 }
 
 /// Checks a parsed answer into [`Directions`].
@@ -366,7 +413,11 @@ mod tests {
 
     #[test]
     fn the_key_never_shows_in_debug_output_or_descriptions() {
-        let provider = Provider::Google {
+        let provider = Provider::GoogleRoutes {
+            key: "CLAVE-MUY-SECRETA".into(),
+            url: "http://proxy.local/directions?firma=FIRMA-SECRETA".into(),
+        };
+        let legacy = Provider::GoogleDirections {
             key: "CLAVE-MUY-SECRETA".into(),
             url: "http://proxy.local/directions?firma=FIRMA-SECRETA".into(),
         };
@@ -379,6 +430,8 @@ mod tests {
             provider.describe(),
             format!("{osrm:?}"),
             osrm.describe(),
+            format!("{legacy:?}"),
+            legacy.describe(),
         ] {
             assert!(
                 !shown.contains("CLAVE") && !shown.contains("FIRMA"),
@@ -389,7 +442,7 @@ mod tests {
 
     #[test]
     fn too_many_stops_fail_before_any_request() {
-        let provider = Provider::Google {
+        let provider = Provider::GoogleRoutes {
             key: "k".into(),
             // Nothing listens here; a request would fail differently.
             url: "http://127.0.0.1:9/".into(),

@@ -27,7 +27,7 @@ pub use distance::GpsDistance;
 pub use event_kind::{EventKind, LONG_STOP};
 
 use crate::geometry::earth::LatLon;
-use crate::geometry::geofence::Geofence;
+use crate::geometry::geofence::{Geofence, applicable_limit_kmh};
 
 /// One position as a tracker reported it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -167,18 +167,18 @@ impl<'a> VehicleEngine<'a> {
         {
             return;
         }
-        let mut limit = self.ctx.limit_kmh;
-        let mut fence_limit: Option<f64> = None;
         for (index, fence) in self.ctx.fences.iter().enumerate() {
-            let inside = fence.contains(fix.point());
-            self.inside[index] = inside;
-            if inside && let Some(l) = fence.speed_limit_kmh {
-                fence_limit = Some(fence_limit.map_or(l, |f: f64| f.min(l)));
-            }
+            self.inside[index] = fence.contains(fix.point());
         }
-        if let Some(l) = fence_limit {
-            limit = l;
-        }
+        let limit = applicable_limit_kmh(
+            self.ctx.limit_kmh,
+            self.ctx
+                .fences
+                .iter()
+                .zip(&self.inside)
+                .filter(|(_, inside)| **inside)
+                .filter_map(|(fence, _)| fence.speed_limit_kmh),
+        );
         self.stops.push(&fix);
         self.overspeed.push(&fix, limit);
         self.gaps.push(&fix);

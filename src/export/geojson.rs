@@ -2,16 +2,17 @@
 //! geojson.io.
 //!
 //! Owns the feature list: the track as a LineString, every report as a Point with its time and
-//! speed, the day's stops, speeding episodes, signal losses and geofence visits, and the
-//! fleet's geofences. Every feature has a `tipo` property saying what it is; coordinates are
+//! speed, the day's stops, speeding episodes, signal losses, geofence visits (as the fence's
+//! shape: the stored visit has no position of its own) and the fleet's geofences. Every feature has a `tipo` property saying what it is; coordinates are
 //! `[lon, lat]` in WGS84, rounded to six decimals (about 10 cm).
 
 use geojson::{Feature, FeatureCollection, Geometry, GeometryValue, JsonObject, Position};
 use serde_json::{Value, json};
 
-use crate::engine::EventKind;
+use crate::engine::{EventKind, Fix};
 use crate::fleet::{DayTrack, Snapshot, dates};
 use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::Geofence;
 
 /// The day as a GeoJSON FeatureCollection.
 pub fn geojson(track: &DayTrack, snapshot: &Snapshot) -> String {
@@ -105,7 +106,7 @@ impl Day<'_> {
                         "inicio": self.iso(stop.start_utc),
                         "fin": stop.end_utc.map(|t| self.iso(t)),
                         "minutos": ((end - stop.start_utc) as f64 / 6.0).round() / 10.0,
-                        "prolongada": stop.long,
+                        "prolongada": self.snapshot.is_long_stop(stop),
                         "lugar": places.phrase(LatLon::new(stop.lat, stop.lon)),
                     }),
                 )
@@ -178,13 +179,34 @@ impl Day<'_> {
             .collect()
     }
 
+    /// Each geofence visit as the fence's shape (the stored event has no position of its
+    /// own), or, for a fence no longer known, the reports taken during the visit.
     fn visits(&self) -> Vec<Feature> {
+        let now = self.snapshot.now_utc;
         self.track
             .visits
             .iter()
-            .map(|visit| {
-                feature(
-                    point(visit.lat, visit.lon),
+            .filter_map(|visit| {
+                let fence = visit
+                    .fence_id
+                    .and_then(|id| self.snapshot.fences.iter().find(|f| f.id == id));
+                let geometry = match fence {
+                    Some(fence) => fence_polygon(&fence.fence),
+                    None => {
+                        let to = visit.end_utc.unwrap_or(now);
+                        let inside: Vec<&Fix> = self
+                            .track
+                            .fixes
+                            .iter()
+                            .filter(|f| f.ts_utc >= visit.start_utc && f.ts_utc <= to)
+                            .collect();
+                        let first = inside.first()?;
+                        let line = inside.iter().map(|f| position(f.lat, f.lon)).collect();
+                        line_or_point(line, first.lat, first.lon)
+                    }
+                };
+                Some(feature(
+                    geometry,
                     json!({
                         "tipo": EventKind::Visit.name(),
                         "placa": self.plate(),
@@ -192,7 +214,7 @@ impl Day<'_> {
                         "entrada": (!visit.from_data_start).then(|| self.iso(visit.start_utc)),
                         "salida": visit.end_utc.map(|t| self.iso(t)),
                     }),
-                )
+                ))
             })
             .collect()
     }
@@ -204,21 +226,8 @@ fn fences(snapshot: &Snapshot) -> Vec<Feature> {
         .fences
         .iter()
         .map(|fence| {
-            let mut ring: Vec<Position> = fence
-                .fence
-                .outline()
-                .iter()
-                .map(|p| position(p.lat, p.lon))
-                .collect();
-            if ring.first() != ring.last()
-                && let Some(first) = ring.first().cloned()
-            {
-                ring.push(first);
-            }
             feature(
-                Geometry::new(GeometryValue::Polygon {
-                    coordinates: vec![ring],
-                }),
+                fence_polygon(&fence.fence),
                 json!({
                     "tipo": "geocerca",
                     "nombre": fence.fence.name,
@@ -227,6 +236,23 @@ fn fences(snapshot: &Snapshot) -> Vec<Feature> {
             )
         })
         .collect()
+}
+
+/// A geofence's outline as a closed polygon.
+fn fence_polygon(fence: &Geofence) -> Geometry {
+    let mut ring: Vec<Position> = fence
+        .outline()
+        .iter()
+        .map(|p| position(p.lat, p.lon))
+        .collect();
+    if ring.first() != ring.last()
+        && let Some(first) = ring.first().cloned()
+    {
+        ring.push(first);
+    }
+    Geometry::new(GeometryValue::Polygon {
+        coordinates: vec![ring],
+    })
 }
 
 /// `[lon, lat]`, as GeoJSON orders them.

@@ -57,7 +57,11 @@ pub fn gpx(track: &DayTrack, snapshot: &Snapshot) -> String {
             "Parada {} ({:.0} min){}",
             dates::clock_hm(zone, stop.start_utc),
             minutes,
-            if stop.long { ", prolongada" } else { "" }
+            if snapshot.is_long_stop(stop) {
+                ", prolongada"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(
             out,

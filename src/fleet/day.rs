@@ -39,7 +39,32 @@ impl DayTrack {
         let window = working_window(&self.day, self.from_utc, self.to_utc);
         self.stops
             .iter()
-            .filter(move |s| s.start_utc >= window.0 && s.start_utc < window.1)
+            .filter(move |s| is_working_stop(s, window))
+    }
+}
+
+/// Whether `stop` is one of the day's stops: it starts within the working `window`, or it
+/// is going on now with the engine never switched off after the last arrival (a unit
+/// waiting at a client, which `alertas` reports; the night's parking is not one).
+pub fn is_working_stop(stop: &EventRow, window: (i64, i64)) -> bool {
+    let within = stop.start_utc >= window.0 && stop.start_utc < window.1;
+    let waiting_now = stop.end_utc.is_none() && !stop.end_of_day && stop.start_utc >= window.0;
+    within || waiting_now
+}
+
+/// Whether `stop` is a long stop at `now_utc`, as `alertas` counts them: not the parking that
+/// ends a day, flagged long by the analysis or still going on, and lasting `long_s` up to
+/// now. (A stop still open is judged against the fleet's now, not the analysis's.)
+pub fn is_long_stop(stop: &EventRow, now_utc: i64, long_s: i64) -> bool {
+    let candidate = !stop.end_of_day && (stop.long || stop.end_utc.is_none());
+    candidate && stop.end_utc.unwrap_or(now_utc).min(now_utc) - stop.start_utc >= long_s
+}
+
+impl Snapshot {
+    /// [`is_long_stop`] at the fleet's now with the analysis's threshold.
+    pub fn is_long_stop(&self, stop: &EventRow) -> bool {
+        let long_s = (self.meta.config.parada_prolongada_min * 60.0) as i64;
+        is_long_stop(stop, self.now_utc, long_s)
     }
 }
 

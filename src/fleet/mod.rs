@@ -28,7 +28,7 @@ use places::{Geocoder, Places};
 use text::Found;
 
 use crate::geometry::earth::LatLon;
-pub use day::{DayTrack, no_reports, working_window};
+pub use day::{DayTrack, is_long_stop, is_working_stop, no_reports, working_window};
 pub use trust::with_warning;
 
 /// A route of the fleet as a line on the map, with its named stops.

@@ -85,6 +85,34 @@ impl Places {
     }
 }
 
+impl Places {
+    /// The name of the place `p` is at, if it is at one: the smallest geofence holding it,
+    /// else a route stop within `within_m` (its underscores as spaces, as the map labels
+    /// stops). For short labels; [`Places::phrase`] says where anything is.
+    pub fn name_at(&self, p: LatLon, within_m: f64) -> Option<String> {
+        let fence = self
+            .places
+            .iter()
+            .filter_map(|place| match place {
+                Place::Fence(fence) if fence.contains(p) => Some(fence),
+                _ => None,
+            })
+            .min_by(|a, b| area_hint(a).total_cmp(&area_hint(b)));
+        if let Some(fence) = fence {
+            return Some(fence.name.clone());
+        }
+        self.places
+            .iter()
+            .filter_map(|place| match place {
+                Place::Stop { name, at } => Some((distance_m(p, *at), name)),
+                Place::Fence(_) => None,
+            })
+            .filter(|(d, _)| *d <= within_m)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, name)| name.replace('_', " "))
+    }
+}
+
 fn area_hint(fence: &Geofence) -> f64 {
     let (sw, ne) = fence.bbox();
     (ne.lat - sw.lat) * (ne.lon - sw.lon)
@@ -278,6 +306,22 @@ mod tests {
             Places::default().phrase(LatLon::new(14.5, -90.5)),
             "14.50000, -90.50000"
         );
+    }
+
+    #[test]
+    fn names_of_places_for_labels() {
+        let places = places();
+        let check = |lat: f64, lon: f64, expected: Option<&str>| {
+            assert_eq!(
+                places.name_at(LatLon::new(lat, lon), 150.0).as_deref(),
+                expected,
+                "{lat},{lon}"
+            )
+        };
+        check(14.585, -90.545, Some("CEDIS Zona 12"));
+        check(14.5990, -90.5100, Some("z10 oakland"));
+        check(14.5990, -90.5120, None);
+        check(14.565, -90.545, None);
     }
 
     #[test]

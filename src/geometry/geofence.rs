@@ -200,6 +200,13 @@ fn to_polygon(ring: &[LatLon]) -> Polygon<f64> {
     Polygon::new(LineString::from(coords), Vec::new())
 }
 
+/// The speed limit that applies to a vehicle whose own limit is `vehicle_kmh`, given the
+/// limits of the fences it is inside: the strictest fence limit, else its own. The engine
+/// flags overspeed by this rule and the map colours the track by it.
+pub fn applicable_limit_kmh(vehicle_kmh: f64, inside: impl IntoIterator<Item = f64>) -> f64 {
+    inside.into_iter().reduce(f64::min).unwrap_or(vehicle_kmh)
+}
+
 /// Twice the signed area of a ring in squared degrees; zero means degenerate.
 pub fn ring_area_deg2(vertices: &[LatLon]) -> f64 {
     let n = vertices.len();

@@ -4,3 +4,4 @@ pub mod earth;
 pub mod geofence;
 pub mod route;
 pub mod route_files;
+pub mod route_import;

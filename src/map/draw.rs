@@ -14,6 +14,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_backend::{BackendColor, DrawingBackend, DrawingErrorKind};
 
 use super::MapError;
+use super::markers::{self, Layout};
+use super::marks::Mark;
 use super::projection::{TILE_PX, TileRef, View};
 use super::raster::Pixels;
 use super::scene::Scene;
@@ -49,10 +51,12 @@ pub struct Picture {
     pub stop_markers: usize,
     /// Labels that found no free room and were left out.
     pub labels_skipped: usize,
+    /// Where each stop, signal loss, speeding episode and geofence was drawn.
+    pub marks: Vec<Mark>,
 }
 
 /// The colours of the map, named by what they mean.
-mod palette {
+pub(super) mod palette {
     use plotters::style::RGBColor;
     pub const LAND: RGBColor = RGBColor(0xf2, 0xef, 0xe9);
     pub const GRID: RGBColor = RGBColor(0xdc, 0xd6, 0xcc);
@@ -64,8 +68,8 @@ mod palette {
     pub const FENCE: RGBColor = RGBColor(0x7b, 0x32, 0x94);
     pub const FENCE_TEXT: RGBColor = RGBColor(0x54, 0x27, 0x88);
     pub const CASING: RGBColor = RGBColor(0xff, 0xff, 0xff);
-    /// Speed bands, cold to hot as every sports tracker draws them: up to a third of the
-    /// limit, two thirds, the limit, above it.
+    /// Speed bands, cold to hot as every sports tracker draws them, as shares of the limit
+    /// that applied: up to half of it, up to 90 %, up to the limit, above it.
     pub const BANDS: [RGBColor; 4] = [
         RGBColor(0x2b, 0x83, 0xba),
         RGBColor(0x1a, 0x96, 0x41),
@@ -83,17 +87,16 @@ mod palette {
     pub const PAPER: RGBColor = RGBColor(0xff, 0xff, 0xff);
 }
 
-/// The band (index into `palette::BANDS`) of a speed under a limit.
+/// Upper ends of the first three bands, as shares of the limit that applied.
+pub const BAND_SHARES: [f64; 3] = [0.5, 0.9, 1.0];
+
+/// The band (index into `palette::BANDS`) of a speed under the limit that applied there.
 pub fn band(speed_kmh: f64, limit_kmh: f64) -> usize {
-    if speed_kmh > limit_kmh {
-        3
-    } else if speed_kmh > limit_kmh * 2.0 / 3.0 {
-        2
-    } else if speed_kmh > limit_kmh / 3.0 {
-        1
-    } else {
-        0
-    }
+    let share = speed_kmh / limit_kmh.max(1.0);
+    BAND_SHARES
+        .iter()
+        .position(|upper| share <= *upper)
+        .unwrap_or(3)
 }
 
 /// The colour of a band, as `(r, g, b)`.
@@ -120,15 +123,15 @@ fn register_fonts() {
 
 /// A rectangle in output pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Rect {
-    x0: f64,
-    y0: f64,
-    x1: f64,
-    y1: f64,
+pub(super) struct Rect {
+    pub(super) x0: f64,
+    pub(super) y0: f64,
+    pub(super) x1: f64,
+    pub(super) y1: f64,
 }
 
 impl Rect {
-    fn new(x0: f64, y0: f64, w: f64, h: f64) -> Rect {
+    pub(super) fn new(x0: f64, y0: f64, w: f64, h: f64) -> Rect {
         Rect {
             x0,
             y0,
@@ -164,7 +167,7 @@ fn filled(colour: BackendColor) -> ShapeStyle {
     }
 }
 
-fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
+pub(super) fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
     BackendColor {
         alpha,
         rgb: (c.0, c.1, c.2),
@@ -173,13 +176,15 @@ fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
 
 /// The supersampled buffer, spoken to in output pixels: strokes and discs through
 /// [`Pixels`], polygons, rectangles and text through a plotters backend borrowed per call.
-struct Canvas<'a> {
+pub(super) struct Canvas<'a> {
     pixels: Pixels<'a>,
     /// Where labels may no longer go.
-    occupied: Vec<Rect>,
+    pub(super) occupied: Vec<Rect>,
+    /// The furniture (title, legend, scale, north arrow, attribution): no label ever goes there.
+    fixed: Vec<Rect>,
 }
 
-type DrawResult = Result<(), MapError>;
+pub(super) type DrawResult = Result<(), MapError>;
 
 fn failed<E: std::error::Error + Send + Sync>(e: DrawingErrorKind<E>) -> MapError {
     MapError::Draw(e.to_string())
@@ -200,13 +205,18 @@ impl Canvas<'_> {
         BitMapBackend::with_buffer(self.pixels.buf, size)
     }
 
-    fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
+    pub(super) fn polygon(&mut self, points: &[(f64, f64)], colour: BackendColor) -> DrawResult {
         self.backend()
             .fill_polygon(points.iter().map(|p| sp(*p)), &filled(colour))
             .map_err(failed)
     }
 
-    fn disc(&mut self, centre: (f64, f64), radius: f64, colour: BackendColor) -> DrawResult {
+    pub(super) fn disc(
+        &mut self,
+        centre: (f64, f64),
+        radius: f64,
+        colour: BackendColor,
+    ) -> DrawResult {
         let ss = f64::from(SS);
         self.pixels.disc(
             (centre.0 * ss, centre.1 * ss),
@@ -217,7 +227,7 @@ impl Canvas<'_> {
         Ok(())
     }
 
-    fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
+    pub(super) fn rect(&mut self, r: Rect, colour: BackendColor) -> DrawResult {
         self.backend()
             .draw_rect(sp((r.x0, r.y0)), sp((r.x1, r.y1)), &filled(colour), true)
             .map_err(failed)
@@ -225,13 +235,23 @@ impl Canvas<'_> {
 
     /// A thick opaque polyline with round joins and caps. (Mitred joins spike at the U-turns
     /// delivery trucks make.)
-    fn polyline(&mut self, points: &[(f64, f64)], colour: RGBColor, width: f64) -> DrawResult {
+    pub(super) fn polyline(
+        &mut self,
+        points: &[(f64, f64)],
+        colour: RGBColor,
+        width: f64,
+    ) -> DrawResult {
         self.stroke(points, rgba(colour, 1.0), width);
         Ok(())
     }
 
     /// A thin line, translucent allowed (grid, outlines).
-    fn thin_line(&mut self, points: &[(f64, f64)], colour: BackendColor, width: f64) -> DrawResult {
+    pub(super) fn thin_line(
+        &mut self,
+        points: &[(f64, f64)],
+        colour: BackendColor,
+        width: f64,
+    ) -> DrawResult {
         self.stroke(points, colour, width);
         Ok(())
     }
@@ -245,7 +265,13 @@ impl Canvas<'_> {
             .polyline(&scaled, radius, colour.rgb, colour.alpha);
     }
 
-    fn dashed(&mut self, a: (f64, f64), b: (f64, f64), colour: RGBColor, width: f64) -> DrawResult {
+    pub(super) fn dashed(
+        &mut self,
+        a: (f64, f64),
+        b: (f64, f64),
+        colour: RGBColor,
+        width: f64,
+    ) -> DrawResult {
         let (dx, dy) = (b.0 - a.0, b.1 - a.1);
         let length = (dx * dx + dy * dy).sqrt();
         let (dash, gap) = (7.0, 5.0);
@@ -328,51 +354,111 @@ impl Canvas<'_> {
         Ok(Rect::new(x, y - h / 2.0, w + 6.0, h))
     }
 
-    /// Draws a label on a white box at the first of several spots around `anchor` that is
-    /// free; returns false when none is.
-    fn place_label(
+    /// Draws a label on a white box at the first free spot around `anchor`, trying each
+    /// clearance in turn, nearest first; returns the box, or `None` when none was free.
+    pub(super) fn place_label(
         &mut self,
         text: &str,
         anchor: (f64, f64),
-        clearance: f64,
-        size: f64,
-        bold: bool,
-        colour: RGBColor,
-    ) -> Result<bool, MapError> {
-        let probe = self.label_box(text, (0.0, 0.0), size, bold)?;
-        let (w, h) = (probe.x1 - probe.x0, probe.y1 - probe.y0);
-        let (ax, ay) = anchor;
-        let c = clearance + 2.0;
-        let spots = [
-            (ax + c, ay - h / 2.0),
-            (ax - c - w, ay - h / 2.0),
-            (ax - w / 2.0, ay - c - h),
-            (ax - w / 2.0, ay + c),
-            (ax + c * 0.7, ay - c * 0.7 - h),
-            (ax + c * 0.7, ay + c * 0.7),
-            (ax - c * 0.7 - w, ay - c * 0.7 - h),
-            (ax - c * 0.7 - w, ay + c * 0.7),
-        ];
-        for (x, y) in spots {
-            let r = Rect::new(x, y, w, h);
-            if !r.inside(f64::from(WIDTH), f64::from(HEIGHT))
-                || self.occupied.iter().any(|o| o.overlaps(&r))
-            {
-                continue;
+        clearances: &[f64],
+        style: LabelStyle,
+    ) -> Result<Option<Rect>, MapError> {
+        let (w, h) = self.label_size(text, style)?;
+        for clearance in clearances {
+            for (x, y) in spots(anchor, *clearance, w, h) {
+                let r = Rect::new(x, y, w, h);
+                if r.inside(f64::from(WIDTH), f64::from(HEIGHT))
+                    && !self.occupied.iter().any(|o| o.overlaps(&r))
+                {
+                    self.draw_label(text, r, style)?;
+                    return Ok(Some(r));
+                }
             }
-            self.rect(r, rgba(palette::PAPER, 0.82))?;
-            self.text(
-                text,
-                (x + 3.0, y + h / 2.0 + size * 0.36),
-                size,
-                bold,
-                colour,
-            )?;
-            self.occupied.push(r.grow(1.0));
-            return Ok(true);
         }
-        Ok(false)
+        Ok(None)
     }
+
+    /// A label that must be shown: at the first free spot, else at the first spot clear of
+    /// the furniture even if it covers other labels, else at the anchor itself.
+    pub(super) fn force_label(
+        &mut self,
+        text: &str,
+        anchor: (f64, f64),
+        clearances: &[f64],
+        style: LabelStyle,
+    ) -> Result<Rect, MapError> {
+        if let Some(r) = self.place_label(text, anchor, clearances, style)? {
+            return Ok(r);
+        }
+        let (w, h) = self.label_size(text, style)?;
+        let (width, height) = (f64::from(WIDTH), f64::from(HEIGHT));
+        let clear = clearances
+            .iter()
+            .flat_map(|c| spots(anchor, *c, w, h))
+            .map(|(x, y)| Rect::new(x, y, w, h))
+            .find(|r| r.inside(width, height) && !self.fixed.iter().any(|o| o.overlaps(r)));
+        let r = clear.unwrap_or_else(|| {
+            let x = (anchor.0 - w / 2.0).clamp(2.0, (width - w - 2.0).max(2.0));
+            let y = (anchor.1 - h / 2.0).clamp(TITLE_BAND + 2.0, height - h - 2.0);
+            Rect::new(x, y, w, h)
+        });
+        self.draw_label(text, r, style)?;
+        Ok(r)
+    }
+
+    /// Keeps labels off a disc.
+    pub(super) fn occupy_disc(&mut self, (x, y): (f64, f64), radius: f64) {
+        self.occupied.push(Rect::new(
+            x - radius,
+            y - radius,
+            2.0 * radius,
+            2.0 * radius,
+        ));
+    }
+
+    fn label_size(&self, text: &str, style: LabelStyle) -> Result<(f64, f64), MapError> {
+        let probe = self.label_box(text, (0.0, 0.0), style.size, style.bold)?;
+        Ok((probe.x1 - probe.x0, probe.y1 - probe.y0))
+    }
+
+    fn draw_label(&mut self, text: &str, r: Rect, style: LabelStyle) -> DrawResult {
+        let LabelStyle { size, bold, colour } = style;
+        self.rect(r, rgba(palette::PAPER, 0.82))?;
+        let h = r.y1 - r.y0;
+        self.text(
+            text,
+            (r.x0 + 3.0, r.y0 + h / 2.0 + size * 0.36),
+            size,
+            bold,
+            colour,
+        )?;
+        self.occupied.push(r.grow(1.0));
+        Ok(())
+    }
+}
+
+/// How a label is written.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LabelStyle {
+    pub(super) size: f64,
+    pub(super) bold: bool,
+    pub(super) colour: RGBColor,
+}
+
+/// Eight spots for a `w × h` box around `(ax, ay)` at `clearance`: right, left, above,
+/// below, then the diagonals.
+fn spots((ax, ay): (f64, f64), clearance: f64, w: f64, h: f64) -> [(f64, f64); 8] {
+    let c = clearance + 2.0;
+    [
+        (ax + c, ay - h / 2.0),
+        (ax - c - w, ay - h / 2.0),
+        (ax - w / 2.0, ay - c - h),
+        (ax - w / 2.0, ay + c),
+        (ax + c * 0.7, ay - c * 0.7 - h),
+        (ax + c * 0.7, ay + c * 0.7),
+        (ax - c * 0.7 - w, ay - c * 0.7 - h),
+        (ax - c * 0.7 - w, ay + c * 0.7),
+    ]
 }
 
 /// Where the fixed furniture goes, reserved before anything else so labels keep clear of it.
@@ -383,16 +469,23 @@ struct Furniture {
 }
 
 impl Furniture {
-    fn reserve(canvas: &mut Canvas<'_>, track_px: &[(f64, f64)]) -> Furniture {
+    /// Reserves the furniture's places; the legend takes the bottom corner that covers fewest
+    /// of the data's markers (`key_points`) and of the track.
+    fn reserve(
+        canvas: &mut Canvas<'_>,
+        track_px: &[(f64, f64)],
+        key_points: &[(f64, f64)],
+        legend_rows: usize,
+    ) -> Furniture {
         let (width, height) = (f64::from(WIDTH), f64::from(HEIGHT));
         let title = Rect::new(0.0, 0.0, width, TITLE_BAND);
-        let legend = legend_box(track_px);
+        let legend = legend_box(track_px, key_points, legend_rows);
         let scale = Rect::new(width / 2.0 - 75.0, height - 34.0, 150.0, 30.0);
         let attribution = Rect::new(width - 300.0, height - 18.0, 300.0, 18.0);
         let north = Rect::new(width - 44.0, TITLE_BAND + 6.0, 36.0, 46.0);
-        canvas
-            .occupied
-            .extend([title, legend, scale, attribution, north]);
+        let all = [title, legend, scale, attribution, north];
+        canvas.occupied.extend(all);
+        canvas.fixed.extend(all);
         Furniture {
             legend,
             scale,
@@ -408,6 +501,7 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
     let (w, h) = (WIDTH * SS, HEIGHT * SS);
     let mut buffer = background(basemap, w, h);
     let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| view.project(t.p)).collect();
+    let layout = Layout::new(scene, view, &track_px);
     let mut canvas = Canvas {
         pixels: Pixels {
             buf: &mut buffer,
@@ -415,33 +509,37 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
             height: h as usize,
         },
         occupied: Vec::new(),
+        fixed: Vec::new(),
     };
-    let furniture = Furniture::reserve(&mut canvas, &track_px);
+    let rows = legend_rows(scene);
+    let furniture = Furniture::reserve(&mut canvas, &track_px, &layout.key_points(), rows.len());
     let mut skipped = 0usize;
     if let Basemap::Offline = basemap {
         skipped += draw_offline_base(&mut canvas, scene, view)?;
     }
     draw_fences(&mut canvas, scene, view)?;
-    draw_gap_lines(&mut canvas, scene, view)?;
+    markers::draw_gap_lines(&mut canvas, &layout)?;
     let drawn_points = draw_track(&mut canvas, scene, &track_px)?;
     draw_speeding(&mut canvas, scene, &track_px)?;
-    let groups = group_stops(scene, view);
-    draw_stop_markers(&mut canvas, &groups)?;
-    draw_start_end(&mut canvas, scene, &track_px)?;
-    skipped += place_labels(&mut canvas, scene, view, &groups)?;
+    markers::draw_markers(&mut canvas, &layout)?;
+    markers::draw_fence_edges(&mut canvas, scene, view)?;
+    markers::draw_start_end(&mut canvas, scene, &layout)?;
+    let (marks, data_skipped) = markers::place_labels(&mut canvas, scene, view, &layout)?;
+    skipped += data_skipped;
     if let Basemap::Offline = basemap {
         place_landmark_labels(&mut canvas, scene, view)?;
     }
     draw_title(&mut canvas, scene)?;
-    draw_legend(&mut canvas, furniture.legend, scene.limit_kmh)?;
+    draw_legend(&mut canvas, furniture.legend, &rows)?;
     draw_scale(&mut canvas, view, furniture.scale)?;
     draw_north(&mut canvas, furniture.north)?;
     draw_attribution(&mut canvas, basemap)?;
     Ok(Picture {
         rgb: downsample(&buffer, w, h),
         drawn_points,
-        stop_markers: groups.len(),
+        stop_markers: layout.groups.len(),
         labels_skipped: skipped,
+        marks,
     })
 }
 
@@ -457,98 +555,18 @@ fn background(basemap: &Basemap<'_>, w: u32, h: u32) -> Vec<u8> {
     buffer
 }
 
-/// Signal gaps with both ends known: a dashed straight line between them.
-fn draw_gap_lines(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
-    for gap in &scene.gaps {
-        if let Some(to) = gap.to {
-            canvas.dashed(view.project(gap.from), view.project(to), palette::GAP, 2.0)?;
-        }
-    }
-    Ok(())
-}
-
-/// One ringed disc per stop group, sized by its minutes; labels keep off them.
-fn draw_stop_markers(canvas: &mut Canvas<'_>, groups: &[StopGroup]) -> DrawResult {
-    for group in groups {
-        let radius = stop_radius(group.minutes);
-        let fill = if group.long {
-            palette::LONG_STOP
-        } else {
-            palette::STOP
-        };
-        canvas.disc(group.at, radius + 1.5, rgba(palette::INK, 1.0))?;
-        canvas.disc(group.at, radius, rgba(fill, 1.0))?;
-        canvas.occupied.push(Rect::new(
-            group.at.0 - radius,
-            group.at.1 - radius,
-            2.0 * radius,
-            2.0 * radius,
-        ));
-    }
-    Ok(())
-}
-
-/// The data's labels, most important first: fences, stops, speeding peaks, signal gaps. A
-/// label that finds no room is dropped, never drawn over another; returns how many were.
-fn place_labels(
-    canvas: &mut Canvas<'_>,
-    scene: &Scene,
-    view: &View,
-    groups: &[StopGroup],
-) -> Result<usize, MapError> {
-    let project = |p: LatLon| view.project(p);
-    let mut skipped = 0usize;
-    for fence in &scene.fences {
-        let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| project(*p)).collect();
-        let centre = centroid(&outline);
-        if visible(centre) {
-            let placed =
-                canvas.place_label(&fence.name, centre, 0.0, 11.0, true, palette::FENCE_TEXT)?;
-            skipped += usize::from(!placed);
-        }
-    }
-    for group in groups {
-        let text = if group.count == 1 {
-            format!("{} · {} min", group.start, group.minutes.round())
-        } else {
-            format!("{} paradas · {} min", group.count, group.minutes.round())
-        };
-        let colour = if group.long {
-            palette::LONG_STOP
-        } else {
-            palette::INK
-        };
-        let clearance = stop_radius(group.minutes);
-        let placed = canvas.place_label(&text, group.at, clearance, 11.0, group.long, colour)?;
-        skipped += usize::from(!placed);
-    }
-    for mark in &scene.speeding {
-        let text = format!("{:.0} km/h", mark.max_kmh);
-        let placed =
-            canvas.place_label(&text, project(mark.p), 5.0, 11.0, true, palette::BANDS[3])?;
-        skipped += usize::from(!placed);
-    }
-    for gap in &scene.gaps {
-        let at = match gap.to {
-            Some(to) => {
-                let (a, b) = (project(gap.from), project(to));
-                ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0)
-            }
-            None => project(gap.from),
-        };
-        let placed = canvas.place_label(&gap.label, at, 4.0, 10.0, false, palette::GAP)?;
-        skipped += usize::from(!placed);
-    }
-    Ok(skipped)
-}
-
 /// Landmarks of the offline basemap, last: they are background, so none is counted as left
 /// out.
 fn place_landmark_labels(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
     for (name, p) in &scene.landmarks {
         let at = view.project(*p);
         if visible(at) {
-            canvas.place_label(name, at, 3.0, 9.0, false, palette::LANDMARK)?;
+            let style = LabelStyle {
+                size: 9.0,
+                bold: false,
+                colour: palette::LANDMARK,
+            };
+            canvas.place_label(name, at, &[3.0], style)?;
         }
     }
     Ok(())
@@ -577,7 +595,7 @@ fn draw_attribution(canvas: &mut Canvas<'_>, basemap: &Basemap<'_>) -> DrawResul
     )
 }
 
-fn visible((x, y): (f64, f64)) -> bool {
+pub(super) fn visible((x, y): (f64, f64)) -> bool {
     x >= 0.0 && y >= TITLE_BAND && x < f64::from(WIDTH) && y < f64::from(HEIGHT)
 }
 
@@ -643,9 +661,15 @@ fn downsample(buffer: &[u8], w: u32, h: u32) -> Vec<u8> {
     out
 }
 
-/// The legend goes in the bottom corner the track crosses least.
-fn legend_box(track: &[(f64, f64)]) -> Rect {
-    let (w, h) = (198.0, 152.0);
+/// The legend's size for `rows` rows.
+fn legend_size(rows: usize) -> (f64, f64) {
+    (214.0, 34.0 + 14.0 * rows as f64)
+}
+
+/// The legend goes in the bottom corner (else the top left) that covers fewest markers, then
+/// least of the track.
+fn legend_box(track: &[(f64, f64)], key_points: &[(f64, f64)], rows: usize) -> Rect {
+    let (w, h) = legend_size(rows);
     let candidates = [
         Rect::new(8.0, f64::from(HEIGHT) - h - 22.0, w, h),
         Rect::new(
@@ -656,16 +680,16 @@ fn legend_box(track: &[(f64, f64)]) -> Rect {
         ),
         Rect::new(8.0, TITLE_BAND + 8.0, w, h),
     ];
-    let mut best = candidates[0];
-    let mut best_count = usize::MAX;
-    for candidate in candidates {
-        let count = track.iter().filter(|p| candidate.contains(**p)).count();
-        if count < best_count {
-            best = candidate;
-            best_count = count;
-        }
-    }
-    best
+    let cost = |r: &Rect| {
+        let near = r.grow(12.0);
+        let markers = key_points.iter().filter(|p| near.contains(**p)).count();
+        let track = track.iter().filter(|p| r.contains(**p)).count();
+        (markers, track)
+    };
+    candidates
+        .into_iter()
+        .min_by_key(cost)
+        .unwrap_or(candidates[0])
 }
 
 /// A light basemap from flota's own data; returns how many labels were left out.
@@ -773,9 +797,10 @@ fn draw_track(
             runs.extend(current.take());
             continue;
         }
-        // A segment takes the faster end's band, so a speeding report is never hidden.
-        let speed = scene.track[i - 1].speed_kmh.max(scene.track[i].speed_kmh);
-        let b = band(speed, scene.limit_kmh);
+        // A segment takes the higher band of its ends, each under the limit that applied
+        // there, so a speeding report is never hidden.
+        let (a, z) = (&scene.track[i - 1], &scene.track[i]);
+        let b = band(a.speed_kmh, a.limit_kmh).max(band(z.speed_kmh, z.limit_kmh));
         match &mut current {
             Some((run_band, points)) if *run_band == b => points.push(px[i]),
             _ => {
@@ -824,105 +849,6 @@ fn draw_speeding(canvas: &mut Canvas<'_>, scene: &Scene, px: &[(f64, f64)]) -> D
     Ok(())
 }
 
-struct StopGroup {
-    at: (f64, f64),
-    minutes: f64,
-    count: usize,
-    long: bool,
-    start: String,
-}
-
-fn stop_radius(minutes: f64) -> f64 {
-    (4.0 + 1.4 * minutes.max(0.0).sqrt()).min(20.0)
-}
-
-/// Stops closer than a marker's size share one marker: "3 paradas · 75 min".
-fn group_stops(scene: &Scene, view: &View) -> Vec<StopGroup> {
-    let mut order: Vec<usize> = (0..scene.stops.len()).collect();
-    order.sort_by(|a, b| scene.stops[*b].minutes.total_cmp(&scene.stops[*a].minutes));
-    let mut groups: Vec<StopGroup> = Vec::new();
-    for i in order {
-        let stop = &scene.stops[i];
-        let at = view.project(stop.p);
-        if let Some(group) = groups.iter_mut().find(|g| {
-            let (dx, dy) = (g.at.0 - at.0, g.at.1 - at.1);
-            (dx * dx + dy * dy).sqrt() < 12.0
-        }) {
-            group.minutes += stop.minutes;
-            group.count += 1;
-            group.long |= stop.long;
-        } else {
-            groups.push(StopGroup {
-                at,
-                minutes: stop.minutes,
-                count: 1,
-                long: stop.long,
-                start: stop.start.clone(),
-            });
-        }
-    }
-    groups
-}
-
-fn draw_start_end(canvas: &mut Canvas<'_>, scene: &Scene, px: &[(f64, f64)]) -> DrawResult {
-    let (Some(first), Some(last)) = (px.first(), px.last()) else {
-        return Ok(());
-    };
-    // A loop ends where it began: set the markers side by side.
-    let close = (first.0 - last.0).hypot(first.1 - last.1) < 14.0;
-    let start = if close {
-        (first.0 - 8.0, first.1)
-    } else {
-        *first
-    };
-    let end = if close { (last.0 + 8.0, last.1) } else { *last };
-    let square = 6.0;
-    canvas.rect(
-        Rect::new(
-            end.0 - square - 1.5,
-            end.1 - square - 1.5,
-            2.0 * square + 3.0,
-            2.0 * square + 3.0,
-        ),
-        rgba(palette::PAPER, 1.0),
-    )?;
-    canvas.rect(
-        Rect::new(end.0 - square, end.1 - square, 2.0 * square, 2.0 * square),
-        rgba(palette::INK, 1.0),
-    )?;
-    let triangle = |size: f64| {
-        [
-            (start.0, start.1 - size),
-            (start.0 + size * 0.9, start.1 + size * 0.6),
-            (start.0 - size * 0.9, start.1 + size * 0.6),
-        ]
-    };
-    canvas.polygon(&triangle(11.0), rgba(palette::INK, 1.0))?;
-    canvas.polygon(&triangle(8.5), rgba(palette::START, 1.0))?;
-    canvas
-        .occupied
-        .push(Rect::new(start.0 - 10.0, start.1 - 11.0, 20.0, 18.0));
-    canvas
-        .occupied
-        .push(Rect::new(end.0 - 8.0, end.1 - 8.0, 16.0, 16.0));
-    let end_label = if scene.ongoing {
-        "última posición"
-    } else {
-        "fin"
-    };
-    canvas.place_label(end_label, end, 8.0, 10.0, true, palette::INK)?;
-    canvas.place_label("inicio", start, 10.0, 10.0, true, palette::START)?;
-    Ok(())
-}
-
-fn centroid(points: &[(f64, f64)]) -> (f64, f64) {
-    let n = points.len().max(1) as f64;
-    let (sx, sy) = points
-        .iter()
-        .fold((0.0, 0.0), |(x, y), p| (x + p.0, y + p.1));
-    (sx / n, sy / n)
-}
-
 fn draw_title(canvas: &mut Canvas<'_>, scene: &Scene) -> DrawResult {
     canvas.rect(
         Rect::new(0.0, 0.0, f64::from(WIDTH), TITLE_BAND),
@@ -950,34 +876,61 @@ enum Key {
     Band(usize),
     Stop(RGBColor),
     Gap,
+    GapSpot,
     Fence,
     StartEnd,
+    /// Text only.
+    Note,
 }
 
-fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
-    canvas.rect(r, rgba(palette::PAPER, 0.88))?;
-    outline(canvas, r, rgba(palette::GRID, 1.0))?;
-    let third = limit_kmh / 3.0;
-    let rows = [
-        (Key::Band(0), format!("hasta {third:.0} km/h")),
-        (Key::Band(1), format!("{third:.0}–{:.0} km/h", 2.0 * third)),
+/// The legend's rows: speed as shares of the limit that applied (and which limits those
+/// were), then the markers.
+fn legend_rows(scene: &Scene) -> Vec<(Key, String)> {
+    let pct = |share: f64| format!("{:.0} %", share * 100.0);
+    let [half, most, all] = BAND_SHARES;
+    let mut rows = vec![
+        (Key::Band(0), format!("hasta {} del límite", pct(half))),
+        (
+            Key::Band(1),
+            format!("{:.0}–{} del límite", half * 100.0, pct(most)),
+        ),
         (
             Key::Band(2),
-            format!("{:.0}–{limit_kmh:.0} km/h", 2.0 * third),
+            format!("{:.0}–{} del límite", most * 100.0, pct(all)),
         ),
-        (Key::Band(3), format!("más de {limit_kmh:.0} km/h (exceso)")),
+        (Key::Band(3), "sobre el límite (exceso)".to_owned()),
+    ];
+    if !scene.zone_limits_kmh.is_empty() {
+        let zones: Vec<String> = scene
+            .zone_limits_kmh
+            .iter()
+            .map(|l| format!("{l:.0}"))
+            .collect();
+        rows.push((
+            Key::Note,
+            format!("límite en geocercas: {} km/h", zones.join(", ")),
+        ));
+    }
+    rows.extend([
         (Key::Stop(palette::STOP), "parada (tamaño = minutos)".into()),
         (Key::Stop(palette::LONG_STOP), "parada prolongada".into()),
-        (Key::Gap, "sin señal".into()),
+        (Key::Gap, "sin señal: salto sin reportes".into()),
+        (Key::GapSpot, "sin señal: quieta o hasta ahora".into()),
         (Key::Fence, "geocerca".into()),
         (Key::StartEnd, "inicio · fin".into()),
-    ];
+    ]);
+    rows
+}
+
+fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, rows: &[(Key, String)]) -> DrawResult {
+    canvas.rect(r, rgba(palette::PAPER, 0.88))?;
+    outline(canvas, r, rgba(palette::GRID, 1.0))?;
     let x = r.x0 + 10.0;
     let text_x = r.x0 + 40.0;
     let mut y = r.y0 + 14.0;
     canvas.text("Velocidad", (x, y + 4.0), 10.0, true, palette::INK)?;
     y += 15.0;
-    for (key, label) in &rows {
+    for (key, label) in rows {
         match key {
             Key::Band(i) => {
                 let width = if *i == 3 { 5.0 } else { 3.5 };
@@ -988,6 +941,7 @@ fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
                 canvas.disc((x + 11.0, y), 4.8, rgba(*fill, 1.0))?;
             }
             Key::Gap => canvas.dashed((x, y), (x + 22.0, y), palette::GAP, 2.0)?,
+            Key::GapSpot => markers::gap_spot_key(canvas, (x + 11.0, y))?,
             Key::Fence => {
                 let swatch = Rect::new(x + 2.0, y - 5.0, 18.0, 10.0);
                 canvas.rect(swatch, rgba(palette::FENCE, 0.25))?;
@@ -1003,8 +957,13 @@ fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, limit_kmh: f64) -> DrawResult {
                     rgba(palette::INK, 1.0),
                 )?;
             }
+            Key::Note => {}
         }
-        canvas.text(label, (text_x, y + 4.0), 10.0, false, palette::INK)?;
+        let at = match key {
+            Key::Note => x,
+            _ => text_x,
+        };
+        canvas.text(label, (at, y + 4.0), 10.0, false, palette::INK)?;
         y += 14.0;
     }
     Ok(())
@@ -1092,15 +1051,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bands_split_the_limit_in_thirds() {
-        let check =
-            |speed: f64, expected: usize| assert_eq!(band(speed, 60.0), expected, "{speed}");
-        check(0.0, 0);
-        check(20.0, 0);
-        check(20.1, 1);
-        check(40.1, 2);
-        check(60.0, 2);
-        check(60.1, 3);
+    fn bands_are_shares_of_the_limit_that_applied() {
+        let check = |speed: f64, limit: f64, expected: usize| {
+            assert_eq!(band(speed, limit), expected, "{speed} under {limit}")
+        };
+        check(0.0, 60.0, 0);
+        check(30.0, 60.0, 0);
+        check(30.1, 60.0, 1);
+        check(54.0, 60.0, 1);
+        check(54.1, 60.0, 2);
+        check(60.0, 60.0, 2);
+        check(60.1, 60.0, 3);
+        // The same speed in a 40 km/h zone is a different story.
+        check(38.0, 40.0, 2);
+        check(45.0, 40.0, 3);
     }
 
     #[test]

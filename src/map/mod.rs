@@ -5,9 +5,12 @@
 //! part that touches the network or the disk), `draw` paints it with plotters and the
 //! embedded DejaVu font, `png_io` encodes within the byte budget. Without network the map is
 //! drawn over a basemap made of the fleet's own routes and geofences; it never fails for lack
-//! of tiles.
+//! of tiles. `markers` places the data's markers and labels, and records each as a
+//! [`Mark`] so a test can check the picture shows what the tool counts.
 
 mod draw;
+mod markers;
+pub mod marks;
 mod png_io;
 pub mod projection;
 mod raster;
@@ -15,7 +18,8 @@ pub mod scene;
 pub mod simplify;
 pub mod tiles;
 
-pub use draw::{HEIGHT, WIDTH, band, band_rgb};
+pub use draw::{BAND_SHARES, HEIGHT, WIDTH, band, band_rgb};
+pub use marks::{Mark, MarkKind};
 pub use png_io::PNG_BUDGET_BYTES;
 pub use scene::Scene;
 pub use tiles::{Offline, TileConfig, TileFetcher, TileStats};
@@ -80,6 +84,8 @@ pub struct Rendered {
     pub drawn_points: usize,
     pub stop_markers: usize,
     pub labels_skipped: usize,
+    /// Where each stop, signal loss, speeding episode and geofence was drawn (for tests).
+    pub marks: Vec<Mark>,
 }
 
 /// Where the data goes in the picture: clear of the title band above and the scale bar
@@ -132,5 +138,6 @@ pub fn render(
         drawn_points: picture.drawn_points,
         stop_markers: picture.stop_markers,
         labels_skipped: picture.labels_skipped,
+        marks: picture.marks,
     })
 }

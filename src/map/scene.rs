@@ -9,12 +9,16 @@ use chrono_tz::Tz;
 
 use crate::fleet::{DayTrack, Snapshot, dates};
 use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::applicable_limit_kmh;
 
 /// One report on the drawn line.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrackPoint {
     pub p: LatLon,
     pub speed_kmh: f64,
+    /// The limit that applied there (the unit's, or a geofence's own): its colour is the
+    /// speed's share of it.
+    pub limit_kmh: f64,
     pub ts_utc: i64,
     /// The line is not drawn from the previous point to this one (a signal loss between).
     pub after_gap: bool,
@@ -24,9 +28,12 @@ pub struct TrackPoint {
 pub struct StopMark {
     pub p: LatLon,
     pub minutes: f64,
+    /// A long stop as `alertas` counts it (an open one judged at the fleet's now).
     pub long: bool,
     /// Local `HH:MM` the stop began.
     pub start: String,
+    /// The geofence or route stop it was at, when it was at one.
+    pub place: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,8 +48,10 @@ pub struct SpeedingMark {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GapMark {
+    /// The last report before the silence.
     pub from: LatLon,
-    /// `None` while the unit is still silent.
+    /// The first report after it; `None` while the unit is still silent, or when that report
+    /// falls after the day.
     pub to: Option<LatLon>,
     pub label: String,
 }
@@ -51,6 +60,8 @@ pub struct GapMark {
 pub struct FenceMark {
     pub name: String,
     pub outline: Vec<LatLon>,
+    /// The unit was inside it that day: its name is always shown.
+    pub visited: bool,
 }
 
 /// Everything one map shows.
@@ -59,8 +70,10 @@ pub struct Scene {
     pub title: String,
     pub subtitle: String,
     pub track: Vec<TrackPoint>,
-    /// The unit's speed limit: the colour bands are thirds of it.
+    /// The unit's own speed limit.
     pub limit_kmh: f64,
+    /// Other limits that applied on the track (geofences with their own), ascending.
+    pub zone_limits_kmh: Vec<f64>,
     pub stops: Vec<StopMark>,
     pub speeding: Vec<SpeedingMark>,
     pub gaps: Vec<GapMark>,
@@ -78,15 +91,25 @@ impl Scene {
     pub fn from_day(track: &DayTrack, snapshot: &Snapshot) -> Scene {
         let zone = snapshot.zone();
         let now = snapshot.now_utc;
-        let stops = stop_marks(track, now, zone);
+        let stops = stop_marks(track, snapshot);
+        let visited: Vec<i64> = track.visits.iter().filter_map(|v| v.fence_id).collect();
         let fences = snapshot
             .fences
             .iter()
             .map(|f| FenceMark {
                 name: f.fence.name.clone(),
                 outline: f.fence.outline(),
+                visited: visited.contains(&f.id),
             })
             .collect();
+        let points = track_points(track, snapshot);
+        let mut zone_limits_kmh: Vec<f64> = points
+            .iter()
+            .map(|t| t.limit_kmh)
+            .filter(|l| *l != track.vehicle.limit_kmh)
+            .collect();
+        zone_limits_kmh.sort_by(f64::total_cmp);
+        zone_limits_kmh.dedup();
         Scene {
             title: format!(
                 "{} · {} · {:.1} km",
@@ -95,8 +118,9 @@ impl Scene {
                 track.day.km
             ),
             subtitle: subtitle(track, stops.len(), zone),
-            track: track_points(track),
+            track: points,
             limit_kmh: track.vehicle.limit_kmh,
+            zone_limits_kmh,
             stops,
             speeding: speeding_marks(track, now),
             gaps: gap_marks(track, now, zone),
@@ -124,16 +148,24 @@ impl Scene {
     }
 }
 
-/// The positions in time order, each marked when it ends a signal gap (the line breaks there).
-fn track_points(track: &DayTrack) -> Vec<TrackPoint> {
+/// The positions in time order, each with the limit that applied there and marked when it
+/// ends a signal gap (the line breaks there).
+fn track_points(track: &DayTrack, snapshot: &Snapshot) -> Vec<TrackPoint> {
     let gap_starts: Vec<i64> = track.gaps.iter().map(|g| g.start_utc).collect();
     let mut points = Vec::with_capacity(track.fixes.len());
     let mut previous_ts = None;
     for fix in &track.fixes {
+        let p = fix.point();
         let after_gap = previous_ts.is_some_and(|t| gap_starts.contains(&t));
+        let inside = snapshot
+            .fences
+            .iter()
+            .filter(|f| f.fence.contains(p))
+            .filter_map(|f| f.fence.speed_limit_kmh);
         points.push(TrackPoint {
-            p: fix.point(),
+            p,
             speed_kmh: fix.speed_kmh,
+            limit_kmh: applicable_limit_kmh(track.vehicle.limit_kmh, inside),
             ts_utc: fix.ts_utc,
             after_gap,
         });
@@ -142,18 +174,25 @@ fn track_points(track: &DayTrack) -> Vec<TrackPoint> {
     points
 }
 
-/// The working stops, their minutes cut to the day (an open one runs to "now").
-fn stop_marks(track: &DayTrack, now: i64, zone: Tz) -> Vec<StopMark> {
+/// How close to a route stop a stop must be to take its name, metres.
+const NAMED_WITHIN_M: f64 = 150.0;
+
+/// The day's stops, their minutes cut to the day (an open one runs to "now"), long as
+/// `alertas` says.
+fn stop_marks(track: &DayTrack, snapshot: &Snapshot) -> Vec<StopMark> {
+    let (zone, now) = (snapshot.zone(), snapshot.now_utc);
     track
         .working_stops()
         .map(|s| {
             let start = s.start_utc.max(track.from_utc);
             let end = s.end_utc.unwrap_or(now).min(track.to_utc);
+            let p = LatLon::new(s.lat, s.lon);
             StopMark {
-                p: LatLon::new(s.lat, s.lon),
+                p,
                 minutes: (end - start).max(0) as f64 / 60.0,
-                long: s.long,
+                long: snapshot.is_long_stop(s),
                 start: dates::clock_hm(zone, s.start_utc),
+                place: snapshot.places.name_at(p, NAMED_WITHIN_M),
             }
         })
         .collect()

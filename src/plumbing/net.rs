@@ -1,11 +1,12 @@
 //! Every outbound HTTP request, and the one place where its failures become words.
 //!
 //! Owns the process-wide rustls setup (ring, installed once; reqwest panics without it), the
-//! User-Agent, and [`Http::get`]: the only way flota talks to a server. What comes back is a
-//! [`Reply`] — status, `Retry-After`, a bounded body from which the request's secrets have
-//! been scrubbed — and what goes wrong is a [`NetError`], a Spanish clause that names no URL.
-//! A request's secrets are the values added with [`Get::secret`] (an API key) and every value
-//! of the configured URL's own query (a token a user pasted into `--url` or a tile template).
+//! User-Agent, and [`Http::get`] and [`Http::post`]: the only ways flota talks to a server.
+//! What comes back is a [`Reply`] — status, `Retry-After`, a bounded body from which the
+//! request's secrets have been scrubbed — and what goes wrong is a [`NetError`], a Spanish
+//! clause that names no URL. A request's secrets are the values added with [`Get::secret`] or
+//! [`Post::secret_header`] (an API key, in the query or in a header) and every value of the
+//! configured URL's own query (a token a user pasted into `--url` or a tile template).
 //! `reqwest` is named in this file and nowhere else (tests/it/tidy.rs), so no caller can hold,
 //! let alone print, a library error carrying a URL; [`public_url`] is how a URL is shown.
 
@@ -62,6 +63,8 @@ pub enum NetError {
     Setup,
     #[error("la dirección del servicio no es una URL válida")]
     InvalidUrl,
+    #[error("un encabezado de la solicitud tiene caracteres no válidos")]
+    InvalidHeader,
     #[error("{0}")]
     Connect(Connect),
     #[error("el servidor no respondió a tiempo")]
@@ -217,6 +220,107 @@ impl Get {
     }
 }
 
+/// One POST of a JSON body: a URL (whose own query values are secret), headers (some
+/// secret: an API key travelling in a header is as secret as one in a query), limits.
+#[derive(Clone)]
+pub struct Post {
+    url: String,
+    /// `(name, value, secret)` in order.
+    headers: Vec<(String, String, bool)>,
+    body: Vec<u8>,
+    timeout: Option<Duration>,
+    max_bytes: u64,
+}
+
+impl std::fmt::Debug for Post {
+    // As for `Get`: no secret header, no configured query.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, value, secret)| {
+                format!("{name}: {}", if *secret { "***" } else { value.as_str() })
+            })
+            .collect();
+        f.debug_struct("Post")
+            .field("url", &public_url(&self.url))
+            .field("headers", &headers)
+            .field("body_bytes", &self.body.len())
+            .field("timeout", &self.timeout)
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
+}
+
+impl Post {
+    /// A POST of `body` as `application/json`.
+    pub fn json(url: impl Into<String>, body: &serde_json::Value) -> Post {
+        Post {
+            url: url.into(),
+            headers: vec![(
+                "Content-Type".to_owned(),
+                "application/json".to_owned(),
+                false,
+            )],
+            body: body.to_string().into_bytes(),
+            timeout: None,
+            max_bytes: 1024 * 1024,
+        }
+    }
+
+    /// A header that may be shown.
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Post {
+        self.headers.push((name.to_owned(), value.into(), false));
+        self
+    }
+
+    /// A header that must never be shown (an API key): scrubbed from the reply's body too.
+    pub fn secret_header(mut self, name: &str, value: impl Into<String>) -> Post {
+        self.headers.push((name.to_owned(), value.into(), true));
+        self
+    }
+
+    /// This request's deadline, overriding the client's.
+    pub fn timeout(mut self, timeout: Duration) -> Post {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Largest body accepted (default 1 MiB); a larger one is [`NetError::TooLarge`].
+    pub fn max_bytes(mut self, max_bytes: u64) -> Post {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The URL and the secrets the request carries.
+    fn resolve(&self) -> Result<(reqwest::Url, Vec<String>), NetError> {
+        let url = reqwest::Url::parse(&self.url).map_err(|_| NetError::InvalidUrl)?;
+        let mut secrets: Vec<String> = url.query_pairs().map(|(_, v)| v.into_owned()).collect();
+        secrets.extend(
+            self.headers
+                .iter()
+                .filter(|(_, _, secret)| *secret)
+                .map(|(_, value, _)| value.clone()),
+        );
+        Ok((url, secrets))
+    }
+
+    /// The headers as reqwest takes them, the secret ones marked sensitive (never printed
+    /// by the library either).
+    fn header_map(&self) -> Result<reqwest::header::HeaderMap, NetError> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value, secret) in &self.headers {
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| NetError::InvalidHeader)?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| NetError::InvalidHeader)?;
+            value.set_sensitive(*secret);
+            map.append(name, value);
+        }
+        Ok(map)
+    }
+}
+
 /// A response: status, the server's `Retry-After` (seconds form), the body with every secret
 /// of the request replaced by `***`.
 #[derive(Debug, Clone)]
@@ -269,30 +373,52 @@ impl Http {
         if let Some(timeout) = request.timeout {
             builder = builder.timeout(timeout);
         }
-        let response = builder.send().map_err(|e| classify(&e))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let mut body = Vec::new();
-        response
-            .take(request.max_bytes.saturating_add(1))
-            .read_to_end(&mut body)
-            .map_err(|e| classify_read(&e))?;
-        if body.len() as u64 > request.max_bytes {
-            return Err(NetError::TooLarge {
-                max_bytes: request.max_bytes,
-            });
-        }
-        Ok(Reply {
-            status,
-            retry_after,
-            body: scrub(body, &secrets),
-        })
+        receive(builder, request.max_bytes, &secrets)
     }
+
+    /// Sends `request`; any status is a [`Reply`], only a transport failure is an error.
+    pub fn post(&self, request: &Post) -> Result<Reply, NetError> {
+        let (url, secrets) = request.resolve()?;
+        let mut builder = self
+            .client
+            .post(url)
+            .headers(request.header_map()?)
+            .body(request.body.clone());
+        if let Some(timeout) = request.timeout {
+            builder = builder.timeout(timeout);
+        }
+        receive(builder, request.max_bytes, &secrets)
+    }
+}
+
+/// Sends a built request and reads its answer: status, `Retry-After`, at most `max_bytes` of
+/// body with `secrets` scrubbed.
+fn receive(
+    builder: reqwest::blocking::RequestBuilder,
+    max_bytes: u64,
+    secrets: &[String],
+) -> Result<Reply, NetError> {
+    let response = builder.send().map_err(|e| classify(&e))?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let mut body = Vec::new();
+    response
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(|e| classify_read(&e))?;
+    if body.len() as u64 > max_bytes {
+        return Err(NetError::TooLarge { max_bytes });
+    }
+    Ok(Reply {
+        status,
+        retry_after,
+        body: scrub(body, secrets),
+    })
 }
 
 /// A reqwest error as a [`NetError`]; only its kind is kept, never its text.
@@ -475,6 +601,29 @@ mod tests {
             Get::new("no es una url").resolve().unwrap_err(),
             NetError::InvalidUrl
         );
+    }
+
+    #[test]
+    fn secret_headers_are_secrets() {
+        let post = Post::json(
+            "http://x/directions/v2:computeRoutes?firma=FIRMA-123456",
+            &serde_json::json!({"origin": 1}),
+        )
+        .secret_header("X-Goog-Api-Key", "CLAVE-123456")
+        .header("X-Goog-FieldMask", "routes.polyline");
+        let (url, secrets) = post.resolve().unwrap();
+        assert_eq!(url.path(), "/directions/v2:computeRoutes");
+        assert_eq!(secrets, ["FIRMA-123456", "CLAVE-123456"]);
+        let shown = format!("{post:?}");
+        assert!(
+            !shown.contains("CLAVE") && !shown.contains("FIRMA") && shown.contains("FieldMask"),
+            "{shown}"
+        );
+        let headers = post.header_map().unwrap();
+        assert!(headers["x-goog-api-key"].is_sensitive());
+        assert!(!headers["x-goog-fieldmask"].is_sensitive());
+        let bad = Post::json("http://x/", &serde_json::json!({})).header("X", "a\nb");
+        assert_eq!(bad.header_map().unwrap_err(), NetError::InvalidHeader);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{AVISO, DateRange, MAX_ROWS, iso, minutes, place, round1};
 use crate::engine::{EventKind, LONG_STOP};
-use crate::fleet::{Fleet, Snapshot};
+use crate::fleet::{Fleet, Snapshot, is_long_stop};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::{EventRow, Store, StoreError};
 
@@ -263,9 +263,10 @@ fn collect(store: &Store, range: &Range, tipo: Option<Kind>) -> Result<Found, St
         }
     }
     if wanted(Kind::ParadaProlongada) {
-        let long = store.long_stops(from, to)?.into_iter().filter(|s| {
-            s.start_utc >= from && s.end_utc.unwrap_or(now).min(now) - s.start_utc >= long_s
-        });
+        let long = store
+            .long_stops(from, to)?
+            .into_iter()
+            .filter(|s| s.start_utc >= from && is_long_stop(s, now, long_s));
         alerts.extend(long.map(|e| (Kind::ParadaProlongada, e)));
     }
     let mut crossings = Vec::new();

@@ -88,11 +88,11 @@ impl TypedTool for MapaRecorrido {
     }
     fn description(&self) -> String {
         "Dibuja el recorrido de un día de una unidad como imagen PNG: trazo coloreado por \
-         velocidad (excesos en rojo), inicio y fin, paradas con su duración, pérdidas de señal \
-         y geocercas, sobre un mapa de calles o, sin conexión, sobre las rutas de la flota. \
-         Úsela cuando el usuario quiera VER la ruta; para cifras use resumen_recorrido. \
-         Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un día de la semana. Ejemplos: «muéstrame \
-         en un mapa la ruta de ayer de P-456DEF», «¿por dónde anduvo P-123BCD el lunes?»"
+         velocidad respecto al límite (excesos en rojo), inicio y fin, paradas con su hora, \
+         duración y lugar, pérdidas de señal y geocercas, sobre un mapa de calles o, sin \
+         conexión, sobre las rutas de la flota. Úsela cuando el usuario quiera VER la ruta; \
+         para cifras use resumen_recorrido. Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un día \
+         de la semana. Ejemplos: «muéstrame en un mapa la ruta de ayer de P-456DEF», «¿por dónde anduvo P-123BCD el lunes?»"
             .into()
     }
     fn annotations(&self) -> Annotations {
@@ -142,7 +142,7 @@ impl TypedTool for MapaRecorrido {
             geocercas_visitadas: visited_fences(&track, &snapshot),
             fondo: self.background_name(&rendered.background),
             fondo_detalle: rendered.background.describe(),
-            leyenda: legend(track.vehicle.limit_kmh),
+            leyenda: legend(scene.limit_kmh, &scene.zone_limits_kmh),
             imagen: ImageOut {
                 formato: "image/png".into(),
                 ancho_px: rendered.width,
@@ -207,16 +207,29 @@ fn visited_fences(track: &DayTrack, snapshot: &Snapshot) -> Vec<String> {
     visited
 }
 
-/// The map's key, with the speed bands of a unit whose limit is `limit` km/h.
-fn legend(limit: f64) -> String {
+/// The map's key: speed bands as shares of the limit that applied (the unit's, or a
+/// geofence's own), and the markers.
+fn legend(limit: f64, zone_limits: &[f64]) -> String {
+    let [half, most, _] = map::BAND_SHARES.map(|share| share * 100.0);
+    let zones = if zone_limits.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = zone_limits.iter().map(|l| format!("{l:.0}")).collect();
+        format!(
+            " o el de la geocerca donde estaba ({} km/h)",
+            list.join(", ")
+        )
+    };
     format!(
-        "Trazo coloreado por velocidad: azul hasta {a:.0} km/h, verde hasta {b:.0}, \
-         ámbar hasta el límite de {limit:.0} km/h, rojo por encima (los excesos \
-         detectados van resaltados con su velocidad máxima); triángulo verde = \
-         inicio; cuadrado negro = fin (o última posición si el día sigue); círculos \
-         blancos = paradas, más grandes cuanto más largas, granate si son \
-         prolongadas; línea gris discontinua = sin señal; áreas moradas = geocercas.",
-        a = limit / 3.0,
-        b = 2.0 * limit / 3.0
+        "Trazo coloreado según la velocidad respecto al límite que aplicaba: el de la unidad \
+         ({limit:.0} km/h){zones}. Azul hasta el {half:.0} % del límite, verde hasta el \
+         {most:.0} %, ámbar hasta el límite, rojo por encima (los excesos detectados van \
+         resaltados con su velocidad máxima); triángulo verde = inicio; cuadrado negro = fin \
+         (o última posición si el día sigue); círculos blancos = paradas con su hora, duración \
+         y lugar (las que se taparían comparten un círculo), más grandes cuanto más largas, \
+         granate si son prolongadas; sin señal: línea gris discontinua con un punto gris si \
+         la unidad se movió sin reportar, círculo gris tachado si estaba detenida o sigue sin \
+         señal («sin señal desde HH:MM»); áreas moradas = geocercas, con su nombre siempre \
+         que la unidad entró en ellas."
     )
 }

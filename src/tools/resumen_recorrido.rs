@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::common::{AVISO, cap, capped, clock, minutes, place, round1};
-use crate::fleet::{Fleet, Snapshot, dates, no_reports, working_window};
+use crate::fleet::{Fleet, Snapshot, dates, is_working_stop, no_reports, working_window};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::EventRow;
 
@@ -193,11 +193,11 @@ impl DayView<'_> {
         place(self.snapshot, e.lat, e.lon)
     }
 
-    /// The stops that start within `window`.
+    /// The day's stops ([`is_working_stop`]).
     fn stops(&self, stops: &[EventRow], window: (i64, i64)) -> Vec<StopOut> {
         stops
             .iter()
-            .filter(|s| s.start_utc >= window.0 && s.start_utc < window.1)
+            .filter(|s| is_working_stop(s, window))
             .map(|s| {
                 let (a, b) = self.clip(s.start_utc, s.end_utc);
                 StopOut {
@@ -205,7 +205,7 @@ impl DayView<'_> {
                     fin: s.end_utc.map(|e| self.clock(e)),
                     minutos: minutes(b - a),
                     lugar: self.place(s),
-                    prolongada: s.long,
+                    prolongada: self.snapshot.is_long_stop(s),
                 }
             })
             .collect()

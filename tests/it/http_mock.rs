@@ -19,9 +19,16 @@ pub struct Request {
     pub headers: BTreeMap<String, String>,
     /// The request line as sent (`GET /path?query HTTP/1.1`).
     pub line: String,
+    /// The body (a POST's JSON).
+    pub body: Vec<u8>,
 }
 
 impl Request {
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query
             .iter()
@@ -119,6 +126,7 @@ fn serve(stream: TcpStream, handler: &dyn Fn(&Request) -> Reply, log: &Mutex<Vec
                 .collect(),
             headers,
             line: line.trim().to_owned(),
+            body,
         };
         log.lock().unwrap().push(request.clone());
         let (status, extra, body) = match handler(&request) {

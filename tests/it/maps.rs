@@ -640,3 +640,327 @@ fn exports_explain_bad_input_and_write_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("kml"), "{stderr}");
 }
+
+// --- What the tools count is what the picture shows ----------------------------------------
+
+/// The fleet's "now" for the drawing checks: later than the data's end (15:30), so the unit
+/// stopped since 14:49 with its engine on is a long stop by then, as `alertas` says.
+const LATER: &str = "2026-08-19T15:45";
+
+/// Unit-days to draw: every unit and day of `minimo`, and the `semana` units stopped at
+/// "now" (one for 95 minutes), on both of their last days.
+fn drawn_days() -> Vec<(&'static str, &'static str, &'static str)> {
+    let mut days = Vec::new();
+    for plate in ["P-123BCD", "P-456DEF", "P-789GHJ"] {
+        for date in ["2026-08-18", "2026-08-19"] {
+            days.push(("minimo", plate, date));
+        }
+    }
+    for plate in ["P-123BCD", "P-234KLM", "P-345VWX"] {
+        for date in ["2026-08-18", "2026-08-19"] {
+            days.push(("semana", plate, date));
+        }
+    }
+    days
+}
+
+/// Whether some pixel within `radius` of `at` is `rgb` (give or take `tolerance`).
+fn colour_near(picture: &Picture, at: (f64, f64), radius: f64, rgb: (u8, u8, u8)) -> bool {
+    let r = radius.max(1.0).ceil() as i64;
+    let (cx, cy) = (at.0.round() as i64, at.1.round() as i64);
+    (-r..=r).any(|dy| {
+        (-r..=r).any(|dx| {
+            (dx * dx + dy * dy) as f64 <= radius.max(1.0).powi(2) + 0.5
+                && picture
+                    .at(cx + dx, cy + dy)
+                    .is_some_and(|p| near(p, rgb, 40))
+        })
+    })
+}
+
+/// The map drawn in-process with its marks, for one unit-day of a served fixture.
+fn drawn(db: &Path, plate: &str, date: &str) -> flota::map::Rendered {
+    use flota::fleet::{Fleet, places::Geocoder};
+    let ahora = chrono::NaiveDateTime::parse_from_str(LATER, "%Y-%m-%dT%H:%M").unwrap();
+    let fleet = Fleet::new(
+        db,
+        Some(ahora),
+        Geocoder::new(None),
+        flota::plumbing::clock::Clock::fixed(0),
+    );
+    let snapshot = fleet.snapshot().unwrap();
+    let track = fleet.day_track(&snapshot, plate, date).unwrap();
+    let scene = flota::map::Scene::from_day(&track, &snapshot);
+    let tiles = flota::map::TileFetcher::new(flota::map::TileConfig::offline());
+    flota::map::render(&scene, &tiles, &|_, _| {}, &|| false).unwrap()
+}
+
+#[test]
+fn every_element_the_map_counts_is_drawn_where_it_says() {
+    use flota::map::MarkKind;
+    let mut problems = Vec::new();
+    // Marks seen per kind over all the days: the check must have met each kind.
+    let mut seen = [0usize; 5];
+    let mut servers: std::collections::HashMap<&str, Server> = Default::default();
+    for (id, (scenario, plate, date)) in drawn_days().into_iter().enumerate() {
+        let db = &fixture(scenario).db;
+        let server = servers.entry(scenario).or_insert_with(|| {
+            let mut server = Server::spawn(
+                flota_bin(),
+                &["servir", "--db", db.to_str().unwrap(), "--ahora", LATER],
+            );
+            server.initialize("2025-11-25");
+            server
+        });
+        let id = id as i64 * 2;
+        let answer = server.call(id, "mapa_recorrido", json!({"placa": plate, "fecha": date}));
+        let (output, png) = decode_result(&answer);
+        let alerts = server.call(
+            id + 1,
+            "alertas",
+            json!({"tipo": "parada_prolongada", "fecha_inicio": date, "fecha_fin": date}),
+        );
+        let alerts = &alerts["result"]["structuredContent"];
+        let rendered = drawn(db, plate, date);
+        let case = format!("{scenario} {plate} {date}");
+        assert_eq!(rendered.png, png, "{case}: the tool drew another picture");
+        let picture = Picture::decode(&png);
+        let marks = &rendered.marks;
+        let count = |f: &dyn Fn(&MarkKind) -> bool| marks.iter().filter(|m| f(&m.kind)).count();
+        let figures = [
+            ("paradas", count(&|k| matches!(k, MarkKind::Stop { .. }))),
+            (
+                "paradas_prolongadas",
+                count(&|k| matches!(k, MarkKind::Stop { long: true, .. })),
+            ),
+            (
+                "perdidas_de_senal",
+                count(&|k| matches!(k, MarkKind::Gap { .. })),
+            ),
+            (
+                "excesos_de_velocidad",
+                count(&|k| matches!(k, MarkKind::Speeding { .. })),
+            ),
+        ];
+        for (field, drawn) in figures {
+            if output[field] != drawn {
+                problems.push(format!(
+                    "{case}: {field} {} but {drawn} drawn",
+                    output[field]
+                ));
+            }
+        }
+        // Long stops as `alertas` reports them for that unit and day.
+        let alerted = alerts["por_unidad"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["placa"] == plate)
+            .map_or(0, |u| u["por_tipo"]["parada_prolongada"].as_u64().unwrap());
+        if output["paradas_prolongadas"] != alerted {
+            problems.push(format!(
+                "{case}: {} long stops on the map, {alerted} in alertas",
+                output["paradas_prolongadas"]
+            ));
+        }
+        // Every visited geofence is named on the picture.
+        let mut visited: Vec<&str> = output["geocercas_visitadas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let mut named: Vec<&str> = marks
+            .iter()
+            .filter(|m| matches!(m.kind, MarkKind::Fence { visited: true, .. }))
+            .filter_map(|m| m.label.as_deref())
+            .collect();
+        visited.sort_unstable();
+        named.sort_unstable();
+        if visited != named {
+            problems.push(format!("{case}: visited {visited:?}, named {named:?}"));
+        }
+        for mark in marks {
+            let slot = match mark.kind {
+                MarkKind::Stop { long: false, .. } => 0,
+                MarkKind::Stop { long: true, .. } => 1,
+                MarkKind::Gap { .. } => 2,
+                MarkKind::Speeding { .. } => 3,
+                MarkKind::Fence { visited, .. } => {
+                    if !visited {
+                        continue;
+                    }
+                    4
+                }
+            };
+            seen[slot] += 1;
+        }
+        // Each mark's colour is in the picture where it was recorded.
+        for mark in marks
+            .iter()
+            .filter(|m| m.label.is_some() || !matches!(m.kind, MarkKind::Fence { .. }))
+        {
+            if !colour_near(&picture, mark.at, mark.radius_px, mark.rgb) {
+                problems.push(format!("{case}: {mark:?} not in the picture"));
+            }
+            if let MarkKind::Stop { .. } = mark.kind {
+                // The dark ring around a stop disc (the fill could be a white road).
+                let ring = mark.radius_px + 0.75;
+                let ringed = (0..16).any(|i| {
+                    let a = f64::from(i) * std::f64::consts::PI / 8.0;
+                    let at = (mark.at.0 + ring * a.cos(), mark.at.1 + ring * a.sin());
+                    colour_near(&picture, at, 0.5, (0x1a, 0x1a, 0x1a))
+                });
+                if !ringed {
+                    problems.push(format!("{case}: {mark:?} has no ring"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        seen.iter().all(|n| *n > 0),
+        "stops, long stops, losses, speeding, visits: {seen:?}"
+    );
+}
+
+/// South, west, north, east of a unit's stored positions on a local day, up to the data's now.
+fn track_bounds(db: &Path, plate: &str, date: &str) -> [f64; 4] {
+    let zone: chrono_tz::Tz = "America/Guatemala".parse().unwrap();
+    let day = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").unwrap();
+    let (from, to) = flota::engine::day_bounds(zone, day);
+    let conn = Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT MIN(lat), MIN(lon), MAX(lat), MAX(lon) FROM vista_posiciones
+         WHERE placa = ?1 AND ts_utc >= ?2 AND ts_utc < ?3
+         AND ts_utc <= (SELECT CAST(valor AS INTEGER) FROM meta WHERE clave = 'ahora_utc')",
+        rusqlite::params![plate, from, to],
+        |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
+    )
+    .unwrap()
+}
+
+/// The union of two south-west-north-east boxes.
+fn union(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+    [
+        a[0].min(b[0]),
+        a[1].min(b[1]),
+        a[2].max(b[2]),
+        a[3].max(b[3]),
+    ]
+}
+
+fn export_day(db: &Path, plate: &str, date: &str, format: &str) -> String {
+    let out = std::process::Command::new(flota_bin())
+        .args(["exportar", "--db", db.to_str().unwrap(), "--placa", plate])
+        .args(["--fecha", date, "--formato", format, "--salida", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every position in a GeoJSON geometry, as (lat, lon).
+fn geometry_points(value: &geojson::GeometryValue) -> Vec<(f64, f64)> {
+    use geojson::GeometryValue as G;
+    let of = |p: &geojson::Position| (p[1], p[0]);
+    match value {
+        G::Point { coordinates } => vec![of(coordinates)],
+        G::MultiPoint { coordinates } | G::LineString { coordinates } => {
+            coordinates.iter().map(of).collect()
+        }
+        G::MultiLineString { coordinates } | G::Polygon { coordinates } => {
+            coordinates.iter().flatten().map(of).collect()
+        }
+        G::MultiPolygon { coordinates } => coordinates.iter().flatten().flatten().map(of).collect(),
+        G::GeometryCollection { geometries } => geometries
+            .iter()
+            .flat_map(|g| geometry_points(&g.value))
+            .collect(),
+    }
+}
+
+#[test]
+fn every_exported_feature_lies_on_the_day_or_its_geofences() {
+    let mut problems = Vec::new();
+    let mut features_seen = std::collections::BTreeMap::<String, usize>::new();
+    for (scenario, plate, date) in drawn_days() {
+        let db = &fixture(scenario).db;
+        let fleet = flota::fleet::Fleet::new(
+            db,
+            None,
+            flota::fleet::places::Geocoder::new(None),
+            flota::plumbing::clock::Clock::fixed(0),
+        );
+        let fences = fleet
+            .snapshot()
+            .unwrap()
+            .fences
+            .iter()
+            .map(|f| {
+                let (sw, ne) = f.fence.bbox();
+                [sw.lat, sw.lon, ne.lat, ne.lon]
+            })
+            .reduce(union)
+            .unwrap();
+        let allowed = union(track_bounds(db, plate, date), fences);
+        let inside = |(lat, lon): (f64, f64)| {
+            let e = 1e-6;
+            lat >= allowed[0] - e
+                && lon >= allowed[1] - e
+                && lat <= allowed[2] + e
+                && lon <= allowed[3] + e
+        };
+        let case = format!("{scenario} {plate} {date}");
+        let collection: geojson::FeatureCollection = export_day(db, plate, date, "geojson")
+            .parse::<geojson::GeoJson>()
+            .unwrap()
+            .try_into()
+            .unwrap();
+        for feature in &collection.features {
+            let kind = feature.properties.as_ref().unwrap()["tipo"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let points = geometry_points(&feature.geometry.as_ref().unwrap().value);
+            if let Some(p) = points.iter().find(|p| !inside(**p)) {
+                problems.push(format!(
+                    "{case}: GeoJSON {kind} at {p:?}, outside {allowed:?}"
+                ));
+            }
+            *features_seen.entry(kind).or_default() += 1;
+        }
+        let gpx = gpx::read(export_day(db, plate, date, "gpx").as_bytes()).unwrap();
+        let points = gpx.waypoints.iter().chain(
+            gpx.tracks
+                .iter()
+                .flat_map(|t| &t.segments)
+                .flat_map(|s| &s.points),
+        );
+        for point in points {
+            let p = (point.point().y(), point.point().x());
+            if !inside(p) {
+                problems.push(format!("{case}: GPX point at {p:?}, outside {allowed:?}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for kind in [
+        "recorrido",
+        "posicion",
+        "parada",
+        "exceso_velocidad",
+        "perdida_senal",
+        "visita_geocerca",
+        "geocerca",
+    ] {
+        assert!(
+            features_seen.contains_key(kind),
+            "no {kind}: {features_seen:?}"
+        );
+    }
+}

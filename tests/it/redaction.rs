@@ -1,7 +1,8 @@
 //! Secrets never leave the request. For each outbound client — geocoding (`posicion_actual` in
 //! `flota servir`), map tiles (`mapa_recorrido`, and `flota exportar --formato png`) and
-//! directions (`flota rutas regenerar`) — every way a loopback service can fail is tried, and
-//! neither the API key nor a secret in a configured URL may appear in stdout, stderr (logged
+//! directions (`flota rutas regenerar`, through Google's Routes API with the key in a header
+//! and through the legacy Directions API with it in the query) — every way a loopback service
+//! can fail is tried, and neither the API key nor a secret in a configured URL may appear in stdout, stderr (logged
 //! at the most verbose level, which includes every lower level's lines), a tool result or any
 //! written file; nor may an English library message reach the user instead of a Spanish one.
 
@@ -45,7 +46,7 @@ enum Fault {
     Refused,
     /// The connection is accepted and nothing is ever said.
     Hang,
-    /// HTTP 500 whose body echoes the request line, key included.
+    /// HTTP 500 whose body echoes the request line and headers, key included.
     Echo500,
     /// Redirects, forever, to another path carrying the key.
     Redirect,
@@ -53,8 +54,8 @@ enum Fault {
     NotJson,
     /// HTTP 200 with an answer cut short (JSON, or half a PNG for tiles).
     Truncated,
-    /// Google's `REQUEST_DENIED` with an `error_message` echoing the request (for tiles, a 403
-    /// with the same echo).
+    /// Google's `REQUEST_DENIED` with an `error_message` echoing the request (for the Routes
+    /// API, its `PERMISSION_DENIED` status; for tiles, a 403 with the same echo).
     Denied,
 }
 
@@ -75,6 +76,7 @@ enum Client {
     MapTool,
     MapExport,
     Directions,
+    Routes,
 }
 
 impl Client {
@@ -83,9 +85,19 @@ impl Client {
     }
 }
 
-/// The request as a server might echo it back in an error page.
+/// The request as a server might echo it back in an error page: its line and headers (where
+/// the Routes API's key travels).
 fn echo(request: &Request) -> String {
-    format!("solicitud recibida: {}", request.line)
+    let headers: Vec<String> = request
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    format!(
+        "solicitud recibida: {} | {}",
+        request.line,
+        headers.join(" | ")
+    )
 }
 
 /// The service's answer to each request.
@@ -127,12 +139,21 @@ fn answer(client: Client, fault: Fault, request: &Request) -> Reply {
         Fault::Truncated => {
             let whole = match client {
                 Client::Geocoding => json!({"status": "OK", "results": [{"formatted_address": "7a Avenida 1-23, Zona 1"}]}),
+                Client::Routes => json!({"routes": [{"distanceMeters": 1200, "duration": "100s", "polyline": {"encodedPolyline": "_p~iF~ps|U_ulLnnqC"}}]}),
                 _ => json!({"status": "OK", "routes": [{"legs": [{"distance": {"value": 1200}}]}]}),
             }
             .to_string();
             Reply::Json(200, whole[..whole.len() / 2].to_owned())
         }
         Fault::Denied if client.tiles() => text(403, "text/plain", echo(request)),
+        Fault::Denied if client == Client::Routes => Reply::Json(
+            403,
+            json!({"error": {"code": 403, "status": "PERMISSION_DENIED",
+                   "message": format!("Requests from this API key are blocked. {}", echo(request)),
+                   "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                "reason": "API_KEY_SERVICE_BLOCKED"}]}})
+            .to_string(),
+        ),
         Fault::Denied => Reply::Json(
             200,
             json!({
@@ -180,7 +201,8 @@ fn check(client: Client, fault: Fault) -> Vec<String> {
         Client::Geocoding => geocoding(&base, tmp.path()),
         Client::MapTool => map_tool(&base, tmp.path()),
         Client::MapExport => map_export(&base, tmp.path()),
-        Client::Directions => directions(&base, tmp.path()),
+        Client::Directions => directions(&base, tmp.path(), false),
+        Client::Routes => directions(&base, tmp.path(), true),
     };
     if let Some(mock) = &mock {
         seen.expect(!mock.requests().is_empty(), || {
@@ -261,6 +283,7 @@ fn flota(tmp: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
         .env_remove("FLOTA_GEOCODER_URL")
         .env_remove("FLOTA_GOOGLE_GEOCODE_URL")
         .env_remove("FLOTA_GOOGLE_DIRECTIONS_URL")
+        .env_remove("FLOTA_GOOGLE_ROUTES_URL")
         .env_remove("FLOTA_OSRM_URL")
         .env("FLOTA_LOG", "debug")
         .env("FLOTA_TILES_URL", "no")
@@ -414,7 +437,9 @@ fn map_export(base: &str, tmp: &Path) -> Seen {
     seen
 }
 
-fn directions(base: &str, tmp: &Path) -> Seen {
+/// `flota rutas regenerar` through Google's Routes API (`routes_api`) or the legacy
+/// Directions API.
+fn directions(base: &str, tmp: &Path, routes_api: bool) -> Seen {
     let dir = tmp.join("rutas");
     std::fs::create_dir_all(&dir).unwrap();
     let name = "r01_cedis_z1_z4";
@@ -425,7 +450,17 @@ fn directions(base: &str, tmp: &Path) -> Seen {
     )
     .unwrap();
     let before = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
-    let url = format!("{base}/maps/api/directions/json?signature={FIRMA}");
+    let (url, provider) = if routes_api {
+        (
+            format!("{base}/directions/v2:computeRoutes?signature={FIRMA}"),
+            "google",
+        )
+    } else {
+        (
+            format!("{base}/maps/api/directions/json?signature={FIRMA}"),
+            "google-directions",
+        )
+    };
     let out = flota(
         tmp,
         &[
@@ -434,6 +469,8 @@ fn directions(base: &str, tmp: &Path) -> Seen {
             name,
             "--dir",
             dir.to_str().unwrap(),
+            "--proveedor",
+            provider,
             "--url",
             &url,
             "--tiempo-limite",
@@ -500,4 +537,9 @@ fn map_export_tile_failures_never_show_a_secret() {
 #[test]
 fn directions_failures_never_show_a_secret() {
     matrix(Client::Directions);
+}
+
+#[test]
+fn routes_api_failures_never_show_a_secret() {
+    matrix(Client::Routes);
 }

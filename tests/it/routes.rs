@@ -1,6 +1,7 @@
-//! `flota rutas` against loopback mocks of Google's Directions API and an OSRM server: real
-//! HTTP through reqwest, request parameters checked, files written whole or not at all, every
-//! fault reported on its own line while the other routes proceed, and the key never shown.
+//! `flota rutas` against loopback mocks of Google's Routes API, its legacy Directions API and
+//! an OSRM server: real HTTP through reqwest, requests checked, files written whole or not at
+//! all, every fault reported on its own line while the other routes proceed, and the key never
+//! shown; and routes made offline from GPX, GeoJSON and KML files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,7 @@ fn flota(args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(args)
         .env_remove("GOOGLE_MAPS_API_KEY")
         .env_remove("FLOTA_OSRM_URL")
+        .env_remove("FLOTA_GOOGLE_ROUTES_URL")
         .env_remove("FLOTA_GOOGLE_DIRECTIONS_URL");
     for (k, v) in env {
         command.env(k, v);
@@ -122,7 +124,7 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
-// --- Google's Directions API -----------------------------------------------------------
+// --- Google's legacy Directions API ----------------------------------------------------
 
 fn google_stops(request: &Request) -> Vec<(f64, f64)> {
     let pair = |s: &str| {
@@ -210,7 +212,7 @@ fn google_error(status: &str, message: Option<&str>, extra: Value) -> Reply {
 }
 
 #[test]
-fn google_regenerates_routes_that_simulate_unchanged() {
+fn google_directions_regenerates_routes_that_simulate_unchanged() {
     let seeds = seeds();
     let for_mock = seeds.clone();
     let mock = Mock::start(move |request| {
@@ -224,7 +226,14 @@ fn google_regenerates_routes_that_simulate_unchanged() {
     ]);
     let endpoint = format!("{}/maps/api/directions/json", mock.url);
     let out = flota(
-        &["rutas", "regenerar", "--dir", dir.to_str().unwrap()],
+        &[
+            "rutas",
+            "regenerar",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--proveedor",
+            "google-directions",
+        ],
         &[
             ("GOOGLE_MAPS_API_KEY", KEY),
             ("FLOTA_GOOGLE_DIRECTIONS_URL", &endpoint),
@@ -273,14 +282,19 @@ fn google_regenerates_routes_that_simulate_unchanged() {
     }
 
     // The regenerated routes feed the simulator as they are.
-    let scenario = tmp.path().join("escenarios").join("minimo.toml");
+    simulate_minimo(tmp.path());
+}
+
+/// `minimo` simulated with the routes in `root/rutas`.
+fn simulate_minimo(root: &Path) {
+    let scenario = root.join("escenarios").join("minimo.toml");
     std::fs::create_dir_all(scenario.parent().unwrap()).unwrap();
     std::fs::copy(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("escenarios/minimo.toml"),
         &scenario,
     )
     .unwrap();
-    let db = tmp.path().join("flota.db");
+    let db = root.join("flota.db");
     let out = flota(
         &[
             "simular",
@@ -327,6 +341,14 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
                 Some("Invalid request. Invalid 'waypoints' parameter."),
                 json!({}),
             ),
+            // What a key of a project created today gets from the legacy service.
+            "r07_z18_centro_z4" => google_error(
+                "REQUEST_DENIED",
+                Some(
+                    "You're calling a legacy API, which is not enabled for your project. To get newer features and more functionality, switch to the Places API (New) or Routes API. Learn more: https://developers.google.com/maps/legacy#LegacyApiNotActivatedMapError",
+                ),
+                json!({}),
+            ),
             _ => Reply::Json(200, google_ok(&seed).0),
         }
     });
@@ -337,6 +359,7 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
         "r04_vn_boca_cedis",
         "r05_mixco_sancristobal_z7",
         "r06_mixco_miraflores_z1",
+        "r07_z18_centro_z4",
     ];
     let (_tmp, dir) = rutas_dir(&names);
     let before = snapshot(&dir);
@@ -347,7 +370,7 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
             "--dir",
             dir.to_str().unwrap(),
             "--proveedor",
-            "google",
+            "google-directions",
             "--url",
             &format!("{}/maps/api/directions/json", mock.url),
             "--reintentos",
@@ -376,6 +399,11 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
             "r05_mixco_sancristobal_z7",
             "INVALID_REQUEST: Invalid request.",
         ),
+        (
+            "r07_z18_centro_z4",
+            "habilite la Routes API para la clave en la consola de Google Cloud y use el \
+             proveedor por defecto (--proveedor google)",
+        ),
     ] {
         let l = line(name);
         assert!(l.contains("error:") && l.contains(needle), "{l}");
@@ -383,7 +411,7 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
     assert!(line("r02_cedis_z10_cayala").contains("tras 2 intentos"));
     assert!(line("r06_mixco_miraflores_z1").contains("google_directions"));
     assert!(
-        err.contains("1 reescritas, 0 sin cambios, 5 con error"),
+        err.contains("1 reescritas, 0 sin cambios, 6 con error"),
         "{err}"
     );
 
@@ -402,6 +430,243 @@ fn google_statuses_fail_their_route_only_and_write_nothing() {
     assert_eq!(after.len(), before.len());
     for ((name, old), (name2, new)) in before.iter().zip(&after) {
         assert_eq!(name, name2);
+        assert_eq!(old == new, !name.starts_with("r06"), "{name}");
+    }
+}
+
+// --- Google's Routes API (computeRoutes) ------------------------------------------------
+
+/// The stops of a `computeRoutes` body: origin, intermediates, destination, as (lat, lon).
+fn routes_stops(request: &Request) -> Vec<(f64, f64)> {
+    let body = request.json();
+    let at = |w: &Value| {
+        let ll = &w["location"]["latLng"];
+        (
+            ll["latitude"].as_f64().unwrap(),
+            ll["longitude"].as_f64().unwrap(),
+        )
+    };
+    let mut stops = vec![at(&body["origin"])];
+    if let Some(middle) = body["intermediates"].as_array() {
+        stops.extend(middle.iter().map(at));
+    }
+    stops.push(at(&body["destination"]));
+    stops
+}
+
+/// A documented-shape answer to the field mask flota sends: the route's distance, duration
+/// (a protobuf Duration string) and encoded polyline, and one leg per stretch.
+fn routes_ok(seed: &Seed) -> (String, u64, u64) {
+    let metres = length_m(&seed.points).round() as u64;
+    let seconds = (metres as f64 / 11.0).round() as u64;
+    let legs: Vec<Value> = (1..seed.file.paradas.len())
+        .map(|_| json!({"distanceMeters": metres / (seed.file.paradas.len() as u64 - 1)}))
+        .collect();
+    let body = json!({"routes": [{
+        "legs": legs,
+        "distanceMeters": metres,
+        "duration": format!("{seconds}s"),
+        "polyline": {"encodedPolyline": encode(&seed.points)}
+    }]});
+    (body.to_string(), metres, seconds)
+}
+
+/// A `google.rpc.Status` error as the Routes API sends it.
+fn routes_error(code: u16, status: &str, message: &str, reason: Option<&str>) -> Reply {
+    let details: Vec<Value> = reason
+        .map(|r| {
+            json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": r,
+                   "domain": "googleapis.com", "metadata": {"service": "routes.googleapis.com"}})
+        })
+        .into_iter()
+        .collect();
+    Reply::Json(
+        code,
+        json!({"error": {"code": code, "message": message, "status": status, "details": details}})
+            .to_string(),
+    )
+}
+
+#[test]
+fn google_routes_is_the_default_and_regenerates_routes_that_simulate_unchanged() {
+    let seeds = seeds();
+    let for_mock = seeds.clone();
+    let mock = Mock::start(move |request| {
+        let seed = seed_for(&for_mock, &routes_stops(request)).unwrap();
+        Reply::Json(200, routes_ok(&seed).0)
+    });
+    let (tmp, dir) = rutas_dir(&[
+        "r01_cedis_z1_z4",
+        "r02_cedis_z10_cayala",
+        "r03_vn_amatitlan",
+    ]);
+    let endpoint = format!("{}/directions/v2:computeRoutes", mock.url);
+    let out = flota(
+        &["rutas", "regenerar", "--dir", dir.to_str().unwrap()],
+        &[
+            ("GOOGLE_MAPS_API_KEY", KEY),
+            ("FLOTA_GOOGLE_ROUTES_URL", &endpoint),
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("con Google Routes API en"), "{err}");
+    assert!(
+        err.contains("3 reescritas, 0 sin cambios, 0 con error"),
+        "{err}"
+    );
+    assert!(!err.contains(KEY), "{err}");
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/directions/v2:computeRoutes");
+        assert!(
+            request.query.is_empty(),
+            "the key is not in the URL: {request:?}"
+        );
+        assert_eq!(request.headers["x-goog-api-key"], KEY);
+        let mask = &request.headers["x-goog-fieldmask"];
+        for field in [
+            "routes.distanceMeters",
+            "routes.duration",
+            "routes.polyline.encodedPolyline",
+        ] {
+            assert!(mask.split(',').any(|f| f == field), "{mask}");
+        }
+        assert_eq!(request.headers["content-type"], "application/json");
+        let body = request.json();
+        assert_eq!(body["travelMode"], "DRIVE");
+        assert_eq!(body["polylineEncoding"], "ENCODED_POLYLINE");
+    }
+    // Waypoints are lat/lng objects; the intermediates are the middle stops, in order.
+    let r01 = requests
+        .iter()
+        .find(|r| routes_stops(r).len() == 4 && routes_stops(r)[1] == (14.6419, -90.5133))
+        .expect("r01's request");
+    assert_eq!(
+        routes_stops(r01),
+        [
+            (14.585, -90.545),
+            (14.6419, -90.5133),
+            (14.621, -90.516),
+            (14.585, -90.545)
+        ]
+    );
+
+    for seed in &seeds[..3] {
+        let name = &seed.file.nombre;
+        let written = read_file(&dir, name);
+        let (_, metres, seconds) = routes_ok(seed);
+        assert_eq!(written.fuente, "google_routes", "{name}");
+        assert_eq!(written.paradas, seed.file.paradas, "{name}: stops kept");
+        assert_eq!(written.distancia_m, metres, "{name}");
+        assert_eq!(written.duracion_s, seconds, "{name}");
+        assert_eq!(decoded(&written), seed.points, "{name}");
+    }
+    simulate_minimo(tmp.path());
+}
+
+#[test]
+fn google_routes_errors_fail_their_route_only_and_write_nothing() {
+    let seeds = seeds();
+    let for_mock = seeds.clone();
+    let mock = Mock::start(move |request| {
+        let seed = seed_for(&for_mock, &routes_stops(request)).unwrap();
+        match seed.file.nombre.as_str() {
+            "r01_cedis_z1_z4" => routes_error(
+                400,
+                "INVALID_ARGUMENT",
+                "API key not valid. Please pass a valid API key.",
+                Some("API_KEY_INVALID"),
+            ),
+            "r02_cedis_z10_cayala" => routes_error(
+                403,
+                "PERMISSION_DENIED",
+                "Routes API has not been used in project 123456 before or it is disabled.",
+                Some("SERVICE_DISABLED"),
+            ),
+            "r03_vn_amatitlan" => routes_error(
+                429,
+                "RESOURCE_EXHAUSTED",
+                "Quota exceeded for quota metric 'Compute Routes requests'.",
+                Some("RATE_LIMIT_EXCEEDED"),
+            ),
+            // No road joins the stops: the documented empty answer.
+            "r04_vn_boca_cedis" => Reply::Json(200, "{}".into()),
+            "r05_mixco_sancristobal_z7" => routes_error(
+                400,
+                "INVALID_ARGUMENT",
+                "Invalid JSON payload received.",
+                None,
+            ),
+            _ => Reply::Json(200, routes_ok(&seed).0),
+        }
+    });
+    let names = [
+        "r01_cedis_z1_z4",
+        "r02_cedis_z10_cayala",
+        "r03_vn_amatitlan",
+        "r04_vn_boca_cedis",
+        "r05_mixco_sancristobal_z7",
+        "r06_mixco_miraflores_z1",
+    ];
+    let (_tmp, dir) = rutas_dir(&names);
+    let before = snapshot(&dir);
+    let out = flota(
+        &[
+            "rutas",
+            "regenerar",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--proveedor",
+            "google",
+            "--url",
+            &format!("{}/directions/v2:computeRoutes", mock.url),
+            "--reintentos",
+            "1",
+        ],
+        &[("GOOGLE_MAPS_API_KEY", KEY)],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains(KEY), "{err}");
+    let line = |name: &str| {
+        err.lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no line for {name}: {err}"))
+            .to_owned()
+    };
+    for (name, needle) in [
+        ("r01_cedis_z1_z4", "no aceptó la clave"),
+        ("r02_cedis_z10_cayala", "la Routes API no está habilitada"),
+        ("r03_vn_amatitlan", "tras 2 intentos"),
+        ("r04_vn_boca_cedis", "no encontró una ruta"),
+        (
+            "r05_mixco_sancristobal_z7",
+            "INVALID_ARGUMENT: Invalid JSON payload received.",
+        ),
+    ] {
+        let l = line(name);
+        assert!(l.contains("error:") && l.contains(needle), "{l}");
+    }
+    assert!(line("r06_mixco_miraflores_z1").contains("google_routes"));
+    assert!(
+        err.contains("1 reescritas, 0 sin cambios, 5 con error"),
+        "{err}"
+    );
+    let per_route = |name: &str| {
+        mock.requests()
+            .iter()
+            .filter(|r| seed_for(&seeds, &routes_stops(r)).unwrap().file.nombre == name)
+            .count()
+    };
+    assert_eq!(per_route("r03_vn_amatitlan"), 2, "one retry");
+    assert_eq!(per_route("r01_cedis_z1_z4"), 1, "a bad key is not retried");
+    let after = snapshot(&dir);
+    assert_eq!(after.len(), before.len());
+    for ((name, old), (_, new)) in before.iter().zip(&after) {
         assert_eq!(old == new, !name.starts_with("r06"), "{name}");
     }
 }
@@ -854,4 +1119,239 @@ fn routes_are_summarised_and_exported() {
             .round(),
         15.0
     );
+}
+
+// --- Routes made offline from a drawn line ---------------------------------------------------
+
+#[test]
+fn routes_round_trip_through_geojson_offline_and_simulate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = tmp.path().join("todas.geojson");
+    let out = flota(
+        &[
+            "rutas",
+            "ver",
+            "--dir",
+            shipped().to_str().unwrap(),
+            "--geojson",
+            all.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = tmp.path().join("rutas");
+    std::fs::create_dir_all(&dir).unwrap();
+    // No key, no OSRM: nothing but the file.
+    let create = |name: &str, from: &Path, into: &Path| {
+        let out = flota(
+            &[
+                "rutas",
+                "nueva",
+                name,
+                "--desde",
+                from.to_str().unwrap(),
+                "--dir",
+                into.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    for seed in seeds() {
+        let name = &seed.file.nombre;
+        let said = create(name, &all, &dir);
+        assert!(said.contains(&format!("{name}: ")), "{said}");
+        let made = read_file(&dir, name);
+        // The same route as flota reads it: stops, figures, source and line.
+        assert_eq!(made.paradas, seed.file.paradas, "{name}");
+        assert_eq!(made.distancia_m, seed.file.distancia_m, "{name}");
+        assert_eq!(made.duracion_s, seed.file.duracion_s, "{name}");
+        assert_eq!(made.fuente, seed.file.fuente, "{name}");
+        assert_eq!(decoded(&made), seed.points, "{name}");
+    }
+    // A second trip changes nothing, byte for byte.
+    let again = tmp.path().join("otra.geojson");
+    let out = flota(
+        &[
+            "rutas",
+            "ver",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--geojson",
+            again.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+    let second = tmp.path().join("segunda");
+    std::fs::create_dir_all(&second).unwrap();
+    for seed in seeds() {
+        create(&seed.file.nombre, &again, &second);
+    }
+    assert_eq!(snapshot(&second), snapshot(&dir));
+    simulate_minimo(tmp.path());
+}
+
+/// A GPX file of `seed`'s line as a track, its stops as named waypoints (the depot once).
+fn gpx_of(seed: &Seed) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gpx version=\"1.1\" creator=\"prueba\" \
+         xmlns=\"http://www.topografix.com/GPX/1/1\">\n",
+    );
+    let mut named = Vec::new();
+    for stop in &seed.file.paradas {
+        if !named.contains(&stop.nombre) {
+            out.push_str(&format!(
+                "  <wpt lat=\"{}\" lon=\"{}\"><name>{}</name></wpt>\n",
+                stop.lat, stop.lon, stop.nombre
+            ));
+            named.push(stop.nombre.clone());
+        }
+    }
+    out.push_str("  <trk><name>dibujada</name><trkseg>\n");
+    for p in &seed.points {
+        out.push_str(&format!(
+            "    <trkpt lat=\"{}\" lon=\"{}\"/>\n",
+            p.lat, p.lon
+        ));
+    }
+    out.push_str("  </trkseg></trk>\n</gpx>\n");
+    out
+}
+
+/// A KML file of `seed`'s line as a LineString, without stops.
+fn kml_of(seed: &Seed) -> String {
+    let coordinates: Vec<String> = seed
+        .points
+        .iter()
+        .map(|p| format!("{},{},0", p.lon, p.lat))
+        .collect();
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\">\
+         <Document><name>capa</name><Placemark><name>dibujada</name><LineString><tessellate>1</tessellate>\
+         <coordinates>\n{}\n</coordinates></LineString></Placemark></Document></kml>\n",
+        coordinates.join(" ")
+    )
+}
+
+#[test]
+fn routes_from_gpx_and_kml_take_their_stops_and_simulate() {
+    let seeds = seeds();
+    let (tmp, dir) = rutas_dir(&["r02_cedis_z10_cayala", "r03_vn_amatitlan"]);
+    let r01 = &seeds[0];
+    let gpx = tmp.path().join("r01.gpx");
+    std::fs::write(&gpx, gpx_of(r01)).unwrap();
+    let out = flota(
+        &[
+            "rutas",
+            "nueva",
+            "r01_cedis_z1_z4",
+            "--desde",
+            gpx.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+            "--velocidad",
+            "36",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let made = read_file(&dir, "r01_cedis_z1_z4");
+    // Waypoints in the order the track passes them; the loop returns to its depot.
+    assert_eq!(made.paradas, r01.file.paradas);
+    assert_eq!(made.fuente, "gpx");
+    assert_eq!(decoded(&made), r01.points);
+    let metres = length_m(&r01.points);
+    assert_eq!(made.distancia_m, metres.round() as u64);
+    assert_eq!(made.duracion_s, (metres / 10.0).round() as u64, "36 km/h");
+
+    // A KML line with the stops given on the command line.
+    let r02 = &seeds[1];
+    let kml = tmp.path().join("r02.kml");
+    std::fs::write(&kml, kml_of(r02)).unwrap();
+    let mut args: Vec<String> = [
+        "rutas",
+        "nueva",
+        "r02_cedis_z10_cayala",
+        "--desde",
+        kml.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--sobrescribir",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for stop in &r02.file.paradas {
+        args.push("--parada".into());
+        args.push(format!("{}:{},{}", stop.nombre, stop.lat, stop.lon));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = flota(&args, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let made = read_file(&dir, "r02_cedis_z10_cayala");
+    assert_eq!(made.paradas, r02.file.paradas);
+    assert_eq!(made.fuente, "kml");
+    assert_eq!(decoded(&made), r02.points);
+    simulate_minimo(tmp.path());
+}
+
+#[test]
+fn bad_drawn_routes_are_named_and_nothing_is_written() {
+    let seeds = seeds();
+    let (tmp, dir) = rutas_dir(&["r01_cedis_z1_z4"]);
+    let before = snapshot(&dir);
+    let write = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    // The r01 line with one stop moved 2 km away from it.
+    let far = gpx_of(&seeds[0]).replace(
+        "lat=\"14.6419\" lon=\"-90.5133\"",
+        "lat=\"14.66\" lon=\"-90.5133\"",
+    );
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (tmp.path().join("no_existe.gpx"), "no_existe.gpx: no existe"),
+        (
+            write("roto.gpx", "<gpx version=\"1.1\"><trk><trkseg>"),
+            "roto.gpx: GPX inválido",
+        ),
+        (
+            write("lejos.gpx", &far),
+            "lejos.gpx: la ruta no pasa las comprobaciones de flota (la parada 'z1_centro' está a",
+        ),
+        (
+            write(
+                "sin_paradas.geojson",
+                r#"{"type": "Feature", "properties": {"name": "linea"}, "geometry": {"type": "LineString", "coordinates": [[-90.545, 14.585], [-90.5133, 14.6419]]}}"#,
+            ),
+            "sin_paradas.geojson: una ruta necesita al menos dos paradas",
+        ),
+        (
+            write(
+                "coordenada.kml",
+                "<kml><Placemark><name>tramo</name><LineString><coordinates>-90.5 14.6</coordinates></LineString></Placemark></kml>",
+            ),
+            "coordenada.kml: el Placemark «tramo» tiene una coordenada ilegible «-90.5»",
+        ),
+    ];
+    for (path, needle) in cases {
+        let out = flota(
+            &[
+                "rutas",
+                "nueva",
+                "r11_nueva",
+                "--desde",
+                path.to_str().unwrap(),
+                "--dir",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert_eq!(snapshot(&dir), before, "{needle}");
+    }
 }
