@@ -246,10 +246,15 @@ function mostrarGeocerca(g, eventos) {
 function leyendaRecorrido(mapa, v, colorExceso) {
   const filas = [];
   const bandas = v.bandas || [];
+  // Bands are shares of the limit that applied at each point (a fence may have its own);
+  // km/h are spelled out for the unit's general limit.
   bandas.forEach((b, i) => {
-    const texto = b.hasta_kmh === null || b.hasta_kmh === undefined
-      ? "más de " + numero(bandas[i - 1] ? bandas[i - 1].hasta_kmh : v.limite_kmh, 0) + " km/h (sobre el límite)"
-      : "hasta " + numero(b.hasta_kmh, 0) + " km/h";
+    const fraccion = b.hasta_fraccion_limite;
+    const texto = fraccion === null || fraccion === undefined
+      ? "sobre el límite (más de " + numero(v.limite_kmh, 0) + " km/h fuera de geocercas con límite propio)"
+      : fraccion >= 1
+        ? "hasta el límite (" + numero(b.hasta_kmh, 0) + " km/h)"
+        : "hasta " + numero(fraccion * 100, 0) + " % del límite (" + numero(b.hasta_kmh, 0) + " km/h)";
     filas.push([muestra("linea", "background:" + b.color), texto]);
   });
   filas.push([muestra("linea", "height:6px;background:" + colorExceso + ";border:1px solid " + COLOR.excesoBorde), "exceso detectado, con su máxima"]);

@@ -83,7 +83,12 @@ impl VistaFlota {
 /// report carries its band, decided by `map::band` as on the PNG map.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Banda {
+    #[schemars(
+        description = "Tope de la banda con el límite general de la unidad; dentro de una geocerca con límite propio la banda se calcula con ese límite"
+    )]
     pub hasta_kmh: Option<f64>,
+    #[schemars(description = "Tope de la banda como fracción del límite que aplica en cada punto")]
+    pub hasta_fraccion_limite: Option<f64>,
     #[schemars(description = "Color CSS, #rrggbb")]
     pub color: String,
     pub nombre: String,
@@ -206,23 +211,27 @@ fn hex((r, g, b): (u8, u8, u8)) -> String {
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-/// The track's colour bands under `limit_kmh`: the same cut points and colours as the PNG
-/// map (`map::band`, `map::band_rgb`).
+/// The track's colour bands as shares of the limit that applied: the same cut points and
+/// colours as the PNG map (`map::BAND_SHARES`, `map::band`, `map::band_rgb`); `hasta_kmh`
+/// spells them out for the unit's general `limit_kmh`.
 pub fn bands(limit_kmh: f64) -> Vec<Banda> {
-    let tops = [
-        Some(limit_kmh / 3.0),
-        Some(limit_kmh * 2.0 / 3.0),
-        Some(limit_kmh),
-        None,
+    let names = [
+        "hasta 50 % del límite",
+        "hasta 90 % del límite",
+        "hasta el límite",
+        "sobre el límite",
     ];
-    let names = ["lenta", "media", "hasta el límite", "sobre el límite"];
-    tops.iter()
-        .zip(names)
+    names
+        .iter()
         .enumerate()
-        .map(|(i, (top, nombre))| Banda {
-            hasta_kmh: *top,
-            color: hex(map::band_rgb(i)),
-            nombre: nombre.into(),
+        .map(|(i, nombre)| {
+            let share = map::BAND_SHARES.get(i).copied();
+            Banda {
+                hasta_kmh: share.map(|s| s * limit_kmh),
+                hasta_fraccion_limite: share,
+                color: hex(map::band_rgb(i)),
+                nombre: (*nombre).into(),
+            }
         })
         .collect()
 }
@@ -290,17 +299,19 @@ pub fn vista_recorrido(
     let scene = Scene::from_day(track, snapshot);
     let origin = track.fixes.first().map_or(track.from_utc, |f| f.ts_utc);
     let limit = track.vehicle.limit_kmh;
+    // `scene.track` holds one point per report, with the limit that applied there.
     let reportes = track
         .fixes
         .iter()
-        .map(|f| {
+        .zip(&scene.track)
+        .map(|(f, point)| {
             [
                 (f.ts_utc - origin) as f64,
                 deg(f.lat),
                 deg(f.lon),
                 round1(f.speed_kmh),
                 if f.ignition { 1.0 } else { 0.0 },
-                map::band(f.speed_kmh, limit) as f64,
+                map::band(f.speed_kmh, point.limit_kmh) as f64,
             ]
         })
         .collect();

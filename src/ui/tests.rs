@@ -212,7 +212,10 @@ fn bands_agree_with_the_png_map() {
             let speed = tenth as f64 / 10.0;
             let by_table = bands
                 .iter()
-                .position(|b| b.hasta_kmh.is_none_or(|top| speed <= top))
+                .position(|b| {
+                    b.hasta_fraccion_limite
+                        .is_none_or(|top| speed <= top * limit)
+                })
                 .unwrap();
             assert_eq!(
                 by_table,

@@ -124,11 +124,17 @@ fn view_data_matches_the_map_tool_and_the_positions() {
                 );
                 assert!((r[3] - row.3).abs() <= 0.05, "{what}");
                 assert_eq!(r[4] == 1.0, row.4, "{what}");
-                assert_eq!(
-                    r[5] as usize,
-                    flota::map::band(row.3, vista.limite_kmh),
-                    "{what}"
+                // Banded under the limit that applied there: a fence's own, or the unit's.
+                let here = flota::geometry::earth::LatLon::new(row.1, row.2);
+                let limit = flota::geometry::geofence::applicable_limit_kmh(
+                    vista.limite_kmh,
+                    snapshot
+                        .fences
+                        .iter()
+                        .filter(|f| f.fence.contains(here))
+                        .filter_map(|f| f.fence.speed_limit_kmh),
                 );
+                assert_eq!(r[5] as usize, flota::map::band(row.3, limit), "{what}");
             }
             // A break in the line only where a signal loss began at the previous report.
             for &i in &vista.cortes {
