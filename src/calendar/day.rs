@@ -247,61 +247,118 @@ mod tests {
         check(madrid, "2026-10-25T01:30", Ok("2026-10-25 01:30+02:00"));
         // The repeated hour: first occurrence, or the one the offset names.
         check(madrid, "2026-10-25T02:30", Ok("2026-10-25 02:30+02:00"));
-        check(madrid, "2026-10-25T02:30+02:00", Ok("2026-10-25 02:30+02:00"));
-        check(madrid, "2026-10-25T02:30+01:00", Ok("2026-10-25 02:30+01:00"));
+        check(
+            madrid,
+            "2026-10-25T02:30+02:00",
+            Ok("2026-10-25 02:30+02:00"),
+        );
+        check(
+            madrid,
+            "2026-10-25T02:30+01:00",
+            Ok("2026-10-25 02:30+01:00"),
+        );
         check(
             madrid,
             "2026-10-25T02:30+03:00",
-            Err("2026-10-25 02:30+03:00 no es una hora de Europe/Madrid: a esa hora allí rige +02:00 o +01:00"),
+            Err(
+                "2026-10-25 02:30+03:00 no es una hora de Europe/Madrid: a esa hora allí rige +02:00 o +01:00",
+            ),
         );
         check(
             madrid,
             "2026-08-10T02:30+01:00",
-            Err("2026-08-10 02:30+01:00 no es una hora de Europe/Madrid: a esa hora allí rige +02:00"),
+            Err(
+                "2026-08-10 02:30+01:00 no es una hora de Europe/Madrid: a esa hora allí rige +02:00",
+            ),
         );
         check(
             madrid,
             "2026-03-29T02:30",
-            Err("2026-03-29 02:30 no existe en Europe/Madrid: ese día los relojes saltan de 02:00 a 03:00"),
+            Err(
+                "2026-03-29 02:30 no existe en Europe/Madrid: ese día los relojes saltan de 02:00 a 03:00",
+            ),
         );
         check(
             "America/Santiago",
             "2026-09-06T00:15",
-            Err("2026-09-06 00:15 no existe en America/Santiago: ese día los relojes saltan de 00:00 a 01:00"),
+            Err(
+                "2026-09-06 00:15 no existe en America/Santiago: ese día los relojes saltan de 00:00 a 01:00",
+            ),
         );
         check(
             "Australia/Lord_Howe",
             "2026-10-04T02:10",
-            Err("2026-10-04 02:10 no existe en Australia/Lord_Howe: ese día los relojes saltan de 02:00 a 02:30"),
+            Err(
+                "2026-10-04 02:10 no existe en Australia/Lord_Howe: ese día los relojes saltan de 02:00 a 02:30",
+            ),
         );
-        check("Asia/Kolkata", "2026-10-25T02:30", Ok("2026-10-25 02:30+05:30"));
-        check("America/Guatemala", "2026-08-19T15:30", Ok("2026-08-19 15:30-06:00"));
+        check(
+            "Asia/Kolkata",
+            "2026-10-25T02:30",
+            Ok("2026-10-25 02:30+05:30"),
+        );
+        check(
+            "America/Guatemala",
+            "2026-08-19T15:30",
+            Ok("2026-08-19 15:30-06:00"),
+        );
     }
 
     #[test]
     fn windows_keep_to_the_wall_clock() {
-        let check = |name: &str, day: &str, from: &str, to: &str, expected: Option<(&str, &str)>| {
-            let z = zone(name);
-            let got = window(
-                z,
-                date(day),
-                ClockTime::parse(from).unwrap(),
-                ClockTime::parse(to).unwrap(),
-            )
-            .unwrap()
-            .map(|(a, b)| (shown(z, a), shown(z, b)));
-            let expected = expected.map(|(a, b)| (a.to_owned(), b.to_owned()));
-            assert_eq!(got, expected, "{name} {day} {from}–{to}");
-        };
+        let check =
+            |name: &str, day: &str, from: &str, to: &str, expected: Option<(&str, &str)>| {
+                let z = zone(name);
+                let got = window(
+                    z,
+                    date(day),
+                    ClockTime::parse(from).unwrap(),
+                    ClockTime::parse(to).unwrap(),
+                )
+                .unwrap()
+                .map(|(a, b)| (shown(z, a), shown(z, b)));
+                let expected = expected.map(|(a, b)| (a.to_owned(), b.to_owned()));
+                assert_eq!(got, expected, "{name} {day} {from}–{to}");
+            };
         let madrid = "Europe/Madrid";
-        check(madrid, "2026-10-25", "01:30", "02:30", Some(("2026-10-25 01:30+02:00", "2026-10-25 02:30+02:00")));
-        check(madrid, "2026-03-29", "01:30", "02:30", Some(("2026-03-29 01:30+01:00", "2026-03-29 01:59+01:00")));
-        check(madrid, "2026-03-29", "02:10", "03:30", Some(("2026-03-29 03:00+02:00", "2026-03-29 03:30+02:00")));
+        check(
+            madrid,
+            "2026-10-25",
+            "01:30",
+            "02:30",
+            Some(("2026-10-25 01:30+02:00", "2026-10-25 02:30+02:00")),
+        );
+        check(
+            madrid,
+            "2026-03-29",
+            "01:30",
+            "02:30",
+            Some(("2026-03-29 01:30+01:00", "2026-03-29 01:59+01:00")),
+        );
+        check(
+            madrid,
+            "2026-03-29",
+            "02:10",
+            "03:30",
+            Some(("2026-03-29 03:00+02:00", "2026-03-29 03:30+02:00")),
+        );
         check(madrid, "2026-03-29", "02:10", "02:40", None);
         check("America/Santiago", "2026-09-06", "00:00", "00:30", None);
-        check("America/Santiago", "2026-09-06", "06:20", "08:20", Some(("2026-09-06 06:20-03:00", "2026-09-06 08:20-03:00")));
+        check(
+            "America/Santiago",
+            "2026-09-06",
+            "06:20",
+            "08:20",
+            Some(("2026-09-06 06:20-03:00", "2026-09-06 08:20-03:00")),
+        );
         assert!(
-            window(zone(madrid), date("2026-08-10"), ClockTime::parse("01:00+01:00").unwrap(), ClockTime::parse("02:00").unwrap()).is_err()
+            window(
+                zone(madrid),
+                date("2026-08-10"),
+                ClockTime::parse("01:00+01:00").unwrap(),
+                ClockTime::parse("02:00").unwrap()
+            )
+            .is_err()
         );
     }
 

@@ -172,7 +172,10 @@ mod tests {
             ClockTime::parse("02:30+01:00").unwrap().to_string(),
             "02:30+01:00"
         );
-        assert_eq!(ClockTime::parse("07:05:09").unwrap().to_string(), "07:05:09");
+        assert_eq!(
+            ClockTime::parse("07:05:09").unwrap().to_string(),
+            "07:05:09"
+        );
     }
 
     #[test]
