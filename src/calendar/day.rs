@@ -126,6 +126,24 @@ pub fn local(zone: Tz, ts_utc: i64) -> DateTime<Tz> {
     zone.from_utc_datetime(&utc.naive_utc())
 }
 
+/// `HH:MM:SS` (or `HH:MM`) of `ts_utc` on the zone's clock, followed by its offset when the
+/// clock shows that time twice that day (`02:30:00+01:00` is the second 02:30 of a day the
+/// clocks go back): as written, it names one instant.
+pub fn clock_text(zone: Tz, ts_utc: i64, seconds: bool) -> String {
+    let shown = local(zone, ts_utc);
+    let format = if seconds { "%H:%M:%S" } else { "%H:%M" };
+    let text = shown.format(format).to_string();
+    match zone.from_local_datetime(&shown.naive_local()) {
+        LocalResult::Ambiguous(..) => {
+            format!(
+                "{text}{}",
+                offset_text(shown.offset().fix().local_minus_utc())
+            )
+        }
+        _ => text,
+    }
+}
+
 /// UTC seconds of the first instant of the local day `date`.
 pub fn day_start_utc(zone: Tz, date: NaiveDate) -> i64 {
     first_instant_at_or_after(zone, date.and_time(chrono::NaiveTime::MIN))
@@ -302,6 +320,22 @@ mod tests {
             "2026-08-19T15:30",
             Ok("2026-08-19 15:30-06:00"),
         );
+    }
+
+    #[test]
+    fn clocks_name_the_occurrence_of_a_repeated_hour() {
+        let madrid = zone("Europe/Madrid");
+        let first = instant(madrid, wall("2026-10-25T02:30")).unwrap();
+        let second = first + 3600;
+        assert_eq!(clock_text(madrid, first, true), "02:30:00+02:00");
+        assert_eq!(clock_text(madrid, second, true), "02:30:00+01:00");
+        assert_eq!(clock_text(madrid, second + 3600, false), "03:30");
+        assert_eq!(clock_text(madrid, first - 3600, true), "01:30:00");
+        // Written back, each names its own instant.
+        for t in [first, second] {
+            let text = format!("2026-10-25T{}", clock_text(madrid, t, true));
+            assert_eq!(instant(madrid, wall(&text)), Ok(t));
+        }
     }
 
     #[test]

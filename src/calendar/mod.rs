@@ -18,8 +18,8 @@ mod wall;
 use chrono::{Datelike, NaiveDate, Weekday};
 
 pub use day::{
-    WallClockError, day_bounds, day_start_utc, first_instant_at_or_after, instant, local,
-    local_date, window,
+    WallClockError, clock_text, day_bounds, day_start_utc, first_instant_at_or_after, instant,
+    local, local_date, window,
 };
 pub use wall::{ClockTime, WallTime, offset_text};
 

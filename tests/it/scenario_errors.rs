@@ -243,9 +243,10 @@ fn weekday_words_with_or_without_accents() {
         ),
         "unidad 'P-789GHJ' dias_laborables: 'lunez' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)",
     );
+    // A night shift may cross midnight, not run into the next day's shift.
     check(
-        append("[turno.miercoles]\nduracion_h = [9.0, 18.0]"),
-        "[turno.miercoles]: un turno no puede pasar de la medianoche",
+        append("[turno.martes]\ninicio = [\"22:00\", \"23:00\"]\nduracion_h = [8, 9]"),
+        "unidad 'P-123BCD': el turno del martes 2026-08-18 (inicio hasta 23:00, hasta 9 h) puede seguir cuando empieza el del miércoles 2026-08-19 (desde 06:20)",
     );
 }
 

@@ -226,6 +226,13 @@ pub fn injected_stops(truth: &[TruthEvent]) -> Vec<InjectedStop<'_>> {
         .collect()
 }
 
+/// Whether `t` fell inside one of `plate`'s signal losses: no report can tell it.
+pub fn hidden_by_loss(truth: &[TruthEvent], plate: &str, t: i64) -> bool {
+    losses(truth)
+        .iter()
+        .any(|l| l.plate == plate && l.start < t && t < l.end)
+}
+
 /// A position row as stored, decoded.
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
