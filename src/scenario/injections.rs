@@ -28,8 +28,9 @@ use crate::geometry::route::Route;
 
 /// A unit stopped "now" must have been on shift at least this long before it stopped.
 const STOPPED_AFTER_START_S: i64 = 15 * 60;
-/// A timed speeding episode must end this long before `--ahora`.
-const SPEEDING_BEFORE_AHORA_S: i64 = 30 * 60;
+/// A timed speeding episode or halt must be due to end this long before `--ahora`: it starts
+/// at the first suitable moment from its time, which may come a few minutes later.
+const TIMED_BEFORE_AHORA_S: i64 = 30 * 60;
 /// Clear road beyond a timed speeding episode's own length, metres (the simulator asks the
 /// same before starting one).
 pub const SPEEDING_CLEARANCE_M: f64 = 300.0;
@@ -251,7 +252,7 @@ fn speeding_trigger(
             let end = start + s.duracion_s.round() as i64;
             let here = check.key("hora");
             on_shift(here, what, u, (date, plan), (start, end))?;
-            if end + SPEEDING_BEFORE_AHORA_S > frame.ahora_utc {
+            if end + TIMED_BEFORE_AHORA_S > frame.ahora_utc {
                 return here.fail(format!(
                     "{what}: la hora {hora} no deja tiempo antes de --ahora"
                 ));
@@ -363,7 +364,7 @@ fn long_stop(
             let start = frame.hora(check, what, u, (date, plan), hora)?;
             let end = start + (s.minutos * 60.0).round() as i64;
             on_shift(check.key("hora"), what, u, (date, plan), (start, end))?;
-            if end > frame.ahora_utc {
+            if end + TIMED_BEFORE_AHORA_S > frame.ahora_utc {
                 return check.key("hora").fail(format!(
                     "{what}: la hora {hora} no deja tiempo antes de --ahora"
                 ));

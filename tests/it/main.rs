@@ -23,6 +23,8 @@
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
+//! - `wall_clock`: property test of the simulator's truth on any clock (DST, night shifts,
+//!   several zones, timed injections);
 //! - `settings`: environment variables reach the verbs that use them, and only those;
 //! - `tidy`: repository rules (headers, a fleet-free protocol core, no stray printing, HTTP only
 //!   in `net`; `tidy/layout.rs`: the environment and the clock at the edge, one verb shape,
@@ -61,3 +63,4 @@ mod simulation;
 mod support;
 mod tidy;
 mod tools;
+mod wall_clock;

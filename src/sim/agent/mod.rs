@@ -417,6 +417,17 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.ignition = true;
         self.reporting = true;
         self.jornada_open = Some((date.to_string(), self.now_ms, planned_end_ms));
+        // Losses first: one starting right now silences the first report too.
+        let losses: Vec<(LossAt, f64)> = self
+            .planned(date)
+            .filter_map(|p| match p.kind {
+                InjectionKind::SignalLoss { at, minutes } => Some((at, minutes)),
+                _ => None,
+            })
+            .collect();
+        for (at, minutes) in losses {
+            self.signal_loss(at, minutes, planned_end_ms);
+        }
         // The overnight stop goes on; the engine is now on.
         self.phase = Phase::Parked;
         self.move_to_route_start(self.unit.routes[0]);
@@ -428,16 +439,6 @@ impl<'a, S: Sink> Agent<'a, S> {
             self.schedule(at, Event::StopNow);
         }
         self.arm_timed(date);
-        let losses: Vec<(LossAt, f64)> = self
-            .planned(date)
-            .filter_map(|p| match p.kind {
-                InjectionKind::SignalLoss { at, minutes } => Some((at, minutes)),
-                _ => None,
-            })
-            .collect();
-        for (at, minutes) in losses {
-            self.signal_loss(at, minutes, planned_end_ms);
-        }
     }
 
     /// Arms the day's injections asked for a time: they wait, on any loop, for their moment.
