@@ -11,6 +11,7 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `changeover`: date words and ranges on the days the clocks change, a fleet in two zones;
 //! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
 //! - `kilometres`: GPS-only kilometres (odometer ignored) per unit-day, other seeds, Madrid;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
@@ -37,6 +38,7 @@
 )]
 
 mod analysis;
+mod changeover;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;

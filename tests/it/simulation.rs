@@ -12,23 +12,40 @@ use crate::support::flota_bin;
 
 pub const AHORA: &str = "2026-08-19T15:30";
 
+/// The `--ahora` a shipped scenario is run at: the Guatemala ones at `AHORA`; the ones about
+/// clock changes on the day that matters (see their headers).
+pub fn ahora_of(name: &str) -> &'static str {
+    match name {
+        "cambio_hora" => "2026-10-25T11:00",
+        "dos_zonas" => "2026-03-30T00:30",
+        _ => AHORA,
+    }
+}
+
 pub fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("escenarios")
         .join(format!("{name}.toml"))
 }
 
-/// Runs `flota simular` and returns (status ok, stderr, db path, truth path).
+/// Runs `flota simular` (at `AHORA` unless `extra` says) and returns (status ok, stderr, db
+/// path, truth path).
 pub fn simulate_file(
     scenario: &Path,
     dir: &Path,
     extra: &[&str],
 ) -> (bool, String, PathBuf, PathBuf) {
     let db = dir.join("flota.db");
+    let ahora: &[&str] = if extra.contains(&"--ahora") {
+        &[]
+    } else {
+        &["--ahora", AHORA]
+    };
     let out = Command::new(flota_bin())
         .arg("simular")
         .arg(scenario)
-        .args(["--ahora", AHORA, "--salida"])
+        .args(ahora)
+        .arg("--salida")
         .arg(&db)
         .args(extra)
         .output()
@@ -42,9 +59,10 @@ pub fn simulate_file(
     )
 }
 
-/// Simulates a shipped scenario into `dir`, asserting success.
+/// Simulates a shipped scenario into `dir` at its `--ahora`, asserting success.
 pub fn simulate(name: &str, dir: &Path) -> (PathBuf, PathBuf) {
-    let (ok, stderr, db, truth) = simulate_file(&scenario_path(name), dir, &[]);
+    let (ok, stderr, db, truth) =
+        simulate_file(&scenario_path(name), dir, &["--ahora", ahora_of(name)]);
     assert!(ok, "{stderr}");
     (db, truth)
 }

@@ -48,6 +48,8 @@ struct Case {
     dias: u32,
     seed: u64,
     units: Vec<UnitCase>,
+    /// Random speeding episodes, long stops and signal losses the plan draws.
+    random: (u32, u32, u32),
 }
 
 #[derive(Debug, Clone)]
@@ -109,9 +111,10 @@ fn case() -> impl Strategy<Value = Case> {
         2u32..=3,
         any::<u64>(),
         prop::collection::vec(unit(), 1..=3),
+        (0u32..=2, 0u32..=1, 0u32..=1),
     )
         .prop_map(
-            |(zone, anchor, any_day, days_after, ahora_min, dias, seed, units)| Case {
+            |(zone, anchor, any_day, days_after, ahora_min, dias, seed, units, random)| Case {
                 zone,
                 anchor,
                 any_day,
@@ -120,6 +123,7 @@ fn case() -> impl Strategy<Value = Case> {
                 dias,
                 seed,
                 units,
+                random,
             },
         )
 }
@@ -281,6 +285,10 @@ fn scenario(case: &Case) -> (String, WallTime, Vec<Option<Asked>>) {
     for asked in asked_list.iter().flatten() {
         text.push_str(&asked.toml);
     }
+    let (speeding, stops, losses) = case.random;
+    text.push_str(&format!(
+        "[inyecciones.aleatorias]\nexceso_velocidad = {speeding}\nparada_prolongada = {stops}\nperdida_senal = {losses}\nexceso_velocidad_kmh = [75, 80]\nparada_minutos = [40, 50]\n"
+    ));
     (text, ahora, asked_list)
 }
 
@@ -339,7 +347,8 @@ proptest! {
                 eprintln!("OUTCOME refused {}", message.split(": ").last().unwrap_or(""));
                 // An injection on a day outside the unit's period, or asked for a time too
                 // close to `--ahora` (a night shift still under way at it).
-                let reasons = ["fuera del periodo simulado", "antes de --ahora", "después de --ahora"];
+                // Or random injections with no past working day to land on.
+                let reasons = ["fuera del periodo simulado", "antes de --ahora", "después de --ahora", "unidades-día disponibles"];
                 prop_assert!(reasons.iter().any(|r| message.contains(r)), "{message}\n{text}");
                 return Ok(());
             }
@@ -466,6 +475,7 @@ fn check_unit(
         );
     }
     check_days_split(unit, out, &km)?;
+    check_every_injection(unit, out, unhonoured, &shifts)?;
     check_injection(unit, out, unhonoured, asked, &shifts)
 }
 
@@ -514,6 +524,58 @@ fn check_days_split(
             "{} {}: km_dia {truth} vs odometer {advance}",
             unit.plate,
             day.date
+        );
+    }
+    Ok(())
+}
+
+/// Every injection the truth log says was planned (explicit or drawn at random) left its
+/// effect in the shift of its day, unless reported as not honoured.
+fn check_every_injection(
+    unit: &flota::scenario::Unit,
+    out: &Collected,
+    unhonoured: &[Unhonoured],
+    shifts: &[(NaiveDate, i64, Option<i64>, i64)],
+) -> Result<(), TestCaseError> {
+    for event in &out.truth {
+        let TruthEvent::Inyeccion { fecha, clase, .. } = event else {
+            continue;
+        };
+        let date: NaiveDate = fecha.parse().unwrap();
+        if unhonoured.iter().any(|u| u.date == date) {
+            continue;
+        }
+        let Some(&(_, start, end, _)) = shifts.iter().find(|s| s.0 == date) else {
+            prop_assert!(false, "{}: {clase} on {date} without a shift", unit.plate);
+            unreachable!()
+        };
+        let during = |t: i64| t >= start && end.is_none_or(|e| t <= e);
+        let found = out.truth.iter().any(|e| match (clase.as_str(), e) {
+            (
+                "exceso_velocidad",
+                TruthEvent::ExcesoVelocidad {
+                    inicio_utc,
+                    inyectado: true,
+                    ..
+                },
+            ) => during(*inicio_utc),
+            (
+                "parada_prolongada",
+                TruthEvent::Parada {
+                    inicio_utc,
+                    inyectada: true,
+                    motivo,
+                    ..
+                },
+            ) => during(*inicio_utc) && *motivo != StopReason::DetenidaAhora,
+            ("perdida_senal", TruthEvent::PerdidaSenal { inicio_utc, .. }) => during(*inicio_utc),
+            ("detenida_ahora", TruthEvent::DetenidaAhora { desde_utc, .. }) => during(*desde_utc),
+            _ => false,
+        });
+        prop_assert!(
+            found,
+            "{}: the {clase} planned on {date} left no trace",
+            unit.plate
         );
     }
     Ok(())

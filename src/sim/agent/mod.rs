@@ -526,6 +526,10 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.left_halt_at_m = 0.0;
         if loop_index == 0 {
             self.arm_fraction_speeding(length);
+        } else if let Some(PendingSpeeding::AtDistance { along_m, .. }) = &mut self.pending_speeding
+        {
+            // Not found on the first loop past its fraction: any open stretch of this one.
+            *along_m = 0.0;
         }
         if let Some(day) = &mut self.day {
             day.loops += 1;
@@ -536,7 +540,8 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.schedule(self.now_ms + next, Event::DesiredSpeed);
     }
 
-    /// The day's speeding episode placed at a fraction of the first loop.
+    /// The day's speeding episode placed at a fraction of the first loop: from there, the
+    /// first stretch open for all of it (on a later loop if the first has none left).
     fn arm_fraction_speeding(&mut self, length: f64) {
         let armed = self.day_plan().find_map(|p| match p.kind {
             InjectionKind::Speeding {
@@ -552,6 +557,18 @@ impl<'a, S: Sink> Agent<'a, S> {
         });
         if armed.is_some() {
             self.pending_speeding = armed;
+            if let Some(planned) = self.day_plan().find(|p| {
+                matches!(
+                    p.kind,
+                    InjectionKind::Speeding {
+                        at: Trigger::Fraction(_),
+                        ..
+                    }
+                )
+            }) {
+                self.pending_labels
+                    .push((planned.kind.clone(), planned.label.clone()));
+            }
         }
     }
 

@@ -147,7 +147,7 @@ impl<S: Sink> Agent<'_, S> {
         if !matches!(self.phase, Phase::Driving | Phase::Departing) || self.stopping_now() {
             return;
         }
-        let (speed_ms, duration_ms, ready) = match pending {
+        let (speed_ms, duration_ms, due) = match pending {
             PendingSpeeding::AtDistance {
                 along_m,
                 speed_ms,
@@ -157,17 +157,17 @@ impl<S: Sink> Agent<'_, S> {
                 from_ms,
                 speed_ms,
                 duration_ms,
-            } => {
-                // An open stretch long enough to hold the whole episode.
-                let needed = speed_ms * duration_ms as f64 / 1000.0 + SPEEDING_CLEARANCE_M;
-                let clear = self
-                    .halts
-                    .iter()
-                    .find(|h| !matches!(h.kind, HaltKind::Light { .. }))
-                    .map_or(0.0, |h| h.along_m - self.along_m);
-                (speed_ms, duration_ms, t0 >= from_ms && clear >= needed)
-            }
+            } => (speed_ms, duration_ms, t0 >= from_ms),
         };
+        // An open stretch long enough to hold the whole episode: a delivery ahead would cut
+        // it short.
+        let needed = speed_ms * duration_ms as f64 / 1000.0 + SPEEDING_CLEARANCE_M;
+        let clear = self
+            .halts
+            .iter()
+            .find(|h| !matches!(h.kind, HaltKind::Light { .. }))
+            .map_or(0.0, |h| h.along_m - self.along_m);
+        let ready = due && clear >= needed;
         if !ready || dist_to_halt < 1.0 {
             return;
         }
