@@ -302,6 +302,18 @@ impl Fleet {
         &self.db
     }
 
+    /// Whether the `ahora` the fleet was given exists on its zone's clock, when the database
+    /// can tell the zone now (a missing database is left for the tools to explain).
+    pub fn ahora_exists(&self) -> Result<(), String> {
+        if self.ahora.is_none() {
+            return Ok(());
+        }
+        let Ok(meta) = Store::open(&self.db).and_then(|store| store.meta()) else {
+            return Ok(());
+        };
+        now_utc(self.ahora, &meta, &self.clock).map(|_| ())
+    }
+
     fn store_error(&self, err: StoreError) -> ToolError {
         let message = match err {
             StoreError::Missing { .. } => format!(

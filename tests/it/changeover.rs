@@ -305,3 +305,61 @@ fn the_instructions_name_the_zones() {
     let text = result["instructions"].as_str().unwrap();
     assert!(text.contains("Zona horaria: Europe/Madrid."), "{text}");
 }
+
+/// `flota servir --ahora` (or `FLOTA_AHORA`) in the hour the clocks skip is refused, as
+/// `flota simular` refuses it; the repeated hour is its first occurrence unless an offset says.
+#[test]
+fn servir_refuses_a_skipped_ahora() {
+    let f = fixture("dos_zonas");
+    let db = f.db.to_str().unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(flota_bin());
+        command.args(args).stdin(std::process::Stdio::null());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    };
+    let expected =
+        "2026-03-29 02:30 no existe en Europe/Madrid: ese día los relojes saltan de 02:00 a 03:00";
+    for out in [
+        run(&["servir", "--db", db, "--ahora", "2026-03-29T02:30"], &[]),
+        run(
+            &["servir", "--db", db],
+            &[("FLOTA_AHORA", "2026-03-29T02:30")],
+        ),
+    ] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let simular = run(
+        &[
+            "simular",
+            crate::simulation::scenario_path("dos_zonas")
+                .to_str()
+                .unwrap(),
+            "--ahora",
+            "2026-03-29T02:30",
+            "--salida",
+            "/nonexistent/x.db",
+        ],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&simular.stderr).contains(expected));
+    // The second 02:30 of an autumn night, named by its offset, is a "now" like any other.
+    let f = fixture("cambio_hora");
+    let mut server = Server::spawn(
+        flota_bin(),
+        &[
+            "servir",
+            "--db",
+            f.db.to_str().unwrap(),
+            "--ahora",
+            "2026-10-25T02:30+01:00",
+        ],
+    );
+    let result = server.initialize("2025-11-25");
+    let text = result["instructions"].as_str().unwrap();
+    assert!(text.contains("2026-10-25 02:30"), "{text}");
+}
