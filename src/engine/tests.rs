@@ -330,7 +330,7 @@ fn kilometres_through_midnight_are_shared_between_the_days() {
         config: &config,
         fences: &[],
         limit_kmh: 60.0,
-        zone: zone.into(),
+        zone,
     };
     let now = fixes.last().map_or(start, |f| f.ts_utc);
     let days = analyze(&ctx, fixes.iter().copied(), now).days;
