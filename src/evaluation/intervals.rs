@@ -470,6 +470,37 @@ mod tests {
         }
     }
 
+    /// A silence still going on at "now" is open in the truth (`fin_utc` null) and scored
+    /// against the open detection: a hit, not a miss and a false alarm.
+    #[test]
+    fn an_open_loss_matches_the_open_gap() {
+        let config = DetectionConfig::default();
+        let events = [loss("A", 5000, NOW + 3600)];
+        let ctx = Context::new(&config, NOW, &events);
+        let gap = |end: Option<i64>| Detected {
+            plate: "A".into(),
+            kind: EventKind::Gap,
+            start: 4990,
+            end,
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |found: &[Detected]| {
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, found, &ctx);
+            assert_eq!(truth[0].end, None);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score_of(&[gap(None)]), (1, 0, 0));
+        // A detection that says the silence ended long ago is not that silence.
+        assert_eq!(score_of(&[gap(Some(6000))]), (0, 1, 1));
+    }
+
     #[test]
     fn visits_merge_across_brief_exits() {
         #[rustfmt::skip]

@@ -226,3 +226,51 @@ pub(super) fn first_loop_fits(
 pub(super) fn next_day(date: NaiveDate) -> NaiveDate {
     date + Duration::days(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::file::ScenarioFile;
+
+    /// A unit's own `turno` goes on top of the scenario's weekday rules, and its own weekday
+    /// entries on top of that.
+    #[test]
+    fn a_units_rules_layer_over_the_scenarios() {
+        let text = r#"
+[escenario]
+nombre = "x"
+dias = 1
+
+[turno]
+inicio = ["06:00", "07:00"]
+duracion_h = [8, 9]
+
+[turno.sabado]
+duracion_h = [4, 5]
+
+[[unidades]]
+placa = "A"
+tipo = "panel"
+conductor = "c"
+turno = { inicio = ["21:30", "22:30"], viernes = { duracion_h = [6, 7] } }
+"#;
+        let file: ScenarioFile = toml::from_str(text).unwrap();
+        let check = Checker::new(std::path::Path::new("x.toml"), text);
+        let scenario = base_rules(check, &file.turno).unwrap();
+        let unit = file.unidades[0].get_ref();
+        let rules = unit_rules(check, "unidad 'A'", scenario, unit.turno.as_ref()).unwrap();
+        let shown = |i: usize| {
+            let r = rules[i];
+            (r.start[0].to_string(), r.start[1].to_string(), r.length_h)
+        };
+        let night = |h: [f64; 2]| ("21:30".to_owned(), "22:30".to_owned(), h);
+        assert_eq!(shown(0), night([8.0, 9.0]), "Monday: the unit's start");
+        assert_eq!(shown(4), night([6.0, 7.0]), "Friday: its own weekday entry");
+        assert_eq!(
+            shown(5),
+            night([4.0, 5.0]),
+            "Saturday: the scenario's length"
+        );
+        assert_eq!(scenario[0].start[0].to_string(), "06:00");
+    }
+}

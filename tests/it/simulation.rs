@@ -569,6 +569,30 @@ fn no_column_holds_truth(run: &Run<'_>) {
     );
 }
 
+/// A signal loss or a stop still going on at `--ahora` is open in the truth: no end in the
+/// future, `fin_utc` null.
+#[test]
+fn what_goes_on_at_ahora_is_open_in_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, truth_path) = simulate("minimo", dir.path());
+    let log = truth_log(&truth_path);
+    let ahora = log.header.ahora_utc;
+    let mut open_losses = 0;
+    for event in &log.events {
+        match event {
+            TruthEvent::PerdidaSenal { fin_utc, .. } | TruthEvent::Parada { fin_utc, .. } => {
+                assert!(fin_utc.is_none_or(|end| end <= ahora), "{event:?}");
+                if matches!(event, TruthEvent::PerdidaSenal { fin_utc: None, .. }) {
+                    open_losses += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    // P-789GHJ, silent since 13:10 for 180 minutes at 15:30.
+    assert_eq!(open_losses, 1);
+}
+
 #[test]
 fn truth_and_positions_agree_on_minimo() {
     check_invariants("minimo");
