@@ -41,7 +41,7 @@ fn main() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let ahora = chrono::NaiveDateTime::parse_from_str(AHORA, "%Y-%m-%dT%H:%M").unwrap();
+    let ahora = flota::cli::parse_ahora(AHORA).unwrap();
     // With "now" given the clock is never read.
     let fleet = Arc::new(Fleet::new(
         &db,

@@ -54,7 +54,12 @@ fn data(args: &[String]) -> anyhow::Result<String> {
         .map(|t| NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M"))
         .transpose()
         .context("--ahora: AAAA-MM-DDTHH:MM")?;
-    let fleet = Fleet::new(&db, ahora, Geocoder::new(None), Clock::system());
+    let fleet = Fleet::new(
+        &db,
+        ahora.map(flota::calendar::WallTime::naive),
+        Geocoder::new(None),
+        Clock::system(),
+    );
     let snapshot = fleet.snapshot().map_err(|e| anyhow::anyhow!("{e}"))?;
     let track = fleet
         .day_track(&snapshot, &placa, &fecha)

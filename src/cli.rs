@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgAction, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::calendar::WallTime;
 use crate::geometry::route::StopFile;
 
 /// Default database path, relative to the working directory.
@@ -83,7 +84,7 @@ pub struct SimulateArgs {
         value_parser = parse_ahora,
         help = "Fin de los datos, hora local de la zona del escenario (por defecto: ahora, al minuto)"
     )]
-    pub ahora: Option<chrono::NaiveDateTime>,
+    pub ahora: Option<WallTime>,
     #[arg(long, value_name = "RUTA", default_value = DEFAULT_DB, help = "Base de datos de salida")]
     pub salida: PathBuf,
     #[arg(
@@ -144,21 +145,15 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{text}' no es un número entre 0 y 1"))
 }
 
-/// Parses `--ahora` (local time): `AAAA-MM-DDTHH:MM[:SS]` or with a space.
-pub fn parse_ahora(text: &str) -> Result<chrono::NaiveDateTime, String> {
-    for format in [
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%d %H:%M:%S",
-    ] {
-        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text.trim(), format) {
-            return Ok(t);
-        }
-    }
-    Err(format!(
-        "'{text}' no es una fecha y hora local AAAA-MM-DDTHH:MM (p. ej. 2026-08-19T15:30)"
-    ))
+/// Parses `--ahora` (local time): `AAAA-MM-DDTHH:MM[:SS]` or with a space, optionally with
+/// the offset that picks one of a repeated hour (`2026-10-25T02:30+01:00`). Whether the time
+/// exists in the zone is the calendar's to say, once the zone is known.
+pub fn parse_ahora(text: &str) -> Result<WallTime, String> {
+    WallTime::parse(text).ok_or_else(|| {
+        format!(
+            "'{text}' no es una fecha y hora local AAAA-MM-DDTHH:MM (p. ej. 2026-08-19T15:30, o 2026-10-25T02:30+01:00 para la segunda vez que el reloj marca esa hora)"
+        )
+    })
 }
 
 #[derive(Debug, Args)]
@@ -175,7 +170,7 @@ pub struct ServeArgs {
         value_parser = parse_ahora,
         help = "Instante 'ahora' de la flota, hora local (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
-    pub ahora: Option<chrono::NaiveDateTime>,
+    pub ahora: Option<WallTime>,
     #[arg(
         long = "limite-llamada",
         value_name = "SEGUNDOS",
@@ -230,7 +225,7 @@ pub struct ExportArgs {
         value_parser = parse_ahora,
         help = "Instante 'ahora' de la flota para hoy/ayer (por defecto $FLOTA_AHORA o el fin de los datos)"
     )]
-    pub ahora: Option<chrono::NaiveDateTime>,
+    pub ahora: Option<WallTime>,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use chrono::NaiveDateTime;
+use crate::calendar::WallTime;
 
 use crate::cli::{DEFAULT_DB, parse_ahora, parse_limit};
 use crate::fleet::places::{self, Service};
@@ -37,7 +37,7 @@ pub struct Settings {
     /// where it is used.
     pub db: Option<OsString>,
     /// `FLOTA_AHORA`: the fleet's "now", local time.
-    ahora: Result<Option<NaiveDateTime>, Invalid>,
+    ahora: Result<Option<WallTime>, Invalid>,
     /// `FLOTA_LIMITE_LLAMADA_S`: seconds per tool call, 0 = none.
     call_limit_s: Result<Option<f64>, Invalid>,
     /// `FLOTA_LOG`: `error`, `warn`, `info` or `debug`; anything else leaves the default.
@@ -127,7 +127,7 @@ impl Settings {
 
     /// "Now" for the fleet: `--ahora` if given, else `FLOTA_AHORA`, else `None` (the data
     /// set's own).
-    pub fn ahora(&self, flag: Option<NaiveDateTime>) -> Result<Option<NaiveDateTime>, Invalid> {
+    pub fn ahora(&self, flag: Option<WallTime>) -> Result<Option<WallTime>, Invalid> {
         match flag {
             Some(_) => Ok(flag),
             None => self.ahora.clone(),
@@ -176,7 +176,7 @@ impl Vars<'_> {
     }
 }
 
-fn ahora(vars: &Vars) -> Result<Option<NaiveDateTime>, Invalid> {
+fn ahora(vars: &Vars) -> Result<Option<WallTime>, Invalid> {
     let Some(text) = vars.nonblank("FLOTA_AHORA") else {
         return Ok(None);
     };

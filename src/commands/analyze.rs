@@ -59,7 +59,7 @@ pub fn analyze(db: &Path, clock: &Clock) -> anyhow::Result<Summary> {
             config: &meta.config,
             fences: &fence_list,
             limit_kmh: vehicle.limit_kmh,
-            zone: meta.zone,
+            zone: vehicle.zone,
         };
         let mut engine = engine::VehicleEngine::new(&ctx);
         rewrite.for_each_fix(vehicle.id, i64::MIN, now_utc + 1, |fix| {

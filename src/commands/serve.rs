@@ -37,6 +37,8 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
         log_info!("direcciones en línea: {}", service.name());
     }
     let fleet = Arc::new(Fleet::new(&db, ahora, geocoder, Clock::system()));
+    // A "now" the clocks skip is refused before serving, as `flota simular` refuses it.
+    fleet.ahora_exists().map_err(anyhow::Error::msg)?;
     let limit = settings.call_limit_s(args.limite_llamada)?;
     let options = ServeOptions {
         verbose: args.verbose,

@@ -24,7 +24,7 @@ use crate::evaluation::truth;
 use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
-use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader};
+use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
 use crate::store::encoding::fixes_of;
 use crate::store::{Covered, Writer};
 
@@ -160,6 +160,26 @@ struct UnitOutput {
     analysis: Analysis,
     /// Fixes the engine read (duplicates and reports after "now" are not fixes it reads).
     fixes: u64,
+    /// Injections the unit's simulated days gave no chance to happen.
+    unhonoured: Vec<Unhonoured>,
+}
+
+/// The scenario asks for injections its simulated days could not hold: it is refused, naming
+/// each and why, and nothing is written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", lines(.0))]
+pub struct NotHonoured(pub Vec<Unhonoured>);
+
+fn lines(list: &[Unhonoured]) -> String {
+    list.iter()
+        .map(|u| {
+            format!(
+                "{}: no pudo ocurrir el {}: {}; elija una hora más temprana o cambie la semilla",
+                u.label, u.date, u.reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Sink for UnitOutput {
@@ -397,6 +417,9 @@ fn write_units(
         let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
         let mut expected = 0usize;
         for (unit, output) in receiver {
+            if !output.unhonoured.is_empty() {
+                return Err(NotHonoured(output.unhonoured).into());
+            }
             waiting.insert(unit, output);
             while let Some(output) = waiting.remove(&expected) {
                 let t = Instant::now();
@@ -416,12 +439,12 @@ fn write_units(
 fn simulate_unit(simulation: &Simulation, config: &DetectionConfig, unit: usize) -> UnitOutput {
     let world = &simulation.world;
     let mut output = UnitOutput::default();
-    simulation.run_unit(unit, &mut output);
+    output.unhonoured = simulation.run_unit(unit, &mut output);
     let ctx = engine::Context {
         config,
         fences: &world.fences,
         limit_kmh: world.units[unit].limit_kmh,
-        zone: world.zone,
+        zone: world.units[unit].zone,
     };
     let fixes = fixes_of(&output.reports);
     let now = world.ahora_utc;

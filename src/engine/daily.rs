@@ -1,10 +1,13 @@
 //! Per-day aggregates: kilometres, first and last movement, moving time, stops, top speed.
 //!
-//! Owns splitting a vehicle's history at local midnight (in the fleet's zone). Kilometres come
-//! from the GPS distance rule ([`GpsDistance`]: the Doppler speed, corrected by the positions
-//! where they are conclusive), so parked jitter adds no phantom kilometres. The tracker's
-//! odometer, when present, consistent with that and wanted (`usar_odometro`), is preferred, as
-//! Traccar does.
+//! Owns splitting a vehicle's history into its local days (in the unit's zone, by the calendar's
+//! rule: a day runs from its first instant to the next day's). Kilometres come from the GPS
+//! distance rule ([`GpsDistance`]: the Doppler speed, corrected by the positions where they are
+//! conclusive), so parked jitter adds no phantom kilometres. The tracker's odometer, when
+//! present, consistent with that and wanted (`usar_odometro`), is preferred, as Traccar does.
+//! The distance between two fixes on either side of a day's bound (a night shift driving
+//! through midnight) is shared between the two days in proportion to the time on each side,
+//! so no metre is lost or counted twice.
 
 use std::collections::BTreeMap;
 
@@ -43,12 +46,16 @@ pub struct DayAccumulator {
     distance: GpsDistance,
     days: BTreeMap<NaiveDate, Partial>,
     current: Option<(NaiveDate, i64, i64)>,
+    /// The previous fix: its time, day and odometer reading.
+    previous: Option<(i64, NaiveDate, Option<i64>)>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct Partial {
     km_gps: f64,
-    odometer: Option<(i64, i64)>,
+    /// Metres the odometer advanced within the day (shares of pairs across its bounds).
+    odometer_m: f64,
+    has_odometer: bool,
     odometer_ok: bool,
     max_speed_kmh: f64,
     fixes: u32,
@@ -64,6 +71,7 @@ impl DayAccumulator {
             distance,
             days: BTreeMap::new(),
             current: None,
+            previous: None,
         }
     }
 
@@ -91,17 +99,56 @@ impl DayAccumulator {
         day.fixes += 1;
         day.last_fix_utc = fix.ts_utc;
         day.max_speed_kmh = day.max_speed_kmh.max(fix.speed_kmh);
-        match (fix.odometer_m, &mut day.odometer) {
-            (Some(odo), None) => day.odometer = Some((odo, odo)),
-            (Some(odo), Some((_, last))) => {
-                if odo < *last {
+        match fix.odometer_m {
+            Some(_) => day.has_odometer = true,
+            None => day.odometer_ok = false,
+        }
+        let metres = self.distance.push(fix);
+        let previous = self.previous.replace((fix.ts_utc, date, fix.odometer_m));
+        let Some((prev_ts, prev_date, prev_odometer)) = previous else {
+            return;
+        };
+        let odometer_m = match (prev_odometer, fix.odometer_m) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) as f64),
+            (Some(_), Some(_)) => {
+                // Backwards: a reset or another unit's tracker; the day's reading is unusable.
+                if let Some(day) = self.days.get_mut(&date) {
                     day.odometer_ok = false;
                 }
-                *last = odo.max(*last);
+                None
             }
-            (None, _) => day.odometer_ok = false,
+            _ => None,
+        };
+        for (share_date, share) in self.shares(prev_ts, prev_date, fix.ts_utc, date) {
+            if let Some(day) = self.days.get_mut(&share_date) {
+                day.km_gps += metres * share / 1000.0;
+                day.odometer_m += odometer_m.unwrap_or(0.0) * share;
+            }
         }
-        day.km_gps += self.distance.push(fix) / 1000.0;
+    }
+
+    /// How the interval between two fixes divides between the days it spans: each day (of
+    /// those with fixes: the two ends') and its share of the time.
+    fn shares(
+        &self,
+        from_utc: i64,
+        from_date: NaiveDate,
+        to_utc: i64,
+        to_date: NaiveDate,
+    ) -> Vec<(NaiveDate, f64)> {
+        if from_date == to_date || to_utc <= from_utc {
+            return vec![(to_date, 1.0)];
+        }
+        let span = (to_utc - from_utc) as f64;
+        let (_, from_day_end) = day_bounds(self.zone, from_date);
+        let (to_day_start, _) = day_bounds(self.zone, to_date);
+        vec![
+            (
+                from_date,
+                (from_day_end.min(to_utc) - from_utc) as f64 / span,
+            ),
+            (to_date, (to_utc - to_day_start.max(from_utc)) as f64 / span),
+        ]
     }
 
     /// The day table, with stop, trip, gap and overspeed figures clipped to each day.
@@ -167,10 +214,8 @@ impl DayAccumulator {
                 .iter()
                 .filter(|o| o.start_utc >= from && o.start_utc < to)
                 .count() as u32;
-            let km_odometer = partial
-                .odometer
-                .filter(|_| partial.odometer_ok)
-                .map(|(first, last)| (last - first) as f64 / 1000.0);
+            let km_odometer = (partial.has_odometer && partial.odometer_ok)
+                .then_some(partial.odometer_m / 1000.0);
             let km = match km_odometer {
                 Some(odo) if self.use_odometer && consistent(odo, partial.km_gps) => odo,
                 _ => partial.km_gps,

@@ -303,3 +303,53 @@ fn fence_crossings_are_debounced_and_interpolated() {
     );
     assert_eq!(run(&dip, std::slice::from_ref(&fence)).visits.len(), 1);
 }
+
+/// A night shift driving through midnight: the kilometres of the two days add up to the whole
+/// drive, odometer and GPS alike, each day with its share (an hour on either side here).
+#[test]
+fn kilometres_through_midnight_are_shared_between_the_days() {
+    let zone = chrono_tz::Europe::Madrid;
+    // 23:00:07 on Saturday 24 October 2026, Madrid (+02:00).
+    let wall = crate::calendar::WallTime::parse("2026-10-24T23:00:07").unwrap();
+    let start = crate::calendar::instant(zone, wall).unwrap();
+    let fixes: Vec<Fix> = track(
+        &[Seg::Drive {
+            kmh: 36.0,
+            secs: 7200,
+        }],
+        |_| 0.0,
+    )
+    .into_iter()
+    .map(|f| Fix {
+        ts_utc: f.ts_utc - T0 + start,
+        ..f
+    })
+    .collect();
+    let config = DetectionConfig::default();
+    let ctx = Context {
+        config: &config,
+        fences: &[],
+        limit_kmh: 60.0,
+        zone,
+    };
+    let now = fixes.last().map_or(start, |f| f.ts_utc);
+    let days = analyze(&ctx, fixes.iter().copied(), now).days;
+    let dates: Vec<String> = days.iter().map(|d| d.date.to_string()).collect();
+    assert_eq!(dates, ["2026-10-24", "2026-10-25"]);
+    let total_m = fixes.last().unwrap().odometer_m.unwrap() - fixes[0].odometer_m.unwrap();
+    let odometer: f64 = days.iter().map(|d| d.km_odometer.unwrap()).sum();
+    assert!(
+        (odometer * 1000.0 - total_m as f64).abs() < 1e-6,
+        "{odometer}"
+    );
+    let gps: f64 = days.iter().map(|d| d.km_gps).sum();
+    assert!((gps * 1000.0 - total_m as f64).abs() < 1.0, "{gps}");
+    // 10 m/s: Saturday has what was driven until its last instant, to the metre.
+    let (_, midnight) = crate::calendar::day_bounds(zone, days[0].date);
+    let saturday_km = (midnight - start) as f64 * 10.0 / 1000.0;
+    assert!(
+        (days[0].km_odometer.unwrap() - saturday_km).abs() < 0.002,
+        "{days:?}"
+    );
+    assert!((days[0].km_gps - saturday_km).abs() < 0.002, "{days:?}");
+}

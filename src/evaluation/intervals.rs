@@ -5,7 +5,8 @@
 //! time, long stops within a band of the threshold, overspeed barely longer than the minimum,
 //! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
 //! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
-//! is open as well). Truth visits a few seconds apart are merged first (roads hug some fence
+//! is open as well), and a start or end that fell inside one of the unit's signal losses (the
+//! reports only bound it by the silence). Truth visits a few seconds apart are merged first (roads hug some fence
 //! edges). The bands are about the thresholds, not about the matching tolerance.
 
 use std::collections::{BTreeMap, HashMap};
@@ -78,6 +79,8 @@ pub struct Context<'a> {
     pub now_utc: i64,
     /// Units silent at "now": the start of their silence (their last report).
     silent_since: HashMap<&'a str, i64>,
+    /// Each unit's signal losses that ended by "now": `[start, end)`.
+    losses: HashMap<&'a str, Vec<(i64, i64)>>,
 }
 
 impl<'a> Context<'a> {
@@ -89,15 +92,36 @@ impl<'a> Context<'a> {
                     placa,
                     inicio_utc,
                     fin_utc,
-                } if *fin_utc > now_utc => Some((placa.as_str(), *inicio_utc)),
+                } if fin_utc.is_none_or(|end| end > now_utc) => Some((placa.as_str(), *inicio_utc)),
                 _ => None,
             })
             .collect();
+        let mut losses: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
+        for event in truth {
+            if let TruthEvent::PerdidaSenal {
+                placa,
+                inicio_utc,
+                fin_utc: Some(end),
+            } = event
+                && *end <= now_utc
+            {
+                losses.entry(placa).or_default().push((*inicio_utc, *end));
+            }
+        }
         Context {
             config,
             now_utc,
             silent_since,
+            losses,
         }
+    }
+
+    /// Whether `t` fell inside one of `plate`'s closed signal losses: no report shows it.
+    fn unseen(&self, plate: &str, t: Option<i64>) -> bool {
+        let Some(t) = t else { return false };
+        self.losses
+            .get(plate)
+            .is_some_and(|list| list.iter().any(|(a, b)| *a < t && t < *b))
     }
 
     /// Units silent at "now", with the start of the silence.
@@ -124,7 +148,7 @@ impl<'a> Context<'a> {
             key: key.to_owned(),
             start,
             end: end.filter(|e| *e <= self.now_utc),
-            dont_care,
+            dont_care: dont_care || self.unseen(plate, start) || self.unseen(plate, end),
         };
         if let Some(&silent) = self.silent_since.get(plate)
             && interval.end.is_none_or(|e| e > silent)
@@ -266,8 +290,8 @@ fn overspeeds<'d>(
     (truth, found)
 }
 
-/// Signal losses are scored whole, even for a unit silent at "now": the open silence is
-/// exactly what the detector must report.
+/// Signal losses are scored whole, even for a unit silent at "now": the open silence (its
+/// `fin_utc` null in the truth) is exactly what the detector must report, open too.
 fn gaps<'d>(
     truth: &[TruthEvent],
     found: impl Iterator<Item = &'d Detected>,
@@ -284,7 +308,7 @@ fn gaps<'d>(
                 plate: placa.clone(),
                 key: String::new(),
                 start: Some(*inicio_utc),
-                end: Some(*fin_utc).filter(|f| *f <= ctx.now_utc),
+                end: fin_utc.filter(|f| *f <= ctx.now_utc),
                 dont_care: false,
             }),
             _ => None,
@@ -378,7 +402,7 @@ mod tests {
         TruthEvent::PerdidaSenal {
             placa: plate.into(),
             inicio_utc: start,
-            fin_utc: end,
+            fin_utc: (end <= NOW).then_some(end),
         }
     }
 
@@ -437,10 +461,44 @@ mod tests {
             ("ended before the silence", vec![stop("A", 1000, Some(2000)), loss("A", 2500, NOW + 60)], vec![(Some(1000), Some(2000), false)]),
             ("ended during the silence", vec![stop("A", 1000, Some(3000)), loss("A", 2500, NOW + 60)], vec![(Some(1000), None, true)]),
             ("started during the silence", vec![stop("A", 4000, Some(5000)), loss("A", 2500, NOW + 60)], vec![(Some(4000), None, true)]),
+            ("arrived during a closed loss", vec![stop("A", 4000, Some(5000)), loss("A", 3500, 4500)], vec![(Some(4000), Some(5000), true)]),
+            ("left during a closed loss", vec![stop("A", 4000, Some(5000)), loss("A", 4800, 5400)], vec![(Some(4000), Some(5000), true)]),
+            ("a loss inside the stop hides neither end", vec![stop("A", 4000, Some(5000)), loss("A", 4200, 4800)], vec![(Some(4000), Some(5000), false)]),
         ];
         for (name, events, expected) in cases {
             assert_eq!(truth_stops(&events), expected, "{name}");
         }
+    }
+
+    /// A silence still going on at "now" is open in the truth (`fin_utc` null) and scored
+    /// against the open detection: a hit, not a miss and a false alarm.
+    #[test]
+    fn an_open_loss_matches_the_open_gap() {
+        let config = DetectionConfig::default();
+        let events = [loss("A", 5000, NOW + 3600)];
+        let ctx = Context::new(&config, NOW, &events);
+        let gap = |end: Option<i64>| Detected {
+            plate: "A".into(),
+            kind: EventKind::Gap,
+            start: 4990,
+            end,
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |found: &[Detected]| {
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, found, &ctx);
+            assert_eq!(truth[0].end, None);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score_of(&[gap(None)]), (1, 0, 0));
+        // A detection that says the silence ended long ago is not that silence.
+        assert_eq!(score_of(&[gap(Some(6000))]), (0, 1, 1));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! phantom kilometres the distance rule would count while a unit truly stands still.
 //!
 //! Owns which days are judged: those with at least a kilometre driven, except a day whose
-//! unit is silent at "now" (what it drove after its last report cannot be known).
+//! unit is silent at "now" (what it drove after its last report cannot be known); a day with a
+//! signal loss is judged on the reported kilometres (the odometer saw the silence through) but
+//! left out of the GPS-only figures (positions can only bridge it).
 
 use std::collections::HashMap;
 
@@ -22,6 +24,8 @@ const PHANTOM_MARGIN_S: i64 = 30;
 #[derive(Debug, Clone, Serialize)]
 pub struct KmScore {
     pub dias: usize,
+    /// Days the GPS-only figures judge: those without a signal loss.
+    pub dias_gps: usize,
     pub error_medio_pct: f64,
     pub error_max_pct: f64,
     pub peor_dia: String,
@@ -33,9 +37,12 @@ pub struct KmScore {
 /// Stored kilometres of one vehicle-day, keyed by (plate, local date).
 pub type DayKms = HashMap<(String, String), (f64, f64)>;
 
+/// Unit-days, as (plate, local date).
+pub type UnitDays = [(String, String)];
+
 /// Compares each truth `km_dia` with the stored (reported, GPS-only) kilometres of `days`.
-/// `silent` lists the (plate, local date) of units silent at "now".
-pub fn score(truth: &[TruthEvent], days: &DayKms, silent: &[(String, String)]) -> KmScore {
+/// `silent` lists the unit-days of units silent at "now"; `lossy` those with a signal loss.
+pub fn score(truth: &[TruthEvent], days: &DayKms, silent: &UnitDays, lossy: &UnitDays) -> KmScore {
     let mut errors = Vec::new();
     for event in truth {
         let TruthEvent::KmDia { placa, fecha, km } = event else {
@@ -47,26 +54,37 @@ pub fn score(truth: &[TruthEvent], days: &DayKms, silent: &[(String, String)]) -
         }
         let (reported, gps) = days.get(&key).copied().unwrap_or((0.0, 0.0));
         let pct = |x: f64| (x - km).abs() / km * 100.0;
-        errors.push((pct(reported), pct(gps), format!("{placa} {fecha}")));
+        let gps = (!lossy.contains(&key)).then(|| pct(gps));
+        errors.push((pct(reported), gps, format!("{placa} {fecha}")));
     }
-    let n = errors.len().max(1) as f64;
-    let worst = |pick: fn(&(f64, f64, String)) -> f64| {
-        errors
-            .iter()
-            .max_by(|a, b| pick(a).total_cmp(&pick(b)))
-            .map_or((0.0, String::new()), |e| (pick(e), e.2.clone()))
-    };
-    let (error_max_pct, peor_dia) = worst(|e| e.0);
-    let (error_max_gps_pct, peor_dia_gps) = worst(|e| e.1);
+    let reported: Vec<(f64, &str)> = errors.iter().map(|e| (e.0, e.2.as_str())).collect();
+    let gps: Vec<(f64, &str)> = errors
+        .iter()
+        .filter_map(|e| e.1.map(|g| (g, e.2.as_str())))
+        .collect();
+    let (error_medio_pct, error_max_pct, peor_dia) = summary(&reported);
+    let (error_medio_gps_pct, error_max_gps_pct, peor_dia_gps) = summary(&gps);
     KmScore {
         dias: errors.len(),
-        error_medio_pct: errors.iter().map(|e| e.0).sum::<f64>() / n,
+        dias_gps: gps.len(),
+        error_medio_pct,
         error_max_pct,
         peor_dia,
-        error_medio_gps_pct: errors.iter().map(|e| e.1).sum::<f64>() / n,
+        error_medio_gps_pct,
         error_max_gps_pct,
         peor_dia_gps,
     }
+}
+
+/// Mean and largest error, and the day of the largest.
+fn summary(errors: &[(f64, &str)]) -> (f64, f64, String) {
+    let n = errors.len().max(1) as f64;
+    let mean = errors.iter().map(|e| e.0).sum::<f64>() / n;
+    let (max, day) = errors
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or((0.0, String::new()), |e| (e.0, e.1.to_owned()));
+    (mean, max, day)
 }
 
 /// Metres the distance rule adds inside true stops of ten minutes or more, and how many stops
@@ -138,7 +156,7 @@ mod tests {
         .into_iter()
         .collect();
         let silent = [("C".to_owned(), "2026-08-19".to_owned())];
-        let s = score(&truth, &days, &silent);
+        let s = score(&truth, &days, &silent, &[]);
         assert_eq!(s.dias, 2);
         assert_eq!(
             (s.error_max_pct, s.peor_dia.as_str()),
@@ -149,11 +167,23 @@ mod tests {
             (1.0, "A 2026-08-18")
         );
         assert!((s.error_medio_pct - 1.0).abs() < 1e-12);
+        // A day with a signal loss: judged on the reported figure only.
+        let lossy = [("A".to_owned(), "2026-08-18".to_owned())];
+        let s = score(&truth, &days, &silent, &lossy);
+        assert_eq!((s.dias, s.dias_gps), (2, 1));
+        assert_eq!(
+            (s.error_max_gps_pct, s.peor_dia_gps.as_str()),
+            (0.0, "A 2026-08-19")
+        );
+        assert_eq!(
+            (s.error_max_pct, s.peor_dia.as_str()),
+            (2.0, "A 2026-08-19")
+        );
     }
 
     #[test]
     fn a_day_missing_from_the_database_is_all_error() {
-        let s = score(&[day("A", "2026-08-18", 10.0)], &DayKms::new(), &[]);
+        let s = score(&[day("A", "2026-08-18", 10.0)], &DayKms::new(), &[], &[]);
         assert_eq!((s.error_max_pct, s.error_max_gps_pct), (100.0, 100.0));
     }
 }

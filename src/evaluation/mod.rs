@@ -118,11 +118,13 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     }
     let now = log.header.ahora_utc;
     let truth = &log.events;
-    let plates: HashMap<i64, String> = store
-        .vehicles()?
-        .into_iter()
-        .map(|v| (v.id, v.plate))
+    let vehicles = store.vehicles()?;
+    let plates: HashMap<i64, String> = vehicles.iter().map(|v| (v.id, v.plate.clone())).collect();
+    let zones: HashMap<&str, chrono_tz::Tz> = vehicles
+        .iter()
+        .map(|v| (v.plate.as_str(), v.zone))
         .collect();
+    let zone_of = |plate: &str| zones.get(plate).copied().unwrap_or(meta.zone);
     let found = detections(&store, &plates)?;
 
     let ctx = Context::new(&meta.config, now, truth);
@@ -135,7 +137,7 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         .map(|kind| {
             let (truth_intervals, detected) = intervals::of_kind(kind, truth, &found, &ctx);
             let score = matching::score(&truth_intervals, &detected, rules);
-            TypeScore::new(kind.name(), &score, meta.zone)
+            TypeScore::new(kind.name(), &score, &zone_of)
         })
         .collect();
 
@@ -147,12 +149,27 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
             ((plate, d.date), (d.km, d.km_gps))
         })
         .collect();
+    // A unit silent at "now": every one of its days from the silence on is unknowable.
     let silent: Vec<(String, String)> = ctx
         .silent_since()
-        .map(|(plate, since)| {
-            let date = crate::fleet::dates::local_date(meta.zone, since);
-            (plate.to_owned(), date.to_string())
+        .flat_map(|(plate, since)| unit_days(plate, since, now, zone_of(plate)))
+        .collect();
+    let lossy: Vec<(String, String)> = truth
+        .iter()
+        .filter_map(|e| match e {
+            crate::sim::TruthEvent::PerdidaSenal {
+                placa,
+                inicio_utc,
+                fin_utc,
+            } => Some(unit_days(
+                placa,
+                *inicio_utc,
+                fin_utc.unwrap_or(now),
+                zone_of(placa),
+            )),
+            _ => None,
         })
+        .flatten()
         .collect();
     let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
     let (phantom_m, checked) = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
@@ -163,10 +180,28 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         escenario: meta.scenario,
         tolerancia_s: options.tolerance_s,
         tipos,
-        km: km::score(truth, &days, &silent),
+        km: km::score(truth, &days, &silent, &lossy),
         km_fantasma_detenida: phantom_m / 1000.0,
         paradas_revisadas_km_fantasma: checked,
     })
+}
+
+/// `plate`'s local days (in `zone`) from `from_utc` to `to_utc`, as (plate, date).
+fn unit_days(
+    plate: &str,
+    from_utc: i64,
+    to_utc: i64,
+    zone: chrono_tz::Tz,
+) -> Vec<(String, String)> {
+    let (first, last) = (
+        crate::calendar::local_date(zone, from_utc),
+        crate::calendar::local_date(zone, to_utc),
+    );
+    first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .map(|d| (plate.to_owned(), d.to_string()))
+        .collect()
 }
 
 /// The stored events, with plates and fence names.

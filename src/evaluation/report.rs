@@ -107,12 +107,13 @@ pub struct TypeScore {
 }
 
 impl TypeScore {
-    pub fn new(kind: &str, score: &Score, zone: Tz) -> TypeScore {
+    /// `zone_of` gives each plate's zone: listings are on the unit's clock.
+    pub fn new(kind: &str, score: &Score, zone_of: &dyn Fn(&str) -> Tz) -> TypeScore {
         let list = |items: &[Interval]| {
             items
                 .iter()
                 .take(LISTED)
-                .map(|i| Listed::of(i, zone))
+                .map(|i| Listed::of(i, zone_of(&i.plate)))
                 .collect()
         };
         TypeScore {
@@ -202,12 +203,13 @@ pub fn listings(types: &[TypeScore]) -> String {
 /// The kilometre lines.
 pub fn km_lines(km: &KmScore, phantom_km: f64, stops_checked: usize) -> String {
     format!(
-        "km por unidad-día ({} días): error medio {:.3} %, máximo {:.3} % ({}); solo GPS: medio {:.3} %, máximo {:.3} % ({})\n\
+        "km por unidad-día ({} días): error medio {:.3} %, máximo {:.3} % ({}); solo GPS ({} días sin pérdida de señal): medio {:.3} %, máximo {:.3} % ({})\n\
          km fantasma con la unidad detenida: {:.3} km en {} paradas de 10 min o más\n",
         km.dias,
         km.error_medio_pct,
         km.error_max_pct,
         km.peor_dia,
+        km.dias_gps,
         km.error_medio_gps_pct,
         km.error_max_gps_pct,
         km.peor_dia_gps,
@@ -275,7 +277,7 @@ mod tests {
             misses: vec![],
             false_alarms: vec![],
         };
-        let t = TypeScore::new(crate::engine::EventKind::Gap.name(), &empty, zone());
+        let t = TypeScore::new(crate::engine::EventKind::Gap.name(), &empty, &|_| zone());
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(
             (&json["precision"], &json["exhaustividad"], &json["f1"]),

@@ -41,7 +41,7 @@ struct Day<'a> {
 impl Day<'_> {
     /// Local time with offset.
     fn iso(&self, t: i64) -> String {
-        dates::iso(self.snapshot.zone(), t)
+        dates::iso(self.track.zone, t)
     }
 
     fn plate(&self) -> &str {
@@ -60,7 +60,7 @@ impl Day<'_> {
                 "placa": self.plate(),
                 "conductor": track.vehicle.driver,
                 "fecha": track.date.to_string(),
-                "zona_horaria": self.snapshot.zone().name(),
+                "zona_horaria": self.track.zone.name(),
                 "kilometros": (track.day.km * 10.0).round() / 10.0,
                 "reportes": fixes.len(),
                 "desde": self.iso(fixes[0].ts_utc),

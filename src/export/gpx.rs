@@ -45,11 +45,11 @@ pub fn gpx(track: &DayTrack, snapshot: &Snapshot) -> String {
             track.vehicle.driver,
             dates::long_es(track.date),
             track.day.km,
-            snapshot.zone().name()
+            track.zone.name()
         )),
         utc(track.fixes[0].ts_utc)
     );
-    let zone = snapshot.zone();
+    let zone = track.zone;
     let now = snapshot.now_utc;
     for stop in track.working_stops() {
         let minutes = (stop.end_utc.unwrap_or(now) - stop.start_utc) as f64 / 60.0;

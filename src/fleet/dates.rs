@@ -121,14 +121,15 @@ pub fn resolve_range(
     Ok((start, end))
 }
 
-/// `HH:MM` in local time (labels on a map, where seconds are noise).
+/// `HH:MM` in local time (labels on a map, where seconds are noise), with the offset in an
+/// hour the clocks repeat.
 pub fn clock_hm(zone: Tz, ts_utc: i64) -> String {
-    local(zone, ts_utc).format("%H:%M").to_string()
+    crate::calendar::clock_text(zone, ts_utc, false)
 }
 
-/// `HH:MM:SS` in local time.
+/// `HH:MM:SS` in local time, with the offset in an hour the clocks repeat.
 pub fn clock(zone: Tz, ts_utc: i64) -> String {
-    local(zone, ts_utc).format("%H:%M:%S").to_string()
+    crate::calendar::clock_text(zone, ts_utc, true)
 }
 
 /// `AAAA-MM-DDTHH:MM:SS±hh:mm` in local time.

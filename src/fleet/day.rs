@@ -1,6 +1,6 @@
 //! One unit's day as positions and detections: what a map or an export of that day shows.
 //!
-//! Owns loading it: the day's fixes (local day in the fleet's zone, clipped at the fleet's
+//! Owns loading it: the day's fixes (local day in the unit's zone, clipped at the fleet's
 //! "now"), its aggregate row and the engine's events that touch it, refused when the
 //! detections cannot be used and flagged when the unit's positions changed after them.
 //! Read-only, through the fleet's pooled connections; the truth log is never involved. Also
@@ -8,8 +8,9 @@
 //! reports.
 
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 
-use super::{Fleet, Snapshot, dates, with_warning};
+use super::{Fleet, Snapshot, dates, day_bounds, with_warning};
 use crate::engine::Fix;
 use crate::mcp::ToolError;
 use crate::store::{DayRow, EventRow, Vehicle};
@@ -19,6 +20,8 @@ use crate::store::{DayRow, EventRow, Vehicle};
 pub struct DayTrack {
     pub vehicle: Vehicle,
     pub date: NaiveDate,
+    /// The unit's zone: its day's bounds and the local times shown.
+    pub zone: Tz,
     /// UTC bounds `[from, to)` of the local day, `to` clipped at the fleet's now.
     pub from_utc: i64,
     pub to_utc: i64,
@@ -100,9 +103,10 @@ impl Fleet {
         fecha: &str,
     ) -> Result<DayTrack, ToolError> {
         let vehicle = snapshot.vehicle(placa)?.clone();
-        let date = snapshot.date("fecha", fecha)?;
+        let date = snapshot.date_for(&vehicle, "fecha", fecha)?;
         let aviso = snapshot.detections(Some(&vehicle))?;
-        let (from, to) = snapshot.day_bounds(date);
+        let zone = vehicle.zone;
+        let (from, to) = day_bounds(zone, date);
         let to = to.min(snapshot.now_utc + 1);
         let id = vehicle.id;
         let (day, fixes, events) = self.query(|store| {
@@ -119,6 +123,7 @@ impl Fleet {
         Ok(DayTrack {
             vehicle,
             date,
+            zone,
             from_utc: from,
             to_utc: to,
             fixes,

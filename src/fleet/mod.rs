@@ -6,8 +6,10 @@
 //! `data_version` on a kept connection), keeps a small pool of connections for concurrent
 //! calls, and resolves plates, geofence names and dates into Spanish errors the model can act
 //! on. Whether the detections can be trusted is `trust.rs`. "Now" is `--ahora`/`FLOTA_AHORA`
-//! if given, else the data set's `ahora` from `meta`, else the [`Clock`] it was handed (the
-//! wall clock, for a live database).
+//! if given (a wall-clock time of the fleet's zone; one the clocks skip is refused), else the
+//! data set's `ahora` from `meta`, else the [`Clock`] it was handed (the wall clock, for a live
+//! database). Days are each unit's: a unit's "hoy" and its day bounds are those of its own zone
+//! (`Vehicle::zone`); fleet-wide date words are read in the fleet's zone (`meta`'s).
 
 pub mod dates;
 mod day;
@@ -19,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use chrono::{NaiveDate, NaiveDateTime, TimeZone};
+use chrono::NaiveDate;
+use chrono_tz::Tz;
 
+use crate::calendar::{self, WallTime};
 use crate::mcp::ToolError;
 use crate::plumbing::clock::Clock;
 use crate::store::{AnalysisState, Meta, Store, StoreError, StoredFence, Vehicle};
@@ -48,7 +52,7 @@ pub struct Snapshot {
     pub places: Places,
     /// The fleet's routes, decoded: the offline basemap's roads.
     pub routes: Vec<RouteLine>,
-    /// The fleet's "now", UTC seconds, and its local date.
+    /// The fleet's "now", UTC seconds, and its local date in the fleet's zone.
     pub now_utc: i64,
     pub today: NaiveDate,
     /// How far the stored detections can be trusted (see `trust.rs`).
@@ -58,12 +62,56 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn zone(&self) -> chrono_tz::Tz {
+    /// The fleet's zone: fleet-wide date words are read in it.
+    pub fn zone(&self) -> Tz {
         self.meta.zone
     }
 
     pub fn zone_name(&self) -> String {
         self.meta.zone.name().to_owned()
+    }
+
+    /// Every zone of the fleet: its own first, then the units' others, each once.
+    pub fn zones(&self) -> Vec<Tz> {
+        let mut zones = vec![self.meta.zone];
+        for vehicle in &self.vehicles {
+            if !zones.contains(&vehicle.zone) {
+                zones.push(vehicle.zone);
+            }
+        }
+        zones
+    }
+
+    /// For a fleet in more than one zone, how a fleet-wide answer reads its dates; `None` when
+    /// every unit shares the fleet's zone.
+    pub fn zones_note(&self) -> Option<String> {
+        let zones = self.zones();
+        if zones.len() < 2 {
+            return None;
+        }
+        let others: Vec<String> = zones[1..]
+            .iter()
+            .map(|zone| {
+                let plates: Vec<&str> = self
+                    .vehicles
+                    .iter()
+                    .filter(|v| v.zone == *zone)
+                    .map(|v| v.plate.as_str())
+                    .take(10)
+                    .collect();
+                format!("{} ({})", zone.name(), plates.join(", "))
+            })
+            .collect();
+        Some(format!(
+            "La flota está en varias zonas horarias: las fechas ('hoy', 'ayer', días de la semana) se leen en la de la flota, {}, y cada unidad se cuenta en sus propios días locales; en otra zona: {}.",
+            self.zone_name(),
+            others.join("; ")
+        ))
+    }
+
+    /// The local date of "now" in `zone`.
+    pub fn today_in(&self, zone: Tz) -> NaiveDate {
+        calendar::local_date(zone, self.now_utc)
     }
 
     /// The geofence with database id `id`.
@@ -129,25 +177,53 @@ impl Snapshot {
         }
     }
 
-    /// A date argument resolved against today, or an argument error. A day after today has
-    /// no data by definition; saying so beats "no reports that day".
+    /// A date argument resolved against today in the fleet's zone, or an argument error.
     pub fn date(&self, argument: &str, text: &str) -> Result<NaiveDate, ToolError> {
-        let date =
-            dates::resolve(argument, text, self.today).map_err(ToolError::InvalidArguments)?;
-        if date > self.today {
+        self.date_in(self.meta.zone, argument, text)
+    }
+
+    /// A date argument about `vehicle`, resolved against its own today.
+    pub fn date_for(
+        &self,
+        vehicle: &Vehicle,
+        argument: &str,
+        text: &str,
+    ) -> Result<NaiveDate, ToolError> {
+        self.date_in(vehicle.zone, argument, text)
+    }
+
+    /// A date argument resolved against today in `zone`. A day after today has no data by
+    /// definition; saying so beats "no reports that day".
+    fn date_in(&self, zone: Tz, argument: &str, text: &str) -> Result<NaiveDate, ToolError> {
+        let today = self.today_in(zone);
+        let date = dates::resolve(argument, text, today).map_err(ToolError::InvalidArguments)?;
+        if date > today {
             return Err(ToolError::Failed(format!(
-                "La fecha {date} ('{argument}') es posterior a hoy, {} {} (hora de la flota): \
+                "La fecha {date} ('{argument}') es posterior a hoy, {} {} (hora de {}): \
                  todavía no hay datos de ese día.",
-                dates::weekday_es(self.today),
-                self.today
+                dates::weekday_es(today),
+                today,
+                zone.name()
             )));
         }
         Ok(date)
     }
+}
 
-    /// UTC bounds `[start, end)` of a local date.
-    pub fn day_bounds(&self, date: NaiveDate) -> (i64, i64) {
-        crate::engine::day_bounds(self.meta.zone, date)
+/// UTC bounds `[start, end)` of a local date in `zone`: the calendar's rule.
+pub fn day_bounds(zone: Tz, date: NaiveDate) -> (i64, i64) {
+    calendar::day_bounds(zone, date)
+}
+
+/// "Now": `ahora` (`--ahora`, `FLOTA_AHORA`) on the fleet zone's clock if given, else the data
+/// set's, else the clock's. A time the zone's clocks skip is refused in Spanish, as
+/// `flota simular` refuses it.
+pub fn now_utc(ahora: Option<WallTime>, meta: &Meta, clock: &Clock) -> Result<i64, String> {
+    match ahora {
+        Some(wall) => calendar::instant(meta.zone, wall).map_err(|err| {
+            format!("--ahora (o FLOTA_AHORA) {err}. Indique una hora que exista, por ejemplo la siguiente al salto.")
+        }),
+        None => Ok(meta.ahora_utc.unwrap_or_else(|| clock.now_utc())),
     }
 }
 
@@ -194,7 +270,7 @@ struct Loaded {
 /// The tools' shared context.
 pub struct Fleet {
     db: PathBuf,
-    ahora: Option<NaiveDateTime>,
+    ahora: Option<WallTime>,
     /// "Now" when neither `ahora` nor the data says.
     clock: Clock,
     loaded: Mutex<Option<Loaded>>,
@@ -205,7 +281,7 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn new(db: &Path, ahora: Option<NaiveDateTime>, geocoder: Geocoder, clock: Clock) -> Fleet {
+    pub fn new(db: &Path, ahora: Option<WallTime>, geocoder: Geocoder, clock: Clock) -> Fleet {
         let db = if db.is_absolute() {
             db.to_path_buf()
         } else {
@@ -224,6 +300,18 @@ impl Fleet {
 
     pub fn db_path(&self) -> &Path {
         &self.db
+    }
+
+    /// Whether the `ahora` the fleet was given exists on its zone's clock, when the database
+    /// can tell the zone now (a missing database is left for the tools to explain).
+    pub fn ahora_exists(&self) -> Result<(), String> {
+        if self.ahora.is_none() {
+            return Ok(());
+        }
+        let Ok(meta) = Store::open(&self.db).and_then(|store| store.meta()) else {
+            return Ok(());
+        };
+        now_utc(self.ahora, &meta, &self.clock).map(|_| ())
     }
 
     fn store_error(&self, err: StoreError) -> ToolError {
@@ -304,7 +392,7 @@ impl Fleet {
             })
             .collect();
         let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
-        let now_utc = self.now_utc(&meta);
+        let now_utc = now_utc(self.ahora, &meta, &self.clock).map_err(ToolError::Failed)?;
         let today = dates::local_date(meta.zone, now_utc);
         let snapshot = Arc::new(Snapshot {
             places: Places::new(&fence_list, &stops),
@@ -323,18 +411,6 @@ impl Fleet {
             watch: store,
             data_version,
         })
-    }
-
-    /// `--ahora` if given, else the data set's, else the clock's.
-    fn now_utc(&self, meta: &Meta) -> i64 {
-        match self.ahora {
-            Some(local) => meta
-                .zone
-                .from_local_datetime(&local)
-                .earliest()
-                .map_or_else(|| local.and_utc().timestamp(), |t| t.timestamp()),
-            None => meta.ahora_utc.unwrap_or_else(|| self.clock.now_utc()),
-        }
     }
 
     /// A read-only connection whose queries stop when the current call is cancelled (by the

@@ -89,7 +89,7 @@ pub struct Scene {
 impl Scene {
     /// Builds the scene of one day.
     pub fn from_day(track: &DayTrack, snapshot: &Snapshot) -> Scene {
-        let zone = snapshot.zone();
+        let zone = track.zone;
         let now = snapshot.now_utc;
         let stops = stop_marks(track, snapshot);
         let visited: Vec<i64> = track.visits.iter().filter_map(|v| v.fence_id).collect();
@@ -127,7 +127,7 @@ impl Scene {
             fences,
             roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
             landmarks: landmarks(snapshot),
-            ongoing: track.to_utc < snapshot.day_bounds(track.date).1,
+            ongoing: track.to_utc < crate::fleet::day_bounds(zone, track.date).1,
         }
     }
 

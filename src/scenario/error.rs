@@ -1,8 +1,10 @@
-//! Scenario errors, in Spanish, each naming its culprit.
+//! Scenario errors, in Spanish, each naming its culprit and, where the text says it, its line.
 //!
 //! Owns turning a `toml` deserialization error into `archivo:línea:columna: mensaje` with the
-//! key involved, and the semantic error type. The toml crate writes English; the common
-//! messages (unknown key, missing key, wrong type) are rendered in Spanish here.
+//! key involved (a duplicate table or key is named), the semantic error type (located the same
+//! way when the checks know where the culprit is written), and finding a table or a key in the
+//! text for them. The toml crate writes English; the common messages (unknown key, missing key,
+//! wrong type, duplicate key) are rendered in Spanish here.
 
 use std::path::PathBuf;
 
@@ -23,19 +25,36 @@ pub enum ScenarioError {
         column: usize,
         message: String,
     },
-    /// The file parses but says something impossible.
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    /// The file parses but says something impossible; `at` is the line and column of the
+    /// culprit when known.
+    #[error("{}: {message}", located(path, *at))]
+    Invalid {
+        path: PathBuf,
+        at: Option<(usize, usize)>,
+        message: String,
+    },
     #[error(transparent)]
     Route(#[from] RouteError),
 }
 
+/// `archivo:línea:columna`, or the file alone.
+fn located(path: &std::path::Path, at: Option<(usize, usize)>) -> String {
+    match at {
+        Some((line, column)) => format!("{}:{line}:{column}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
 /// Renders a toml error with its position in `text`.
 pub fn syntax_error(path: PathBuf, text: &str, err: &toml::de::Error) -> ScenarioError {
-    let offset = err.span().map_or(0, |span| span.start);
+    let span = err.span().unwrap_or(0..0);
+    let offset = span.start;
     let (line, column) = line_column(text, offset);
     let key = key_on_line(text, offset);
     let mut message = spanish(err.message());
+    if message == "clave duplicada" {
+        message = duplicate(text, span);
+    }
     if let Some(key) = key.filter(|k| !message.contains(&format!("'{k}'"))) {
         message = format!("{message} (clave '{key}')");
     }
@@ -57,6 +76,75 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
         .get(line_start..offset)
         .map_or(1, |s| s.chars().count() + 1);
     (line, column)
+}
+
+/// What a duplicate is: a table header written twice (`tabla duplicada [turno.sabado]`) or a
+/// key given twice in one table (`clave duplicada 'dias'`).
+fn duplicate(text: &str, span: std::ops::Range<usize>) -> String {
+    let name = text
+        .get(span.clone())
+        .unwrap_or_default()
+        .trim()
+        .trim_matches('"');
+    let start = text
+        .get(..span.start)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let line = text
+        .get(start..)
+        .and_then(|t| t.lines().next())
+        .unwrap_or_default()
+        .trim();
+    if line.starts_with('[') {
+        let header = line
+            .split(']')
+            .next()
+            .unwrap_or(line)
+            .trim_start_matches('[');
+        format!(
+            "tabla duplicada [{}]: ya se definió antes",
+            header.trim_matches(['[', ']']).trim()
+        )
+    } else if name.is_empty() {
+        "clave duplicada".into()
+    } else {
+        format!("clave duplicada '{name}': ya tiene valor en esta tabla")
+    }
+}
+
+/// The offset of `[header]` (or `[[header]]`) at the start of a line, the first one.
+pub(super) fn find_table(text: &str, header: &str) -> Option<usize> {
+    lines(text).find_map(|(offset, line)| {
+        let inner = line.trim_start_matches('[').split(']').next()?.trim();
+        (line.starts_with('[') && inner == header).then_some(offset)
+    })
+}
+
+/// The offset of `key = …` in the table whose header (or whose first key, for the document
+/// root when `from` is `None`) is at `from`: searched until the next header.
+pub(super) fn find_key(text: &str, from: Option<usize>, key: &str) -> Option<usize> {
+    let start = from.unwrap_or(0);
+    let mut body = lines(text).skip_while(|(offset, _)| *offset < start);
+    if from.is_some() {
+        body.next(); // the header itself
+    }
+    body.take_while(|(_, line)| !line.starts_with('['))
+        .find_map(|(offset, line)| {
+            let (name, _) = line.split_once('=')?;
+            let name = name.trim().trim_matches('"');
+            (name == key || name.starts_with(&format!("{key}."))).then_some(offset)
+        })
+}
+
+/// Each line's byte offset (of its first non-blank character) and its trimmed text.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut offset = 0;
+    text.split_inclusive('\n').map(move |raw| {
+        let start = offset;
+        offset += raw.len();
+        let indent = raw.len() - raw.trim_start_matches([' ', '\t']).len();
+        (start + indent, raw.trim())
+    })
 }
 
 /// The `key = …` written on the line holding `offset`, if any.
@@ -173,6 +261,57 @@ mod tests {
         assert_eq!(line_column(text, 0), (1, 1));
         assert_eq!(line_column(text, 6), (2, 1));
         assert_eq!(line_column(text, 11), (2, 6));
+    }
+
+    #[test]
+    fn tables_and_keys_are_found() {
+        let text = "nombre = \"x\"\n[turno]\ninicio = [\"06:20\", \"08:20\"]\n\n[turno.sabado]\n  duracion_h = [4, 5]\n[[unidades]]\nplaca = \"A\"\n";
+        let at = |offset: Option<usize>| offset.map(|o| line_column(text, o));
+        assert_eq!(at(find_table(text, "turno")), Some((2, 1)));
+        assert_eq!(at(find_table(text, "turno.sabado")), Some((5, 1)));
+        assert_eq!(at(find_table(text, "unidades")), Some((7, 1)));
+        assert_eq!(
+            at(find_key(text, find_table(text, "turno"), "inicio")),
+            Some((3, 1))
+        );
+        assert_eq!(
+            at(find_key(
+                text,
+                find_table(text, "turno.sabado"),
+                "duracion_h"
+            )),
+            Some((6, 3))
+        );
+        assert_eq!(at(find_key(text, None, "nombre")), Some((1, 1)));
+        assert_eq!(
+            find_key(text, find_table(text, "turno"), "duracion_h"),
+            None
+        );
+        assert_eq!(find_table(text, "calendario"), None);
+    }
+
+    #[test]
+    fn duplicates_are_named() {
+        let message = |text: &str| match syntax_error(
+            PathBuf::from("e.toml"),
+            text,
+            &toml::from_str::<toml::Table>(text).unwrap_err(),
+        ) {
+            ScenarioError::Syntax { line, message, .. } => format!("{line}: {message}"),
+            other => other.to_string(),
+        };
+        assert_eq!(
+            message("[turno]\na = 1\n[turno]\nb = 2\n"),
+            "3: tabla duplicada [turno]: ya se definió antes"
+        );
+        assert_eq!(
+            message("[turno.sabado]\na = 1\n[turno.sabado]\n"),
+            "3: tabla duplicada [turno.sabado]: ya se definió antes"
+        );
+        assert_eq!(
+            message("dias = 1\ndias = 2\n"),
+            "2: clave duplicada 'dias': ya tiene valor en esta tabla"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Deserializer};
+use toml::Spanned;
 
 /// A date written as a TOML date (`2026-08-18`) or a string (`"2026-08-18"`).
 fn date<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<NaiveDate>, D::Error> {
@@ -57,12 +58,12 @@ pub struct ScenarioFile {
     #[serde(default)]
     pub ruido: NoiseFile,
     #[serde(default)]
-    pub geocercas: Vec<GeofenceFile>,
+    pub geocercas: Vec<Spanned<GeofenceFile>>,
     #[serde(default)]
-    pub unidades: Vec<UnitFile>,
+    pub unidades: Vec<Spanned<UnitFile>>,
     /// Groups of identical units, for large fleets.
     #[serde(default)]
-    pub flotillas: Vec<FlotillaFile>,
+    pub flotillas: Vec<Spanned<FlotillaFile>>,
     #[serde(default)]
     pub inyecciones: InjectionsFile,
     /// Detection thresholds, checked and used by the detection engine.
@@ -77,7 +78,8 @@ pub struct General {
     pub nombre: String,
     #[serde(default)]
     pub descripcion: String,
-    /// IANA zone in which dates, shifts and `--ahora` are read.
+    /// IANA zone in which dates, shifts and `--ahora` are read, unless a unit or group sets
+    /// its own.
     #[serde(default = "default_zone")]
     pub zona_horaria: String,
     /// Number of days ending with the day of `ahora` (inclusive).
@@ -135,14 +137,16 @@ fn default_workdays() -> Vec<String> {
         .collect()
 }
 
-/// `[turno]`: shift start window and length window, with per-weekday overrides.
+/// `[turno]`: shift start window and length window, with per-weekday overrides. A shift
+/// belongs to the day it starts on and may run past midnight.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShiftFile {
-    /// Earliest and latest start, local `HH:MM`; drawn uniformly in whole minutes.
+    /// Earliest and latest start, local `HH:MM` (an offset, `02:30+01:00`, picks one of a
+    /// repeated hour); drawn uniformly in whole minutes of real time between the two.
     #[serde(default = "default_start")]
     pub inicio: [String; 2],
-    /// Shortest and longest shift, hours.
+    /// Shortest and longest shift, elapsed hours.
     #[serde(default = "default_length")]
     pub duracion_h: [f64; 2],
     pub lunes: Option<ShiftOverride>,
@@ -182,6 +186,60 @@ fn default_length() -> [f64; 2] {
 pub struct ShiftOverride {
     pub inicio: Option<[String; 2]>,
     pub duracion_h: Option<[f64; 2]>,
+}
+
+/// A unit's (or group's) `turno`: overrides of the scenario's `[turno]`, for every day and per
+/// weekday (`turno = { inicio = ["21:30", "22:30"], sabado = { duracion_h = [4, 5] } }`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnitShiftFile {
+    pub inicio: Option<[String; 2]>,
+    pub duracion_h: Option<[f64; 2]>,
+    pub lunes: Option<ShiftOverride>,
+    pub martes: Option<ShiftOverride>,
+    pub miercoles: Option<ShiftOverride>,
+    pub jueves: Option<ShiftOverride>,
+    pub viernes: Option<ShiftOverride>,
+    pub sabado: Option<ShiftOverride>,
+    pub domingo: Option<ShiftOverride>,
+}
+
+impl UnitShiftFile {
+    /// The every-day part as an override.
+    pub fn base(&self) -> ShiftOverride {
+        ShiftOverride {
+            inicio: self.inicio.clone(),
+            duracion_h: self.duracion_h,
+        }
+    }
+
+    /// The weekday overrides, Monday first.
+    pub fn weekdays(&self) -> [&Option<ShiftOverride>; 7] {
+        [
+            &self.lunes,
+            &self.martes,
+            &self.miercoles,
+            &self.jueves,
+            &self.viernes,
+            &self.sabado,
+            &self.domingo,
+        ]
+    }
+}
+
+impl ShiftFile {
+    /// The weekday overrides, Monday first.
+    pub fn weekdays(&self) -> [&Option<ShiftOverride>; 7] {
+        [
+            &self.lunes,
+            &self.martes,
+            &self.miercoles,
+            &self.jueves,
+            &self.viernes,
+            &self.sabado,
+            &self.domingo,
+        ]
+    }
 }
 
 /// `[tipos.<tipo>]`: dynamics of a vehicle type.
@@ -353,8 +411,10 @@ pub struct UnitFile {
     pub activo: bool,
     /// Overrides `[calendario] dias_laborables`.
     pub dias_laborables: Option<Vec<String>>,
-    /// Overrides `[turno]` for this unit.
-    pub turno: Option<ShiftOverride>,
+    /// Overrides `[turno]` for this unit, every day and per weekday.
+    pub turno: Option<UnitShiftFile>,
+    /// The unit's IANA zone: its calendar, shifts and injections are read in it.
+    pub zona_horaria: Option<String>,
     /// Odometer at the start of the period; drawn in 20,000–180,000 km when absent.
     pub odometro_inicial_km: Option<f64>,
 }
@@ -375,6 +435,8 @@ pub struct FlotillaFile {
     #[serde(default = "default_driver")]
     pub conductor: String,
     pub dias_laborables: Option<Vec<String>>,
+    pub turno: Option<UnitShiftFile>,
+    pub zona_horaria: Option<String>,
 }
 
 fn default_driver() -> String {
@@ -397,7 +459,8 @@ impl FlotillaFile {
                 },
                 activo: true,
                 dias_laborables: self.dias_laborables.clone(),
-                turno: None,
+                turno: self.turno.clone(),
+                zona_horaria: self.zona_horaria.clone(),
                 odometro_inicial_km: None,
             })
             .collect()
@@ -411,13 +474,13 @@ pub struct InjectionsFile {
     #[serde(default)]
     pub aleatorias: RandomInjectionsFile,
     #[serde(default)]
-    pub exceso_velocidad: Vec<SpeedingFile>,
+    pub exceso_velocidad: Vec<Spanned<SpeedingFile>>,
     #[serde(default)]
-    pub parada_prolongada: Vec<LongStopFile>,
+    pub parada_prolongada: Vec<Spanned<LongStopFile>>,
     #[serde(default)]
-    pub perdida_senal: Vec<SignalLossFile>,
+    pub perdida_senal: Vec<Spanned<SignalLossFile>>,
     #[serde(default)]
-    pub detenida_ahora: Vec<StoppedNowFile>,
+    pub detenida_ahora: Vec<Spanned<StoppedNowFile>>,
 }
 
 /// `[inyecciones.aleatorias]`: counts per type and the ranges their parameters come from.
@@ -462,7 +525,7 @@ pub struct SpeedingFile {
     pub fecha: Option<NaiveDate>,
     /// Day offset from the day of `ahora` (0 = that day, -1 = the day before).
     pub dia: Option<i64>,
-    /// Local `HH:MM`: the episode starts at the first open stretch from then on.
+    /// Local `HH:MM`: the episode starts at the first open stretch from then on, on any loop.
     pub hora: Option<String>,
     /// Fraction of the day's first loop where the episode starts.
     pub fraccion_ruta: Option<f64>,
@@ -482,6 +545,8 @@ pub struct LongStopFile {
     pub parada: Option<String>,
     /// Or a halt on the road at this fraction of the first loop.
     pub fraccion_ruta: Option<f64>,
+    /// Or a halt on the road at the first moment from this local time on, on any loop.
+    pub hora: Option<String>,
     pub minutos: f64,
 }
 

@@ -5,20 +5,26 @@
 //! simulator consumes; nothing here simulates, writes, or reads the clock (the caller passes
 //! "now" in). Format reference: docs/escenarios.md.
 
+mod checker;
 mod error;
 mod file;
 mod injections;
 mod resolve;
+mod shifts;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
+
+use crate::calendar::{ClockTime, WallTime};
 use sha2::{Digest, Sha256};
 
 pub use error::{ScenarioError, line_column};
 pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
+pub use injections::{SPEEDING_CLEARANCE_M, past_workdays, running_shift};
+pub use shifts::{SHIFT_TOLERANCE_S, longest_loop_s};
 
 use crate::geometry::geofence::Geofence;
 use crate::geometry::route::Route;
@@ -70,11 +76,12 @@ pub mod embedded {
     ];
 }
 
-/// When "now" is: given in local time (`--ahora`), or the wall clock read by the caller.
+/// When "now" is: given on the scenario zone's wall clock (`--ahora`), or the wall clock read by
+/// the caller.
 #[derive(Debug, Clone, Copy)]
 pub enum Ahora {
-    Local(NaiveDateTime),
-    /// Wall-clock UTC seconds; truncated to the minute in the scenario's zone.
+    Local(WallTime),
+    /// Wall-clock UTC seconds; truncated to the minute.
     NowUtc(i64),
 }
 
@@ -83,13 +90,17 @@ pub enum Ahora {
 pub struct World {
     pub name: String,
     pub description: String,
+    /// The scenario's zone (`[escenario] zona_horaria`): `--ahora`, the period and units without
+    /// a zone of their own.
     pub zone: Tz,
     pub seed: u64,
     pub interval_s: i64,
     /// The end of the data, UTC seconds.
     pub ahora_utc: i64,
+    /// `ahora` on the scenario zone's wall clock.
     pub ahora_local: NaiveDateTime,
-    /// Local dates of the period, oldest first; the last is the day of `ahora`.
+    /// Local dates of the period in the scenario's zone, oldest first; the last is the day of
+    /// `ahora`. Each unit has its own (`Unit::days`).
     pub days: Vec<NaiveDate>,
     pub holidays: Vec<NaiveDate>,
     pub routes: Vec<Route>,
@@ -98,7 +109,7 @@ pub struct World {
     pub units: Vec<Unit>,
     pub behaviour: BehaviourFile,
     pub noise: NoiseFile,
-    /// Explicit injections, resolved to units and dates.
+    /// Explicit injections, resolved to units, dates and instants.
     pub injections: Vec<Injection>,
     /// Counts and parameter ranges for injections drawn at random.
     pub random: RandomInjectionsFile,
@@ -106,6 +117,8 @@ pub struct World {
     pub detection: Option<toml::Table>,
     /// SHA-256 of the scenario text and every route file it could use.
     pub hash: String,
+    /// The file the scenario came from, for messages about it.
+    pub path: PathBuf,
 }
 
 impl World {
@@ -116,9 +129,15 @@ impl World {
             && !self.holidays.contains(&date)
     }
 
-    /// UTC seconds of the first instant of the local day `date`.
-    pub fn local_midnight_utc(&self, date: NaiveDate) -> i64 {
-        crate::calendar::day_start_utc(self.zone, date)
+    /// The zones of the fleet: the scenario's first, then the units' others, each once.
+    pub fn zones(&self) -> Vec<Tz> {
+        let mut zones = vec![self.zone];
+        for unit in &self.units {
+            if !zones.contains(&unit.zone) {
+                zones.push(unit.zone);
+            }
+        }
+        zones
     }
 }
 
@@ -131,6 +150,8 @@ pub struct Unit {
     /// Indexes into `World::routes`, driven in turn, one loop each.
     pub routes: Vec<usize>,
     pub active: bool,
+    /// Its calendar, shifts and injections are read in this zone.
+    pub zone: Tz,
     /// Monday first.
     pub workdays: [bool; 7],
     /// Shift rule per weekday, Monday first.
@@ -139,19 +160,68 @@ pub struct Unit {
     /// The limit that applies outside geofences with their own.
     pub limit_kmh: f64,
     pub odometer_start_km: Option<f64>,
+    /// The unit's local days: the period's first date to its date at `ahora`, with the shift
+    /// each working day allows.
+    pub days: Vec<UnitDay>,
 }
 
 impl Unit {
     pub fn shift_for(&self, date: NaiveDate) -> &ShiftRule {
         &self.shifts[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
     }
+
+    /// The unit's date at `ahora` (its last day).
+    pub fn today(&self) -> Option<NaiveDate> {
+        self.days.last().map(|d| d.date)
+    }
+
+    /// The unit's day `date`, if in its period.
+    pub fn day(&self, date: NaiveDate) -> Option<&UnitDay> {
+        self.days.iter().find(|d| d.date == date)
+    }
+}
+
+/// One local day of a unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnitDay {
+    pub date: NaiveDate,
+    /// The local day's bounds in the unit's zone, UTC seconds `[start, end)`.
+    pub start_utc: i64,
+    pub end_utc: i64,
+    /// The shift of a working day.
+    pub shift: Option<ShiftPlan>,
+}
+
+/// When a working day's shift may start and how long it may last.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShiftPlan {
+    /// The start window, UTC seconds: the instants of the day whose wall-clock time lies
+    /// within `inicio`.
+    pub first_start_utc: i64,
+    pub last_start_utc: i64,
+    /// Shortest and longest elapsed hours.
+    pub length_h: [f64; 2],
+}
+
+impl ShiftPlan {
+    /// The earliest a shift can be planned to end: earliest start, shortest length.
+    pub fn earliest_end_utc(&self) -> i64 {
+        self.first_start_utc + (self.length_h[0] * 3600.0).round() as i64
+    }
+
+    /// The latest a shift can be planned to end.
+    pub fn latest_end_utc(&self) -> i64 {
+        self.last_start_utc + (self.length_h[1] * 3600.0).round() as i64
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShiftRule {
-    /// Earliest and latest start, minutes after local midnight.
-    pub start_min: [u32; 2],
+    /// Earliest and latest start on the wall clock.
+    pub start: [ClockTime; 2],
     pub length_h: [f64; 2],
+    /// Where the rule's start is written, for messages (a byte offset in the scenario text).
+    pub at: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,12 +231,15 @@ pub struct Dynamics {
     pub top_speed_kmh: f64,
 }
 
-/// An injected event on one unit and day.
+/// An injected event on one unit and day (the day its shift starts on).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Injection {
     pub unit: usize,
     pub date: NaiveDate,
     pub kind: InjectionKind,
+    /// How messages name it: `[[inyecciones.exceso_velocidad]] #1 (P-456DEF)` and where it is
+    /// written (`archivo:línea`).
+    pub label: String,
 }
 
 /// What is injected, with its parameters: one type for the scenario's explicit injections and
@@ -201,13 +274,30 @@ impl InjectionKind {
             InjectionKind::StoppedNow { .. } => "detenida_ahora",
         }
     }
+
+    /// The instant a timed injection asks for, UTC seconds.
+    pub fn asked_utc(&self) -> Option<i64> {
+        match self {
+            InjectionKind::Speeding {
+                at: Trigger::At(t), ..
+            }
+            | InjectionKind::LongStop {
+                at: LongStopAt::At(t),
+                ..
+            }
+            | InjectionKind::SignalLoss {
+                at: LossAt::At(t), ..
+            } => Some(*t),
+            _ => None,
+        }
+    }
 }
 
 /// Where in a day an event starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Trigger {
-    /// At the first suitable moment from this local time (seconds after midnight).
-    Time(u32),
+    /// At the first suitable moment from this instant (UTC seconds), on any loop.
+    At(i64),
     /// When the day's first loop passes this fraction of its route.
     Fraction(f64),
 }
@@ -215,8 +305,8 @@ pub enum Trigger {
 /// When a signal loss starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossAt {
-    /// Seconds after local midnight (how a scenario file places one).
-    Clock(u32),
+    /// At this instant, UTC seconds (how a scenario file places one).
+    At(i64),
     /// Fraction of the day's shift, start to planned end (how a random one is placed).
     ShiftFraction(f64),
 }
@@ -227,6 +317,8 @@ pub enum LongStopAt {
     Stop(String),
     /// A halt on the road at this fraction of the first loop.
     Fraction(f64),
+    /// A halt on the road at the first moment from this instant (UTC seconds) on, any loop.
+    At(i64),
 }
 
 /// Where a scenario's text came from, for messages and for finding its routes.
@@ -265,7 +357,7 @@ pub fn load(source: &Source, ahora: Ahora) -> Result<World, ScenarioError> {
         hasher.update(route_text.as_bytes());
     }
     let hash = format!("{:x}", hasher.finalize());
-    resolve::resolve(file, routes, ahora, &path, hash)
+    resolve::resolve(file, routes, ahora, (&path, &text), hash)
 }
 
 /// The routes a scenario can use: its `rutas` folder, or the embedded set.

@@ -1,146 +1,79 @@
 //! From a parsed scenario file to a checked [`World`]: every semantic rule, one message each.
 //!
 //! Owns the meaning checks that the TOML syntax cannot express: names that must exist, ranges
-//! that must be ordered, geometry that must not be degenerate, the period `--ahora` ends, and
-//! the [`Checker`] that words every message. The injections (which must fall on a working day,
-//! fit in a shift, and not collide) are checked in `injections.rs`. The first problem found is
-//! returned; nothing is simulated or written when any exists.
+//! that must be ordered, geometry that must not be degenerate, zones that must be IANA names,
+//! and the period `--ahora` ends. Shift rules and each unit's days are `shifts.rs`'s; the
+//! injections (which must fall on a working day, fit in a shift, and not collide) are checked
+//! in `injections.rs`; messages are worded and located by the [`Checker`]. The first problem
+//! found is returned; nothing is simulated or written when any exists.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
+use chrono::{Duration, NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 
+use super::checker::Checker;
 use super::file::{
-    BehaviourFile, General, GeofenceFile, NoiseFile, ScenarioFile, ShiftFile, ShiftOverride,
-    UnitFile, VehicleTypeFile,
+    BehaviourFile, General, GeofenceFile, NoiseFile, ScenarioFile, UnitFile, VehicleTypeFile,
 };
 use super::injections::{Frame, injections, random_injections};
+use super::shifts::{base_rules, first_loop_fits, unit_days, unit_rules};
 use super::{Ahora, Dynamics, ScenarioError, ShiftRule, Unit, World, plate_key};
-use crate::calendar::{WEEKDAY_KEYS, weekday_named};
-use crate::geometry::earth::{LatLon, distance_m};
+use crate::calendar::{self, WEEKDAY_KEYS, weekday_named};
+use crate::geometry::earth::distance_m;
 use crate::geometry::geofence::{Geofence, Shape, ring_area_deg2};
 use crate::geometry::route::Route;
 
 /// Routes of one unit must start within this distance of each other.
 const SAME_DEPOT_M: f64 = 300.0;
 
-/// Builds the messages: every one names the scenario file.
-pub(super) struct Checker<'a> {
-    path: &'a Path,
-}
-
-impl Checker<'_> {
-    pub(super) fn fail<T>(&self, message: impl Into<String>) -> Result<T, ScenarioError> {
-        Err(ScenarioError::Invalid {
-            path: self.path.to_path_buf(),
-            message: message.into(),
-        })
-    }
-
-    pub(super) fn range(
-        &self,
-        what: &str,
-        range: [f64; 2],
-        min: f64,
-        max: f64,
-    ) -> Result<(), ScenarioError> {
-        let [a, b] = range;
-        if !(a.is_finite() && b.is_finite()) || a > b {
-            return self.fail(format!(
-                "{what}: el rango [{a}, {b}] debe ir de menor a mayor"
-            ));
-        }
-        if a < min || b > max {
-            return self.fail(format!(
-                "{what}: [{a}, {b}] fuera de los límites [{min}, {max}]"
-            ));
-        }
-        Ok(())
-    }
-
-    pub(super) fn value(
-        &self,
-        what: &str,
-        value: f64,
-        min: f64,
-        max: f64,
-    ) -> Result<(), ScenarioError> {
-        if !value.is_finite() || value < min || value > max {
-            return self.fail(format!(
-                "{what} = {value} fuera de los límites [{min}, {max}]"
-            ));
-        }
-        Ok(())
-    }
-
-    pub(super) fn latlon(&self, what: &str, pair: [f64; 2]) -> Result<LatLon, ScenarioError> {
-        let [lat, lon] = pair;
-        if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
-            return self.fail(format!(
-                "{what}: [{lat}, {lon}] no es una coordenada [lat, lon] válida"
-            ));
-        }
-        Ok(LatLon::new(lat, lon))
-    }
-
-    pub(super) fn clock(&self, what: &str, text: &str) -> Result<u32, ScenarioError> {
-        let parsed = NaiveTime::parse_from_str(text, "%H:%M:%S")
-            .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M"));
-        match parsed {
-            Ok(time) => Ok(time.num_seconds_from_midnight()),
-            Err(_) => self.fail(format!("{what}: '{text}' no es una hora HH:MM")),
-        }
-    }
-}
-
+/// One piece: the order of the checks is the order of the file's tables, read top to bottom.
 pub fn resolve(
     file: ScenarioFile,
     routes: BTreeMap<String, Route>,
     ahora: Ahora,
-    path: &Path,
+    (path, text): (&Path, &str),
     hash: String,
 ) -> Result<World, ScenarioError> {
-    let check = Checker { path };
+    let check = Checker::new(path, text);
     let general = &file.escenario;
+    let here = check.table("escenario");
     if general.nombre.trim().is_empty() {
-        return check.fail("[escenario] nombre no puede estar vacío");
+        return here
+            .key("nombre")
+            .fail("[escenario] nombre no puede estar vacío");
     }
-    let zone: Tz = match general.zona_horaria.parse() {
-        Ok(zone) => zone,
-        Err(_) => {
-            return check.fail(format!(
-                "[escenario] zona_horaria '{}' no es una zona IANA (p. ej. America/Guatemala)",
-                general.zona_horaria
-            ));
-        }
-    };
-    check.value(
+    let zone = zone_named(
+        here.key("zona_horaria"),
+        "[escenario] zona_horaria",
+        &general.zona_horaria,
+    )?;
+    here.key("intervalo_reporte_s").value(
         "[escenario] intervalo_reporte_s",
         general.intervalo_reporte_s.into(),
         1.0,
         3600.0,
     )?;
-    let (ahora_local, ahora_utc) = ahora_in_zone(&check, zone, ahora)?;
-    let days = period(&check, general, ahora_local.date())?;
+    let (ahora_local, ahora_utc) = ahora_in_zone(check, zone, ahora)?;
+    let days = period(here, general, ahora_local.date())?;
 
     let default_workdays = weekdays(
-        &check,
+        check.table("calendario").key("dias_laborables"),
         "[calendario] dias_laborables",
         &file.calendario.dias_laborables,
     )?;
-    let shift_rules = shift_rules(&check, &file.turno)?;
-    let types = vehicle_types(&check, &file.tipos)?;
-    check.value(
+    let shift_rules = base_rules(check, &file.turno)?;
+    let types = vehicle_types(check, &file.tipos)?;
+    check.table("limites").key("velocidad_kmh").value(
         "[limites] velocidad_kmh",
         file.limites.velocidad_kmh,
         1.0,
         300.0,
     )?;
-    behaviour(&check, &file.comportamiento)?;
-    let noise = noise(&check, file.ruido.clone())?;
-    let fences = geofences(&check, &file.geocercas)?;
+    behaviour(check.table("comportamiento"), &file.comportamiento)?;
+    let noise = noise(check.table("ruido"), file.ruido.clone())?;
+    let fences = geofences(check, &file.geocercas)?;
 
     let route_list: Vec<Route> = routes.into_values().collect();
     let route_index: HashMap<&str, usize> = route_list
@@ -148,26 +81,38 @@ pub fn resolve(
         .enumerate()
         .map(|(i, r)| (r.name.as_str(), i))
         .collect();
-    let units = units(
-        &check,
-        &unit_files(&check, &file)?,
-        &route_list,
-        &route_index,
-        &types,
-        file.limites.velocidad_kmh,
+    let setting = UnitSetting {
+        routes: &route_list,
+        route_index: &route_index,
+        types: &types,
+        fleet_limit_kmh: file.limites.velocidad_kmh,
         default_workdays,
         shift_rules,
-    )?;
+        zone,
+        behaviour: &file.comportamiento,
+    };
+    let mut units = Vec::new();
+    for (unit_file, at) in unit_files(check, &file)? {
+        units.push(unit(check.at(Some(at)), &unit_file, &setting, &units)?);
+    }
+    if units.is_empty() {
+        return check.fail("el escenario no tiene [[unidades]]");
+    }
+    let holidays = &file.calendario.feriados;
+    let first = days.first().copied().unwrap_or(ahora_local.date());
+    for (unit, (_, at)) in units.iter_mut().zip(unit_files(check, &file)?) {
+        let works = |date: NaiveDate| works(unit, holidays, date);
+        unit.days = unit_days(check.at(Some(at)), unit, first, ahora_utc, works)?;
+    }
 
     let world_so_far = Frame {
-        days: &days,
-        holidays: &file.calendario.feriados,
-        ahora_local,
+        ahora_utc,
         units: &units,
         routes: &route_list,
+        behaviour: &file.comportamiento,
     };
-    let injections = injections(&check, &file.inyecciones, &world_so_far)?;
-    random_injections(&check, &file.inyecciones, &world_so_far, &injections)?;
+    let injections = injections(check, &file.inyecciones, &world_so_far)?;
+    random_injections(check, &file.inyecciones, &world_so_far, &injections)?;
 
     Ok(World {
         name: general.nombre.clone(),
@@ -178,7 +123,7 @@ pub fn resolve(
         ahora_utc,
         ahora_local,
         days,
-        holidays: file.calendario.feriados.clone(),
+        holidays: holidays.clone(),
         routes: route_list,
         fences,
         fleet_limit_kmh: file.limites.velocidad_kmh,
@@ -189,39 +134,45 @@ pub fn resolve(
         random: file.inyecciones.aleatorias.clone(),
         detection: file.deteccion.clone(),
         hash,
+        path: path.to_path_buf(),
     })
 }
 
-/// `--ahora` on the zone's clock (the wall clock is cut to the minute) and in UTC.
+/// Whether `unit` works on `date` (the same rule as [`World::works`]).
+pub(super) fn works(unit: &Unit, holidays: &[NaiveDate], date: NaiveDate) -> bool {
+    unit.active
+        && unit.workdays[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
+        && !holidays.contains(&date)
+}
+
+fn zone_named(check: Checker, what: &str, name: &str) -> Result<Tz, ScenarioError> {
+    name.trim().parse().or_else(|_| {
+        check.fail(format!(
+            "{what} '{name}' no es una zona IANA (p. ej. America/Guatemala, Europe/Madrid)"
+        ))
+    })
+}
+
+/// `--ahora` on the zone's clock (the wall clock is cut to the minute) and in UTC. A time the
+/// clocks skip is refused; one they repeat is its first occurrence unless it has an offset.
 fn ahora_in_zone(
-    check: &Checker,
+    check: Checker,
     zone: Tz,
     ahora: Ahora,
 ) -> Result<(NaiveDateTime, i64), ScenarioError> {
-    let ahora_local = match ahora {
-        Ahora::Local(local) => local,
-        Ahora::NowUtc(secs) => {
-            let now = zone
-                .timestamp_opt(secs - secs.rem_euclid(60), 0)
-                .single()
-                .map(|t| t.naive_local());
-            match now {
-                Some(now) => now,
-                None => return check.fail("el reloj del sistema da una hora inválida"),
-            }
+    let ahora_utc = match ahora {
+        Ahora::Local(wall) => {
+            calendar::instant(zone, wall).or_else(|err| check.fail(format!("--ahora {err}")))?
         }
+        Ahora::NowUtc(secs) => secs - secs.rem_euclid(60),
     };
-    match zone.from_local_datetime(&ahora_local).earliest() {
-        Some(t) => Ok((ahora_local, t.timestamp())),
-        None => check.fail(format!(
-            "--ahora {ahora_local} no existe en {zone} (cambio de horario)"
-        )),
-    }
+    let ahora_local = calendar::local(zone, ahora_utc).naive_local();
+    Ok((ahora_local, ahora_utc))
 }
 
 /// The simulated dates, ending with the day of `--ahora` (`last_day`).
 fn period(
-    check: &Checker,
+    check: Checker,
     general: &General,
     last_day: NaiveDate,
 ) -> Result<Vec<NaiveDate>, ScenarioError> {
@@ -229,12 +180,14 @@ fn period(
         (Some(_), Some(_)) => return check.fail("[escenario] use 'dias' o 'desde', no ambos"),
         (None, None) => return check.fail("[escenario] falta 'dias' (o 'desde')"),
         (Some(days), None) => {
-            check.value("[escenario] dias", days.into(), 1.0, 3660.0)?;
+            check
+                .key("dias")
+                .value("[escenario] dias", days.into(), 1.0, 3660.0)?;
             last_day - Duration::days(i64::from(days) - 1)
         }
         (None, Some(from)) => {
             if from > last_day {
-                return check.fail(format!(
+                return check.key("desde").fail(format!(
                     "[escenario] desde = {from} es posterior al día de --ahora ({last_day})"
                 ));
             }
@@ -247,23 +200,33 @@ fn period(
         .collect())
 }
 
-/// `[[unidades]]` followed by every `[[flotillas]]` group expanded.
-fn unit_files(check: &Checker, file: &ScenarioFile) -> Result<Vec<UnitFile>, ScenarioError> {
-    let mut unit_files = file.unidades.clone();
+/// `[[unidades]]` followed by every `[[flotillas]]` group expanded, each with where its table
+/// is written.
+fn unit_files(
+    check: Checker,
+    file: &ScenarioFile,
+) -> Result<Vec<(UnitFile, usize)>, ScenarioError> {
+    let mut unit_files: Vec<(UnitFile, usize)> = file
+        .unidades
+        .iter()
+        .map(|u| (u.get_ref().clone(), u.span().start))
+        .collect();
     for (index, group) in file.flotillas.iter().enumerate() {
+        let at = group.span().start;
+        let group = group.get_ref();
         if group.cantidad == 0 || group.cantidad > 100_000 {
-            return check.fail(format!(
+            return check.at(Some(at)).key("cantidad").fail(format!(
                 "[[flotillas]] #{}: cantidad = {} fuera de los límites [1, 100000]",
                 index + 1,
                 group.cantidad
             ));
         }
-        unit_files.extend(group.expand());
+        unit_files.extend(group.expand().into_iter().map(|u| (u, at)));
     }
     Ok(unit_files)
 }
 
-fn weekdays(check: &Checker, what: &str, names: &[String]) -> Result<[bool; 7], ScenarioError> {
+fn weekdays(check: Checker, what: &str, names: &[String]) -> Result<[bool; 7], ScenarioError> {
     let mut days = [false; 7];
     for name in names {
         let lower = name.trim().to_lowercase();
@@ -278,66 +241,6 @@ fn weekdays(check: &Checker, what: &str, names: &[String]) -> Result<[bool; 7], 
         }
     }
     Ok(days)
-}
-
-fn shift_rule(
-    check: &Checker,
-    what: &str,
-    base: ShiftRule,
-    over: Option<&ShiftOverride>,
-) -> Result<ShiftRule, ScenarioError> {
-    let Some(over) = over else {
-        return Ok(base);
-    };
-    let mut rule = base;
-    if let Some([a, b]) = &over.inicio {
-        rule.start_min = [check.clock(what, a)? / 60, check.clock(what, b)? / 60];
-    }
-    if let Some(length) = over.duracion_h {
-        rule.length_h = length;
-    }
-    validate_shift(check, what, rule)?;
-    Ok(rule)
-}
-
-fn validate_shift(check: &Checker, what: &str, rule: ShiftRule) -> Result<(), ScenarioError> {
-    if rule.start_min[0] > rule.start_min[1] {
-        return check.fail(format!(
-            "{what} inicio: la primera hora debe ser la más temprana"
-        ));
-    }
-    check.range(&format!("{what} duracion_h"), rule.length_h, 0.5, 20.0)?;
-    let latest_end = rule.start_min[1] as f64 / 60.0 + rule.length_h[1];
-    if latest_end > 24.0 {
-        return check.fail(format!("{what}: un turno no puede pasar de la medianoche"));
-    }
-    Ok(())
-}
-
-fn shift_rules(check: &Checker, shift: &ShiftFile) -> Result<[ShiftRule; 7], ScenarioError> {
-    let base = ShiftRule {
-        start_min: [
-            check.clock("[turno] inicio", &shift.inicio[0])? / 60,
-            check.clock("[turno] inicio", &shift.inicio[1])? / 60,
-        ],
-        length_h: shift.duracion_h,
-    };
-    validate_shift(check, "[turno]", base)?;
-    let overrides = [
-        &shift.lunes,
-        &shift.martes,
-        &shift.miercoles,
-        &shift.jueves,
-        &shift.viernes,
-        &shift.sabado,
-        &shift.domingo,
-    ];
-    let mut rules = [base; 7];
-    for (i, over) in overrides.iter().enumerate() {
-        let what = format!("[turno.{}]", WEEKDAY_KEYS[i]);
-        rules[i] = shift_rule(check, &what, base, over.as_ref())?;
-    }
-    Ok(rules)
 }
 
 /// Built-in dynamics (SUMO's defaults, rounded) for types a scenario does not define: name,
@@ -362,151 +265,110 @@ fn builtin_type(name: &str) -> Option<VehicleTypeFile> {
 }
 
 fn vehicle_types(
-    check: &Checker,
+    check: Checker,
     types: &BTreeMap<String, VehicleTypeFile>,
 ) -> Result<BTreeMap<String, VehicleTypeFile>, ScenarioError> {
     for (name, t) in types {
         let what = format!("[tipos.{name}]");
-        check.value(
-            &format!("{what} aceleracion_ms2"),
-            t.aceleracion_ms2,
-            0.1,
-            10.0,
-        )?;
-        check.value(&format!("{what} frenado_ms2"), t.frenado_ms2, 0.1, 10.0)?;
-        check.value(
-            &format!("{what} velocidad_max_kmh"),
-            t.velocidad_max_kmh,
-            10.0,
-            300.0,
-        )?;
+        let here = check.table(&format!("tipos.{name}"));
+        let values = [
+            ("aceleracion_ms2", t.aceleracion_ms2, 0.1, 10.0),
+            ("frenado_ms2", t.frenado_ms2, 0.1, 10.0),
+            ("velocidad_max_kmh", t.velocidad_max_kmh, 10.0, 300.0),
+        ];
+        for (key, value, min, max) in values {
+            here.key(key)
+                .value(&format!("{what} {key}"), value, min, max)?;
+        }
         if let Some(limit) = t.limite_kmh {
-            check.value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
+            here.key("limite_kmh")
+                .value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
         }
     }
     Ok(types.clone())
 }
 
-fn behaviour(check: &Checker, b: &BehaviourFile) -> Result<(), ScenarioError> {
-    let w = "[comportamiento]";
-    check.range(
-        &format!("{w} espera_inicial_min"),
-        b.espera_inicial_min,
-        0.0,
-        600.0,
-    )?;
-    check.range(
-        &format!("{w} espera_parada_min"),
-        b.espera_parada_min,
-        0.0,
-        600.0,
-    )?;
-    check.range(
-        &format!("{w} espera_deposito_min"),
-        b.espera_deposito_min,
-        0.0,
-        600.0,
-    )?;
-    check.range(
-        &format!("{w} espera_final_min"),
-        b.espera_final_min,
-        0.0,
-        600.0,
-    )?;
-    check.range(
-        &format!("{w} variacion_velocidad"),
-        b.variacion_velocidad,
-        0.1,
-        3.0,
-    )?;
-    check.value(
-        &format!("{w} cumplimiento_limite"),
-        b.cumplimiento_limite,
-        0.3,
-        1.0,
-    )?;
-    check.range(
-        &format!("{w} cambio_velocidad_s"),
-        b.cambio_velocidad_s,
-        1.0,
-        3600.0,
-    )?;
-    check.value(
-        &format!("{w} semaforos_por_km"),
-        b.semaforos_por_km,
-        0.0,
-        20.0,
-    )?;
-    check.range(&format!("{w} semaforo_s"), b.semaforo_s, 1.0, 600.0)?;
-    check.value(
-        &format!("{w} reportes_apagado_min"),
-        b.reportes_apagado_min,
-        0.0,
-        120.0,
-    )?;
-    check.value(&format!("{w} margen_vuelta"), b.margen_vuelta, 1.0, 5.0)?;
+fn behaviour(check: Checker, b: &BehaviourFile) -> Result<(), ScenarioError> {
+    let ranges = [
+        ("espera_inicial_min", b.espera_inicial_min, 0.0, 600.0),
+        ("espera_parada_min", b.espera_parada_min, 0.0, 600.0),
+        ("espera_deposito_min", b.espera_deposito_min, 0.0, 600.0),
+        ("espera_final_min", b.espera_final_min, 0.0, 600.0),
+        ("variacion_velocidad", b.variacion_velocidad, 0.1, 3.0),
+        ("cambio_velocidad_s", b.cambio_velocidad_s, 1.0, 3600.0),
+        ("semaforo_s", b.semaforo_s, 1.0, 600.0),
+    ];
+    for (key, range, min, max) in ranges {
+        check
+            .key(key)
+            .range(&format!("[comportamiento] {key}"), range, min, max)?;
+    }
+    let values = [
+        ("cumplimiento_limite", b.cumplimiento_limite, 0.3, 1.0),
+        ("semaforos_por_km", b.semaforos_por_km, 0.0, 20.0),
+        ("reportes_apagado_min", b.reportes_apagado_min, 0.0, 120.0),
+        ("margen_vuelta", b.margen_vuelta, 1.0, 5.0),
+    ];
+    for (key, value, min, max) in values {
+        check
+            .key(key)
+            .value(&format!("[comportamiento] {key}"), value, min, max)?;
+    }
     Ok(())
 }
 
-fn noise(check: &Checker, mut n: NoiseFile) -> Result<NoiseFile, ScenarioError> {
-    let w = "[ruido]";
-    check.value(&format!("{w} sigma_m"), n.sigma_m, 0.0, 500.0)?;
-    check.value(&format!("{w} deriva_sigma_m"), n.deriva_sigma_m, 0.0, 500.0)?;
-    check.value(&format!("{w} deriva_tau_s"), n.deriva_tau_s, 1.0, 86_400.0)?;
-    check.value(
-        &format!("{w} saltos_probabilidad"),
-        n.saltos_probabilidad,
-        0.0,
-        1.0,
-    )?;
-    check.value(&format!("{w} saltos_m"), n.saltos_m, 0.0, 10_000.0)?;
-    check.value(
-        &format!("{w} velocidad_sigma_kmh"),
-        n.velocidad_sigma_kmh,
-        0.0,
-        50.0,
-    )?;
-    check.value(
-        &format!("{w} umbral_estatico_kmh"),
-        n.umbral_estatico_kmh,
-        0.0,
-        30.0,
-    )?;
-    check.value(
-        &format!("{w} rumbo_sigma_grados"),
-        n.rumbo_sigma_grados,
-        0.0,
-        180.0,
-    )?;
-    check.value(
-        &format!("{w} duplicados_probabilidad"),
-        n.duplicados_probabilidad,
-        0.0,
-        1.0,
-    )?;
-    check.value(
-        &format!("{w} retrasados_probabilidad"),
-        n.retrasados_probabilidad,
-        0.0,
-        1.0,
-    )?;
-    check.range(&format!("{w} retraso_s"), n.retraso_s, 0.0, 86_400.0)?;
+fn noise(check: Checker, mut n: NoiseFile) -> Result<NoiseFile, ScenarioError> {
     let jitter = n.jitter_estacionado_m.unwrap_or(n.sigma_m);
-    check.value(&format!("{w} jitter_estacionado_m"), jitter, 0.0, 500.0)?;
+    let values = [
+        ("sigma_m", n.sigma_m, 0.0, 500.0),
+        ("deriva_sigma_m", n.deriva_sigma_m, 0.0, 500.0),
+        ("deriva_tau_s", n.deriva_tau_s, 1.0, 86_400.0),
+        ("saltos_probabilidad", n.saltos_probabilidad, 0.0, 1.0),
+        ("saltos_m", n.saltos_m, 0.0, 10_000.0),
+        ("velocidad_sigma_kmh", n.velocidad_sigma_kmh, 0.0, 50.0),
+        ("umbral_estatico_kmh", n.umbral_estatico_kmh, 0.0, 30.0),
+        ("rumbo_sigma_grados", n.rumbo_sigma_grados, 0.0, 180.0),
+        (
+            "duplicados_probabilidad",
+            n.duplicados_probabilidad,
+            0.0,
+            1.0,
+        ),
+        (
+            "retrasados_probabilidad",
+            n.retrasados_probabilidad,
+            0.0,
+            1.0,
+        ),
+        ("jitter_estacionado_m", jitter, 0.0, 500.0),
+    ];
+    for (key, value, min, max) in values {
+        check
+            .key(key)
+            .value(&format!("[ruido] {key}"), value, min, max)?;
+    }
+    check
+        .key("retraso_s")
+        .range("[ruido] retraso_s", n.retraso_s, 0.0, 86_400.0)?;
     n.jitter_estacionado_m = Some(jitter);
     Ok(n)
 }
 
-fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, ScenarioError> {
+fn geofences(
+    check: Checker,
+    files: &[toml::Spanned<GeofenceFile>],
+) -> Result<Vec<Geofence>, ScenarioError> {
     let mut seen = HashSet::new();
     let mut fences = Vec::new();
-    for f in files {
+    for spanned in files {
+        let check = check.at(Some(spanned.span().start));
+        let f = spanned.get_ref();
         let what = format!("geocerca '{}'", f.nombre);
         if f.nombre.trim().is_empty() {
             return check.fail("[[geocercas]] nombre no puede estar vacío");
         }
         if !seen.insert(f.nombre.trim().to_lowercase()) {
-            return check.fail(format!("{what} está repetida"));
+            return check.key("nombre").fail(format!("{what} está repetida"));
         }
         let shapes = [
             f.cuadrado.is_some(),
@@ -519,6 +381,7 @@ fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, S
             ));
         }
         let shape = if let Some(square) = &f.cuadrado {
+            let check = check.key("cuadrado");
             check.value(
                 &format!("{what} medio_lado_m"),
                 square.medio_lado_m,
@@ -530,12 +393,14 @@ fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, S
                 half_side_m: square.medio_lado_m,
             }
         } else if let Some(circle) = &f.circulo {
+            let check = check.key("circulo");
             check.value(&format!("{what} radio_m"), circle.radio_m, 1.0, 100_000.0)?;
             Shape::Circle {
                 centre: check.latlon(&format!("{what} centro"), circle.centro)?,
                 radius_m: circle.radio_m,
             }
         } else {
+            let check = check.key("poligono");
             let pairs = f.poligono.as_deref().unwrap_or_default();
             let vertices = pairs
                 .iter()
@@ -553,7 +418,9 @@ fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, S
             Shape::Polygon { vertices }
         };
         if let Some(limit) = f.limite_kmh {
-            check.value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
+            check
+                .key("limite_kmh")
+                .value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
         }
         fences.push(Geofence::new(
             f.nombre.trim().to_owned(),
@@ -565,74 +432,90 @@ fn geofences(check: &Checker, files: &[GeofenceFile]) -> Result<Vec<Geofence>, S
     Ok(fences)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn units(
-    check: &Checker,
-    files: &[UnitFile],
-    routes: &[Route],
-    route_index: &HashMap<&str, usize>,
-    types: &BTreeMap<String, VehicleTypeFile>,
+/// What every unit is resolved against.
+struct UnitSetting<'a> {
+    routes: &'a [Route],
+    route_index: &'a HashMap<&'a str, usize>,
+    types: &'a BTreeMap<String, VehicleTypeFile>,
     fleet_limit_kmh: f64,
     default_workdays: [bool; 7],
     shift_rules: [ShiftRule; 7],
-) -> Result<Vec<Unit>, ScenarioError> {
-    if files.is_empty() {
-        return check.fail("el escenario no tiene [[unidades]]");
+    zone: Tz,
+    behaviour: &'a BehaviourFile,
+}
+
+/// One `[[unidades]]` entry (or a unit of a group), checked against those before it; its days
+/// come later, once every unit is known.
+fn unit(
+    check: Checker,
+    u: &UnitFile,
+    setting: &UnitSetting,
+    before: &[Unit],
+) -> Result<Unit, ScenarioError> {
+    let what = format!("unidad '{}'", u.placa);
+    let key = plate_key(&u.placa);
+    if key.is_empty() {
+        return check
+            .key("placa")
+            .fail("[[unidades]] placa no puede estar vacía");
     }
-    let mut seen = HashSet::new();
-    let mut units = Vec::new();
-    for u in files {
-        let what = format!("unidad '{}'", u.placa);
-        let key = plate_key(&u.placa);
-        if key.is_empty() {
-            return check.fail("[[unidades]] placa no puede estar vacía");
-        }
-        if !seen.insert(key) {
-            return check.fail(format!("{what}: placa repetida"));
-        }
-        let kind = unit_type(check, &what, &u.tipo, types)?;
-        let unit_routes = unit_routes(check, &what, u, routes, route_index)?;
-        let workdays = match &u.dias_laborables {
-            Some(names) => weekdays(check, &format!("{what} dias_laborables"), names)?,
-            None => default_workdays,
-        };
-        let mut shifts = shift_rules;
-        if let Some(over) = &u.turno {
-            for rule in &mut shifts {
-                *rule = shift_rule(check, &format!("{what} turno"), *rule, Some(over))?;
-            }
-        }
-        if let Some(km) = u.odometro_inicial_km {
-            check.value(
-                &format!("{what} odometro_inicial_km"),
-                km,
-                0.0,
-                10_000_000.0,
-            )?;
-        }
-        units.push(Unit {
-            plate: u.placa.trim().to_owned(),
-            kind: u.tipo.clone(),
-            driver: u.conductor.clone(),
-            routes: unit_routes,
-            active: u.activo,
-            workdays,
-            shifts,
-            dynamics: Dynamics {
-                accel_ms2: kind.aceleracion_ms2,
-                brake_ms2: kind.frenado_ms2,
-                top_speed_kmh: kind.velocidad_max_kmh,
-            },
-            limit_kmh: kind.limite_kmh.unwrap_or(fleet_limit_kmh),
-            odometer_start_km: u.odometro_inicial_km,
-        });
+    if before.iter().any(|b| plate_key(&b.plate) == key) {
+        return check.key("placa").fail(format!("{what}: placa repetida"));
     }
-    Ok(units)
+    let kind = unit_type(check.key("tipo"), &what, &u.tipo, setting.types)?;
+    let unit_routes = unit_routes(check.key("rutas"), &what, u, setting)?;
+    let workdays = match &u.dias_laborables {
+        Some(names) => weekdays(
+            check.key("dias_laborables"),
+            &format!("{what} dias_laborables"),
+            names,
+        )?,
+        None => setting.default_workdays,
+    };
+    let shifts = unit_rules(check, &what, setting.shift_rules, u.turno.as_ref())?;
+    let zone = match &u.zona_horaria {
+        Some(name) => zone_named(
+            check.key("zona_horaria"),
+            &format!("{what} zona_horaria"),
+            name,
+        )?,
+        None => setting.zone,
+    };
+    if let Some(km) = u.odometro_inicial_km {
+        check.key("odometro_inicial_km").value(
+            &format!("{what} odometro_inicial_km"),
+            km,
+            0.0,
+            10_000_000.0,
+        )?;
+    }
+    let unit = Unit {
+        plate: u.placa.trim().to_owned(),
+        kind: u.tipo.clone(),
+        driver: u.conductor.clone(),
+        routes: unit_routes,
+        active: u.activo,
+        zone,
+        workdays,
+        shifts,
+        dynamics: Dynamics {
+            accel_ms2: kind.aceleracion_ms2,
+            brake_ms2: kind.frenado_ms2,
+            top_speed_kmh: kind.velocidad_max_kmh,
+        },
+        limit_kmh: kind.limite_kmh.unwrap_or(setting.fleet_limit_kmh),
+        odometer_start_km: u.odometro_inicial_km,
+        days: Vec::new(),
+    };
+    if unit.active {
+        first_loop_fits(check, &unit, setting.routes, setting.behaviour)?;
+    }
+    Ok(unit)
 }
 
 /// The unit's vehicle type: the scenario's `[tipos.*]`, else a built-in one.
 fn unit_type(
-    check: &Checker,
+    check: Checker,
     what: &str,
     name: &str,
     types: &BTreeMap<String, VehicleTypeFile>,
@@ -652,12 +535,12 @@ fn unit_type(
 
 /// The unit's routes by index: all known, at least one if active, all from one depot.
 fn unit_routes(
-    check: &Checker,
+    check: Checker,
     what: &str,
     u: &UnitFile,
-    routes: &[Route],
-    route_index: &HashMap<&str, usize>,
+    setting: &UnitSetting,
 ) -> Result<Vec<usize>, ScenarioError> {
+    let (routes, route_index) = (setting.routes, setting.route_index);
     let mut unit_routes = Vec::new();
     for name in &u.rutas {
         match route_index.get(name.as_str()) {

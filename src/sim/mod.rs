@@ -17,7 +17,7 @@ mod plan;
 mod rng;
 pub mod truth;
 
-pub use agent::MIN_TRUTH_STOP_S;
+pub use agent::{MIN_TRUTH_STOP_S, Unhonoured};
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
 pub use plan::Planned;
@@ -55,8 +55,9 @@ impl Simulation {
         }
     }
 
-    /// Simulates one unit over the whole period.
-    pub fn run_unit(&self, unit: usize, sink: &mut impl Sink) {
-        agent::Agent::new(&self.world, &self.courses, unit, &self.plan[unit], sink).run();
+    /// Simulates one unit over the whole period; returns the injections its days gave no
+    /// chance to happen (the caller refuses the scenario for them).
+    pub fn run_unit(&self, unit: usize, sink: &mut impl Sink) -> Vec<Unhonoured> {
+        agent::Agent::new(&self.world, &self.courses, unit, &self.plan[unit], sink).run()
     }
 }

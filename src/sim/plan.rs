@@ -1,22 +1,34 @@
 //! The injection plan: explicit injections plus those drawn at random, per unit.
 //!
 //! Owns choosing which unit-days get random injections and with what parameters, from the
-//! fleet-wide plan stream. Candidates are the days before `ahora` (that day is cut short and
-//! might end before the event happens); a kind never lands twice on one unit-day, and a random
-//! signal loss avoids days with a speeding episode so the two never blur each other.
+//! fleet-wide plan stream. Candidates are each unit's days before its day of `ahora` (that day
+//! is cut short and might end before the event happens); a kind never lands twice on one
+//! unit-day, a random signal loss avoids days with a speeding episode so the two never blur
+//! each other, and a random long stop only lands where its longest length fits in the shift.
 
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::rng::{Purpose, stream};
-use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, World};
+use crate::scenario::{
+    InjectionKind, LongStopAt, LossAt, Trigger, World, longest_loop_s, past_workdays, running_shift,
+};
 
-/// The planned parameters of an injection, for the truth log.
-pub fn parameters(kind: &InjectionKind) -> serde_json::Value {
+/// A timed injection's instant as the truth log shows it: local time with its offset, and UTC.
+fn when(zone: Tz, at_utc: i64) -> serde_json::Value {
+    json!({
+        "hora": crate::calendar::local(zone, at_utc).format("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        "hora_utc": at_utc,
+    })
+}
+
+/// The planned parameters of an injection, for the truth log; times in the unit's `zone`.
+pub fn parameters(kind: &InjectionKind, zone: Tz) -> serde_json::Value {
     let trigger = |t: &Trigger| match t {
-        Trigger::Time(s) => json!({"hora_s": s}),
+        Trigger::At(t) => when(zone, *t),
         Trigger::Fraction(f) => json!({"fraccion_ruta": f}),
     };
     match kind {
@@ -30,9 +42,10 @@ pub fn parameters(kind: &InjectionKind) -> serde_json::Value {
         InjectionKind::LongStop { at, minutes } => match at {
             LongStopAt::Stop(name) => json!({"minutos": minutes, "parada": name}),
             LongStopAt::Fraction(f) => json!({"minutos": minutes, "fraccion_ruta": f}),
+            LongStopAt::At(t) => json!({"minutos": minutes, "inicio": when(zone, *t)}),
         },
         InjectionKind::SignalLoss { at, minutes } => match at {
-            LossAt::Clock(s) => json!({"minutos": minutes, "hora_s": s}),
+            LossAt::At(t) => json!({"minutos": minutes, "inicio": when(zone, *t)}),
             LossAt::ShiftFraction(f) => json!({"minutos": minutes, "fraccion_turno": f}),
         },
         InjectionKind::StoppedNow { minutes } => json!({"minutos": minutes}),
@@ -44,6 +57,8 @@ pub struct Planned {
     pub date: NaiveDate,
     pub kind: InjectionKind,
     pub random: bool,
+    /// How messages name it: the scenario's label, or the random draw's.
+    pub label: String,
 }
 
 /// Every unit's injections, indexed like `world.units`: the scenario's, then those drawn at
@@ -56,12 +71,13 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
             date: injection.date,
             kind: injection.kind.clone(),
             random: false,
+            label: injection.label.clone(),
         });
     }
     let mut draw = Draw {
         world,
         rng: stream(world.seed, "plan", Purpose::Plan),
-        candidates: past_workdays(world),
+        candidates: past_unit_days(world),
         plan,
     };
     draw.speeding();
@@ -75,20 +91,14 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
     plan
 }
 
-/// The unit-days random injections may land on: working days before `ahora`.
-fn past_workdays(world: &World) -> Vec<(usize, NaiveDate)> {
-    let today = world.ahora_local.date();
+/// The unit-days random injections may land on: each unit's working days before its day of
+/// `ahora`.
+fn past_unit_days(world: &World) -> Vec<(usize, NaiveDate)> {
     world
         .units
         .iter()
         .enumerate()
-        .flat_map(|(u, unit)| {
-            world
-                .days
-                .iter()
-                .filter(move |d| **d < today && world.works(unit, **d))
-                .map(move |d| (u, *d))
-        })
+        .flat_map(|(u, unit)| past_workdays(unit).map(move |d| (u, d)))
         .collect()
 }
 
@@ -116,10 +126,12 @@ impl Draw<'_> {
     }
 
     fn push(&mut self, u: usize, date: NaiveDate, kind: InjectionKind) {
+        let label = format!("'{}' aleatoria", kind.name());
         self.plan[u].push(Planned {
             date,
             kind,
             random: true,
+            label,
         });
     }
 
@@ -143,7 +155,12 @@ impl Draw<'_> {
     fn long_stops(&mut self) {
         let world = self.world;
         let r = &world.random;
-        let pool = self.pool(|k| matches!(k, InjectionKind::LongStop { .. }));
+        let longest_min = r.parada_minutos.iter().copied().fold(0.0, f64::max);
+        let pool: Vec<(usize, NaiveDate)> = self
+            .pool(|k| matches!(k, InjectionKind::LongStop { .. }))
+            .into_iter()
+            .filter(|(u, d)| long_stop_fits(world, *u, *d, longest_min))
+            .collect();
         for (u, date) in choose(&mut self.rng, &pool, r.parada_prolongada as usize) {
             let route = &world.routes[world.units[u].routes[0]];
             let deliveries = &route.stops[1..route.stops.len() - 1];
@@ -174,29 +191,43 @@ impl Draw<'_> {
         }
     }
 
-    /// Units on shift at `ahora` whose latest possible start leaves room for the longest stop.
+    /// Units on shift at `ahora` whose shift had surely started before the longest stop.
     fn stopped_now(&mut self) {
         let world = self.world;
         let r = &world.random;
-        let today = world.ahora_local.date();
-        let now_s = chrono::Timelike::num_seconds_from_midnight(&world.ahora_local.time()) as f64;
         let stopped = |k: &InjectionKind| matches!(k, InjectionKind::StoppedNow { .. });
         let pool: Vec<(usize, NaiveDate)> = world
             .units
             .iter()
             .enumerate()
-            .filter(|(u, unit)| world.works(unit, today) && !self.has(*u, today, stopped))
-            .filter(|(_, unit)| {
-                let rule = unit.shift_for(today);
-                now_s - r.detenida_minutos[1] * 60.0 >= f64::from(rule.start_min[1] * 60) + 900.0
+            .filter(|(_, unit)| unit.active)
+            .filter_map(|(u, unit)| {
+                let date = running_shift(unit, world.ahora_utc, r.detenida_minutos[1])?;
+                (!self.plan[u].iter().any(|p| stopped(&p.kind))).then_some((u, date))
             })
-            .map(|(u, _)| (u, today))
             .collect();
         for (u, date) in choose(&mut self.rng, &pool, r.detenida_ahora as usize) {
             let minutes = uniform(&mut self.rng, r.detenida_minutos).round();
             self.push(u, date, InjectionKind::StoppedNow { minutes });
         }
     }
+}
+
+/// Whether a long stop of `minutes` on the first loop leaves that loop inside the shortest
+/// shift `unit` can draw on `date` (the scenario's check for explicit ones).
+fn long_stop_fits(world: &World, u: usize, date: NaiveDate, minutes: f64) -> bool {
+    let unit = &world.units[u];
+    let b = &world.behaviour;
+    let Some(plan) = unit.day(date).and_then(|d| d.shift) else {
+        return false;
+    };
+    let loop_s = unit
+        .routes
+        .iter()
+        .map(|r| longest_loop_s(&world.routes[*r], b))
+        .fold(0.0, f64::max);
+    loop_s + minutes * 60.0 + (b.espera_inicial_min[1] + b.espera_final_min[1]) * 60.0
+        <= plan.length_h[0] * 3600.0
 }
 
 fn uniform(rng: &mut ChaCha8Rng, [lo, hi]: [f64; 2]) -> f64 {

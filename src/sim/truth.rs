@@ -20,6 +20,9 @@ pub struct TruthHeader {
     pub escenario_sha256: String,
     pub semilla: u64,
     pub zona_horaria: String,
+    /// Units whose zone is not `zona_horaria`, by plate (absent when there are none).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub zonas_por_unidad: std::collections::BTreeMap<String, String>,
     /// `AAAA-MM-DDTHH:MM:SS`, local.
     pub ahora_local: String,
     pub ahora_utc: i64,
@@ -38,6 +41,15 @@ pub enum HeaderTag {
 }
 
 impl TruthHeader {
+    /// The zone of `plate`'s calendar: its own, else the scenario's.
+    pub fn zone_of(&self, plate: &str) -> chrono_tz::Tz {
+        self.zonas_por_unidad
+            .get(plate)
+            .unwrap_or(&self.zona_horaria)
+            .parse()
+            .unwrap_or(chrono_tz::UTC)
+    }
+
     /// The header of a run of `world` by this version of flota.
     pub fn for_world(world: &World, flota_version: &str) -> TruthHeader {
         TruthHeader {
@@ -46,6 +58,12 @@ impl TruthHeader {
             escenario_sha256: world.hash.clone(),
             semilla: world.seed,
             zona_horaria: world.zone.name().to_owned(),
+            zonas_por_unidad: world
+                .units
+                .iter()
+                .filter(|u| u.zone != world.zone)
+                .map(|u| (u.plate.clone(), u.zone.name().to_owned()))
+                .collect(),
             ahora_local: world.ahora_local.format("%Y-%m-%dT%H:%M:%S").to_string(),
             ahora_utc: world.ahora_utc,
             desde: world.days.first().map(ToString::to_string),
@@ -80,12 +98,15 @@ pub enum StopReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "tipo", rename_all = "snake_case")]
 pub enum TruthEvent {
-    /// A working day: ignition on to ignition off (`fin_utc` null if still on at `ahora`).
+    /// A shift: ignition on to ignition off (`fin_utc` null if still on at `ahora`). `fecha`
+    /// is the local date it started on (a night shift belongs to that day); `fin_previsto_utc`
+    /// is its drawn start plus its drawn length, the end its loops were planned against.
     Jornada {
         placa: String,
         fecha: String,
         inicio_utc: i64,
         fin_utc: Option<i64>,
+        fin_previsto_utc: i64,
     },
     /// A maximal interval at speed zero. Overnight parking is one stop from the evening
     /// arrival to the next departure; `fin_utc` is null when still stopped at `ahora`.
@@ -115,11 +136,12 @@ pub enum TruthEvent {
         limite_kmh: f64,
         inyectado: bool,
     },
-    /// The tracker sent nothing with a fix time inside `[inicio_utc, fin_utc)`.
+    /// The tracker sent nothing with a fix time inside `[inicio_utc, fin_utc)`; `fin_utc` is
+    /// null when still silent at `ahora`.
     PerdidaSenal {
         placa: String,
         inicio_utc: i64,
-        fin_utc: i64,
+        fin_utc: Option<i64>,
     },
     /// A stay inside a geofence of the noise-free path; `entrada_utc` null when inside since
     /// before the data starts, `salida_utc` null when still inside at `ahora`.
@@ -129,7 +151,8 @@ pub enum TruthEvent {
         entrada_utc: Option<i64>,
         salida_utc: Option<i64>,
     },
-    /// True kilometres driven on one local date.
+    /// True kilometres driven on one local date of the unit's zone: one line per unit and day
+    /// of its period, worked or not.
     KmDia {
         placa: String,
         fecha: String,

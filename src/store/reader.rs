@@ -29,7 +29,8 @@ pub enum StoreError {
     #[error("{path} no es una base de datos de flota (le falta la tabla meta)")]
     NotFlota { path: String },
     #[error(
-        "{path} tiene el esquema {found}, pero esta versión de flota lee el {expected}; regenérela con flota simular"
+        "{path} tiene el esquema {found}, pero esta versión de flota lee el {expected}{}; regenérela con flota simular",
+        schema_change(*found)
     )]
     Version {
         path: String,
@@ -52,6 +53,15 @@ pub enum StoreError {
     DiskFull { path: String },
     #[error("{path}: error de SQLite: {message}")]
     Sqlite { path: String, message: String },
+}
+
+/// What changed since an older schema, for the message that refuses it.
+fn schema_change(found: i64) -> &'static str {
+    if found == 1 {
+        " (desde el esquema 2 cada unidad guarda su zona horaria)"
+    } else {
+        ""
+    }
 }
 
 /// A SQLite failure in Spanish: the cases a user can act on are named (a writer's lock, a
@@ -90,6 +100,8 @@ pub struct Vehicle {
     pub active: bool,
     pub limit_kmh: f64,
     pub routes: Vec<String>,
+    /// The zone of the unit's calendar: its days, shifts and local times.
+    pub zone: chrono_tz::Tz,
 }
 
 #[derive(Debug, Clone)]
@@ -265,11 +277,12 @@ impl Store {
     pub fn vehicles(&self) -> Result<Vec<Vehicle>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, placa, tipo, conductor, activo, limite_kmh, rutas FROM vehiculos ORDER BY id")
+            .prepare("SELECT id, placa, tipo, conductor, activo, limite_kmh, rutas, zona_horaria FROM vehiculos ORDER BY id")
             .map_err(|e| self.sqlite(e))?;
         let rows = stmt
             .query_map([], |r| {
                 let routes: String = r.get(6)?;
+                let zone: String = r.get(7)?;
                 Ok(Vehicle {
                     id: r.get(0)?,
                     plate: r.get(1)?,
@@ -278,6 +291,7 @@ impl Store {
                     active: r.get::<_, i64>(4)? != 0,
                     limit_kmh: r.get(5)?,
                     routes: serde_json::from_str(&routes).unwrap_or_default(),
+                    zone: zone.parse().unwrap_or(chrono_tz::UTC),
                 })
             })
             .map_err(|e| self.sqlite(e))?;

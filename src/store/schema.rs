@@ -13,12 +13,13 @@
 //! wrote to the positions or the detections after the analysis: the analysis drops the
 //! triggers while it writes and empties the log when it is done (src/store/coverage.rs).
 
-/// Bumped whenever a table or column changes; readers refuse other versions.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Bumped whenever a table or column changes; readers refuse other versions. 2: each vehicle's
+/// zone (`vehiculos.zona_horaria`).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Bumped whenever the detection engine's output for the same positions changes; the server
 /// tells the user to run `flota analizar` when a database was analysed by another version.
-pub const ANALYSIS_VERSION: i64 = 2;
+pub const ANALYSIS_VERSION: i64 = 3;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
@@ -33,7 +34,8 @@ CREATE TABLE vehiculos (
     conductor TEXT NOT NULL,
     activo INTEGER NOT NULL,
     limite_kmh REAL NOT NULL,
-    rutas TEXT NOT NULL
+    rutas TEXT NOT NULL,
+    zona_horaria TEXT NOT NULL
 );
 
 CREATE TABLE geocercas (

@@ -94,7 +94,7 @@ impl Writer {
                     .map(|r| world.routes[*r].name.as_str())
                     .collect();
                 tx.execute(
-                    "INSERT INTO vehiculos (id, placa, tipo, conductor, activo, limite_kmh, rutas) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "INSERT INTO vehiculos (id, placa, tipo, conductor, activo, limite_kmh, rutas, zona_horaria) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     params![
                         index as i64 + 1,
                         unit.plate,
@@ -102,7 +102,8 @@ impl Writer {
                         unit.driver,
                         unit.active,
                         unit.limit_kmh,
-                        serde_json::to_string(&routes).unwrap_or_default()
+                        serde_json::to_string(&routes).unwrap_or_default(),
+                        unit.zone.name()
                     ],
                 )?;
             }

@@ -5,17 +5,20 @@
 //! `geocerca_entrada`, `geocerca_salida`. Severity is ordered within each type by what matters
 //! for it (km/h over the limit, minutes stopped, minutes silent), not by one score summing
 //! km/h and minutes, which would let a long stop outrank a dangerous speed. Geofence
-//! crossings are counted always but detailed only when asked for, as they are routine.
+//! crossings are counted always but detailed only when asked for, as they are routine. The
+//! dates are read in the fleet's zone; each unit's events are those of its own local days (a
+//! fleet in two zones is queried once per zone), shown on its own clock.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, DateRange, MAX_ROWS, iso, minutes, place, round1};
+use super::common::{AVISO, DateRange, MAX_ROWS, ZONES, iso, minutes, place, round1};
 use crate::engine::{EventKind, LONG_STOP};
-use crate::fleet::{Fleet, Snapshot, is_long_stop};
+use crate::fleet::{Fleet, Snapshot, day_bounds, is_long_stop};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::{EventRow, Store, StoreError};
 
@@ -154,6 +157,9 @@ pub struct Output {
     pub detalle: Vec<Detail>,
     pub nota: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = ZONES)]
+    pub nota_zonas: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(description = AVISO)]
     pub aviso: Option<String>,
 }
@@ -181,26 +187,46 @@ impl TypedTool for Alertas {
         let snapshot = self.fleet.snapshot()?;
         let (start, end) = params.dias.resolve(&snapshot)?;
         let aviso = snapshot.detections(None)?;
-        let (from, _) = snapshot.day_bounds(start);
-        let (_, to) = snapshot.day_bounds(end);
-        let range = Range {
-            from,
-            to: to.min(snapshot.now_utc + 1),
-            now: snapshot.now_utc,
-            long_s: (snapshot.meta.config.parada_prolongada_min * 60.0) as i64,
-        };
-        let found = self
-            .fleet
-            .query(|store| collect(store, &range, params.tipo))?;
+        let now = snapshot.now_utc;
+        let long_s = (snapshot.meta.config.parada_prolongada_min * 60.0) as i64;
+        // One range per zone: each unit's own local days.
+        let ranges: Vec<(Range, Vec<i64>)> = snapshot
+            .zones()
+            .into_iter()
+            .map(|zone| {
+                let (from, _) = day_bounds(zone, start);
+                let (_, to) = day_bounds(zone, end);
+                let ids = snapshot
+                    .vehicles
+                    .iter()
+                    .filter(|v| v.zone == zone)
+                    .map(|v| v.id)
+                    .collect();
+                let range = Range {
+                    from,
+                    to: to.min(now + 1),
+                    now,
+                    long_s,
+                };
+                (range, ids)
+            })
+            .collect();
+        let found = self.fleet.query(|store| {
+            let mut found = Found::default();
+            for (range, ids) in &ranges {
+                found.add(collect(store, range, params.tipo)?, ids);
+            }
+            Ok(found)
+        })?;
         let plates: Plates = snapshot
             .vehicles
             .iter()
-            .map(|v| (v.id, v.plate.as_str()))
+            .map(|v| (v.id, (v.plate.as_str(), v.zone)))
             .collect();
         let tally = Tally::of(&found);
         let crossings_asked = params.tipo.is_some_and(Kind::routine);
         let (por_unidad, total_unidades) = units(&plates, tally.by_unit, crossings_asked);
-        let detalle = detail(&snapshot, &plates, found, &tally.por_tipo, range.now);
+        let detalle = detail(&snapshot, &plates, found, &tally.por_tipo, now);
         let por_tipo = tally.por_tipo;
         let total_eventos = Kind::ALL.iter().map(|k| por_tipo.get(*k)).sum();
         let nota = (params.tipo.is_none() && por_tipo.routine() > 0).then(|| {
@@ -217,6 +243,7 @@ impl TypedTool for Alertas {
             por_unidad,
             detalle,
             nota,
+            nota_zonas: snapshot.zones_note(),
             aviso,
         }))
     }
@@ -233,9 +260,36 @@ struct Range {
 
 /// What the store holds for the range: alerts proper as rows; geofence crossings, routine and
 /// numerous, as counts per vehicle plus the first few rows when they are what was asked for.
+#[derive(Default)]
 struct Found {
     alerts: Vec<(Kind, EventRow)>,
     crossings: Vec<Crossings>,
+}
+
+impl Found {
+    /// Adds what one zone's range found, kept to that zone's vehicles `ids`.
+    fn add(&mut self, zone: Found, ids: &[i64]) {
+        let mine = |vehicle: i64| ids.contains(&vehicle);
+        self.alerts
+            .extend(zone.alerts.into_iter().filter(|(_, e)| mine(e.vehicle_id)));
+        for crossings in zone.crossings {
+            let per_vehicle = crossings.per_vehicle.into_iter().filter(|(v, _)| mine(*v));
+            let first = crossings.first.into_iter().filter(|e| mine(e.vehicle_id));
+            match self.crossings.iter_mut().find(|c| c.kind == crossings.kind) {
+                Some(kept) => {
+                    kept.per_vehicle.extend(per_vehicle);
+                    kept.first.extend(first);
+                    kept.first.sort_by_key(|e| e.start_utc);
+                    kept.first.truncate(DETAIL_PER_TYPE);
+                }
+                None => self.crossings.push(Crossings {
+                    kind: crossings.kind,
+                    per_vehicle: per_vehicle.collect(),
+                    first: first.collect(),
+                }),
+            }
+        }
+    }
 }
 
 struct Crossings {
@@ -345,11 +399,16 @@ fn units(
     (por_unidad, total)
 }
 
-/// Plates by vehicle id.
-type Plates<'a> = BTreeMap<i64, &'a str>;
+/// Plates and zones by vehicle id.
+type Plates<'a> = BTreeMap<i64, (&'a str, Tz)>;
 
 fn plate(plates: &Plates, vehicle_id: i64) -> String {
-    plates.get(&vehicle_id).copied().unwrap_or("?").to_owned()
+    plates.get(&vehicle_id).map_or("?", |p| p.0).to_owned()
+}
+
+/// The zone of a vehicle's clock (the fleet's for an unknown id).
+fn zone(snapshot: &Snapshot, plates: &Plates, vehicle_id: i64) -> Tz {
+    plates.get(&vehicle_id).map_or(snapshot.zone(), |p| p.1)
 }
 
 /// The most serious events of each type found, and the first crossings when asked for.
@@ -413,13 +472,14 @@ fn event_out(snapshot: &Snapshot, plates: &Plates, kind: Kind, e: &EventRow, now
     } else {
         e.start_utc
     };
+    let zone = zone(snapshot, plates, e.vehicle_id);
     EventOut {
         placa: plate(plates, e.vehicle_id),
-        inicio: iso(snapshot, shown_utc),
+        inicio: iso(zone, shown_utc),
         fin: if kind.routine() {
             None
         } else {
-            e.end_utc.map(|t| iso(snapshot, t))
+            e.end_utc.map(|t| iso(zone, t))
         },
         ubicacion: if kind.routine() {
             fence.clone().unwrap_or_default()

@@ -1,9 +1,11 @@
 //! What every fleet tool does the same way: the arguments they share (one unit's day, a range
-//! of days) and how the model is told about them, rounding, times in the fleet's zone, places.
+//! of days) and how the model is told about them, rounding, local times (in the unit's zone
+//! for answers about a unit), places.
 //!
 //! Owns small helpers only; each tool's own logic stays in its file.
 
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -57,6 +59,9 @@ impl DateRange {
     }
 }
 
+/// How the fleet-wide tools describe their `nota_zonas` to the model.
+pub const ZONES: &str = "Solo si la flota tiene unidades en varias zonas horarias: en qué zona se leen las fechas y qué unidades están en otra";
+
 /// Lists given to the model stop here; the real total always travels beside them.
 pub const MAX_ROWS: usize = 200;
 
@@ -73,14 +78,14 @@ pub fn minutes(seconds: i64) -> f64 {
     round1(seconds as f64 / 60.0)
 }
 
-/// `HH:MM:SS` local.
-pub fn clock(snapshot: &Snapshot, ts_utc: i64) -> String {
-    dates::clock(snapshot.zone(), ts_utc)
+/// `HH:MM:SS` on `zone`'s clock (a unit's, for answers about it).
+pub fn clock(zone: Tz, ts_utc: i64) -> String {
+    dates::clock(zone, ts_utc)
 }
 
-/// Full local timestamp with offset.
-pub fn iso(snapshot: &Snapshot, ts_utc: i64) -> String {
-    dates::iso(snapshot.zone(), ts_utc)
+/// Full local timestamp with offset, on `zone`'s clock.
+pub fn iso(zone: Tz, ts_utc: i64) -> String {
+    dates::iso(zone, ts_utc)
 }
 
 /// The offline place phrase for a point.

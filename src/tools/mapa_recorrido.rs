@@ -130,7 +130,7 @@ impl TypedTool for MapaRecorrido {
             conductor: track.vehicle.driver.clone(),
             fecha: track.date.to_string(),
             dia_semana: dates::weekday_es(track.date).into(),
-            zona_horaria: snapshot.zone_name(),
+            zona_horaria: track.zone.name().to_owned(),
             kilometros: round1(track.day.km),
             reportes_del_dia: track.fixes.len(),
             reportes_dibujados: rendered.drawn_points,

@@ -134,9 +134,9 @@ impl TypedTool for PosicionActual {
             tipo: vehicle.kind.clone(),
             conductor: vehicle.driver.clone(),
             estado: estado.into(),
-            ultimo_reporte: iso(&snapshot, fix.ts_utc),
+            ultimo_reporte: iso(vehicle.zone, fix.ts_utc),
             minutos_desde_ultimo_reporte: minutes(now - fix.ts_utc),
-            detenida_desde: stopped.as_ref().map(|s| iso(&snapshot, s.start_utc)),
+            detenida_desde: stopped.as_ref().map(|s| iso(vehicle.zone, s.start_utc)),
             minutos_detenida: stopped.as_ref().map(|s| minutes(now - s.start_utc)),
             direccion,
             referencia,
@@ -149,8 +149,8 @@ impl TypedTool for PosicionActual {
                 compass_es(fix.heading_deg)
             ),
             odometro_km: fix.odometer_m.map(|m| round1(m as f64 / 1000.0)),
-            zona_horaria: snapshot.zone_name(),
-            consultado: iso(&snapshot, now),
+            zona_horaria: vehicle.zone.name().to_owned(),
+            consultado: iso(vehicle.zone, now),
             aviso: snapshot.detections_note(&vehicle, "desde cuándo está detenida la unidad"),
         }))
     }

@@ -2,14 +2,15 @@
 //!
 //! Owns the mileage ranking, read from the engine's daily aggregates (odometer kilometres when
 //! the tracker's odometer is consistent, else the Doppler-speed distance), with days operated,
-//! daily average and hours moving.
+//! daily average and hours moving. The dates are read in the fleet's zone and each unit's
+//! kilometres are those of its own local days (its zone's).
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{AVISO, cap, round1};
+use super::common::{AVISO, ZONES, cap, round1};
 use crate::fleet::{Fleet, dates, with_warning};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
@@ -42,6 +43,9 @@ pub struct Output {
     pub total_unidades: usize,
     pub ranking: Vec<Row>,
     pub sin_reportes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = ZONES)]
+    pub nota_zonas: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(description = AVISO)]
     pub aviso: Option<String>,
@@ -124,6 +128,7 @@ impl TypedTool for ReporteKilometraje {
             total_unidades,
             ranking,
             sin_reportes,
+            nota_zonas: snapshot.zones_note(),
             aviso,
         }))
     }

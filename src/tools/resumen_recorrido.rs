@@ -2,17 +2,21 @@
 //! signal losses, speeding, geofence visits.
 //!
 //! Owns the day view. Figures come from the engine's daily aggregates and events (computed from
-//! positions alone); the day is the local date in the fleet's zone, and times are local.
+//! positions alone); the day is the local date in the unit's zone (a night shift's hours after
+//! midnight belong to the next day), and times are local to it.
 //! Stops listed are those within the working window (first departure to last arrival), so
 //! the night's parking does not count as a stop.
 
 use std::sync::Arc;
 
+use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::common::{AVISO, cap, capped, clock, minutes, place, round1};
-use crate::fleet::{Fleet, Snapshot, dates, is_working_stop, no_reports, working_window};
+use crate::fleet::{
+    Fleet, Snapshot, dates, day_bounds, is_working_stop, no_reports, working_window,
+};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::EventRow;
 
@@ -115,9 +119,10 @@ impl TypedTool for ResumenRecorrido {
     fn call(&self, params: Params, _: &CallContext) -> Result<Reply<Output>, ToolError> {
         let snapshot = self.fleet.snapshot()?;
         let vehicle = snapshot.vehicle(&params.placa)?.clone();
-        let date = snapshot.date("fecha", &params.fecha)?;
+        let date = snapshot.date_for(&vehicle, "fecha", &params.fecha)?;
         let aviso = snapshot.detections(Some(&vehicle))?;
-        let (from, to) = snapshot.day_bounds(date);
+        let zone = vehicle.zone;
+        let (from, to) = day_bounds(zone, date);
         let to = to.min(snapshot.now_utc + 1);
         let (day, events) = self.fleet.query(|store| {
             Ok((
@@ -130,6 +135,7 @@ impl TypedTool for ResumenRecorrido {
         };
         let view = DayView {
             snapshot: &snapshot,
+            zone,
             from,
             to,
         };
@@ -142,10 +148,10 @@ impl TypedTool for ResumenRecorrido {
             conductor: vehicle.driver.clone(),
             fecha: date.to_string(),
             dia_semana: dates::weekday_es(date).into(),
-            zona_horaria: snapshot.zone_name(),
+            zona_horaria: zone.name().to_owned(),
             kilometros: round1(day.km),
-            hora_salida: day.first_move_utc.map(|t| clock(&snapshot, t)),
-            hora_retorno: day.last_move_utc.map(|t| clock(&snapshot, t)),
+            hora_salida: day.first_move_utc.map(|t| clock(zone, t)),
+            hora_retorno: day.last_move_utc.map(|t| clock(zone, t)),
             duracion_jornada_min: match (day.first_move_utc, day.last_move_utc) {
                 (Some(a), Some(b)) => minutes(b - a),
                 _ => 0.0,
@@ -172,6 +178,8 @@ impl TypedTool for ResumenRecorrido {
 /// The local day `[from, to)` (`to` clipped at the fleet's now) the lists are shown in.
 struct DayView<'a> {
     snapshot: &'a Snapshot,
+    /// The unit's zone: its day and the times shown.
+    zone: Tz,
     from: i64,
     to: i64,
 }
@@ -186,7 +194,7 @@ impl DayView<'_> {
     }
 
     fn clock(&self, ts_utc: i64) -> String {
-        clock(self.snapshot, ts_utc)
+        clock(self.zone, ts_utc)
     }
 
     fn place(&self, e: &EventRow) -> String {

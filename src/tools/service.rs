@@ -28,13 +28,14 @@ pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig) -> mcp::Service {
     }
 }
 
-/// What the model should know before calling anything: the fleet, its zone, the data window,
+/// What the model should know before calling anything: the fleet, its zones, the data window,
 /// today's date, and how to name things.
 pub fn instructions(fleet: &Fleet) -> String {
     let usage = "Las herramientas calculan todo en la máquina del operador a partir de las \
         posiciones; solo devuelven agregados. Las placas aceptan minúsculas y espacios \
         (p123bcd = P-123BCD). Las fechas aceptan AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un \
-        día de la semana (el más reciente). Las horas de las respuestas son locales de la flota.";
+        día de la semana (el más reciente). Las horas de las respuestas son locales, con su \
+        desfase UTC.";
     match fleet.snapshot() {
         Ok(snapshot) => {
             let active = snapshot.vehicles.iter().filter(|v| v.active).count();
@@ -58,10 +59,10 @@ pub fn instructions(fleet: &Fleet) -> String {
                 .collect();
             let now = crate::fleet::dates::local(snapshot.zone(), snapshot.now_utc);
             format!(
-                "Flota de {active} unidades activas ({shown}). Geocercas: {}. Zona horaria: {}. \
+                "Flota de {active} unidades activas ({shown}). Geocercas: {}. {} \
                  Datos desde {} hasta {}. Ahora (hora de la flota) es {} {}, {}. {usage}",
                 fences.join(", "),
-                snapshot.zone_name(),
+                zones_sentence(&snapshot),
                 snapshot
                     .meta
                     .from_date
@@ -76,4 +77,33 @@ pub fn instructions(fleet: &Fleet) -> String {
             "Servidor de telemetría GPS de una flota. Por ahora no hay datos: {err} {usage}"
         ),
     }
+}
+
+/// The fleet's zone, and for a fleet in several, which units are in each and how dates read.
+fn zones_sentence(snapshot: &crate::fleet::Snapshot) -> String {
+    let zones = snapshot.zones();
+    if zones.len() < 2 {
+        return format!("Zona horaria: {}.", snapshot.zone_name());
+    }
+    let others: Vec<String> = zones[1..]
+        .iter()
+        .map(|zone| {
+            let plates: Vec<&str> = snapshot
+                .vehicles
+                .iter()
+                .filter(|v| v.zone == *zone)
+                .map(|v| v.plate.as_str())
+                .take(30)
+                .collect();
+            format!("{} ({})", zone.name(), plates.join(", "))
+        })
+        .collect();
+    format!(
+        "Zonas horarias: la flota está en {}; unidades en otra zona: {}. Lo que se pregunta de una \
+         unidad (su día, 'hoy', 'ayer', sus horas) se lee en la zona de esa unidad; en preguntas \
+         de toda la flota las fechas se leen en {} y cada unidad se cuenta en sus propios días.",
+        snapshot.zone_name(),
+        others.join("; "),
+        snapshot.zone_name()
+    )
 }

@@ -46,6 +46,9 @@ pub struct Stopped {
     pub ubicacion: String,
     pub lat: f64,
     pub lon: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Zona horaria de la unidad, solo si la flota tiene varias")]
+    pub zona_horaria: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -113,6 +116,7 @@ impl TypedTool for UnidadesDetenidas {
             }
             Ok(rows)
         })?;
+        let several_zones = snapshot.zones().len() > 1;
         let mut units: Vec<(u8, Stopped)> = rows
             .into_iter()
             .map(|(vehicle, stop, fix)| {
@@ -130,13 +134,14 @@ impl TypedTool for UnidadesDetenidas {
                         conductor: vehicle.driver,
                         estado: estado.into(),
                         minutos_detenida: minutes(now - stop.start_utc),
-                        detenida_desde: iso(&snapshot, stop.start_utc),
+                        detenida_desde: iso(vehicle.zone, stop.start_utc),
                         desde_antes_de_los_datos: stop.from_data_start,
-                        ultimo_reporte: iso(&snapshot, fix.ts_utc),
+                        ultimo_reporte: iso(vehicle.zone, fix.ts_utc),
                         minutos_desde_ultimo_reporte: minutes(now - fix.ts_utc),
                         ubicacion: place(&snapshot, stop.lat, stop.lon),
                         lat: coord(stop.lat),
                         lon: coord(stop.lon),
+                        zona_horaria: several_zones.then(|| vehicle.zone.name().to_owned()),
                     },
                 )
             })
@@ -154,7 +159,7 @@ impl TypedTool for UnidadesDetenidas {
         let mut list: Vec<Stopped> = units.into_iter().map(|(_, s)| s).collect();
         let total = cap(&mut list);
         Ok(Reply::new(Output {
-            instante_consulta: iso(&snapshot, now),
+            instante_consulta: iso(snapshot.zone(), now),
             zona_horaria: snapshot.zone_name(),
             minutos_minimos: threshold,
             total,

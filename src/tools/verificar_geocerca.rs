@@ -1,7 +1,7 @@
 //! `verificar_geocerca`: did a unit enter a geofence on a day, when, and for how long.
 //!
-//! Owns the per-day visit view: the engine's debounced visits overlapping the local day,
-//! clipped to it. A visit that began before the day (the unit slept inside) or runs past it
+//! Owns the per-day visit view: the engine's debounced visits overlapping the unit's local day
+//! (in its zone), clipped to it. A visit that began before the day (the unit slept inside) or runs past it
 //! says so instead of pretending to start at midnight.
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{AVISO, DAY, PLATE, cap, clock, minutes, round1};
 use crate::engine::EventKind;
-use crate::fleet::{Fleet, dates, no_reports};
+use crate::fleet::{Fleet, dates, day_bounds, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct VerificarGeocerca {
@@ -88,9 +88,9 @@ impl TypedTool for VerificarGeocerca {
         let snapshot = self.fleet.snapshot()?;
         let vehicle = snapshot.vehicle(&params.placa)?.clone();
         let fence = snapshot.fence(&params.nombre_geocerca)?.clone();
-        let date = snapshot.date("fecha", &params.fecha)?;
+        let date = snapshot.date_for(&vehicle, "fecha", &params.fecha)?;
         let aviso = snapshot.detections(Some(&vehicle))?;
-        let (from, day_end) = snapshot.day_bounds(date);
+        let (from, day_end) = day_bounds(vehicle.zone, date);
         let now = snapshot.now_utc;
         let to = day_end.min(now + 1);
         let (visits, fixes) = self.fleet.query(|store| {
@@ -111,8 +111,8 @@ impl TypedTool for VerificarGeocerca {
                 let still = v.end_utc.is_none_or(|e| e >= to);
                 let (a, b) = (v.start_utc.max(from), v.end_utc.unwrap_or(now).min(to));
                 VisitOut {
-                    entrada: (!before).then(|| clock(&snapshot, v.start_utc)),
-                    salida: v.end_utc.filter(|_| !still).map(|e| clock(&snapshot, e)),
+                    entrada: (!before).then(|| clock(vehicle.zone, v.start_utc)),
+                    salida: v.end_utc.filter(|_| !still).map(|e| clock(vehicle.zone, e)),
                     minutos_dentro: minutes(b - a),
                     desde_antes_del_dia: before,
                     sigue_dentro: still,
@@ -128,7 +128,7 @@ impl TypedTool for VerificarGeocerca {
             tipo_geocerca: fence.fence.kind.clone(),
             fecha: date.to_string(),
             dia_semana: dates::weekday_es(date).into(),
-            zona_horaria: snapshot.zone_name(),
+            zona_horaria: vehicle.zone.name().to_owned(),
             estuvo_dentro: count > 0,
             entro,
             numero_visitas: count,

@@ -280,11 +280,11 @@ pub fn mapa_base(snapshot: &Snapshot, teselas: Option<Teselas>) -> MapaBase {
 
 /// Local time of `ts_utc`: `HH:MM:SS` within the day shown, the full date and time outside it
 /// (a stop that began the night before).
-fn clock(track: &DayTrack, snapshot: &Snapshot, ts_utc: i64) -> String {
-    if (track.from_utc..snapshot.day_bounds(track.date).1).contains(&ts_utc) {
-        dates::clock(snapshot.zone(), ts_utc)
+fn clock(track: &DayTrack, ts_utc: i64) -> String {
+    if (track.from_utc..crate::fleet::day_bounds(track.zone, track.date).1).contains(&ts_utc) {
+        dates::clock(track.zone, ts_utc)
     } else {
-        dates::iso(snapshot.zone(), ts_utc)
+        dates::iso(track.zone, ts_utc)
     }
 }
 
@@ -322,14 +322,14 @@ pub fn vista_recorrido(
         .filter(|(_, p)| p.after_gap)
         .map(|(i, _)| i)
         .collect();
-    let offset = dates::local(snapshot.zone(), track.from_utc)
+    let offset = dates::local(track.zone, track.from_utc)
         .naive_local()
         .and_utc()
         .timestamp()
         - track.from_utc;
     VistaRecorrido {
         version: VERSION,
-        zona_horaria: snapshot.zone_name(),
+        zona_horaria: track.zone.name().to_owned(),
         desfase_utc_s: offset,
         limite_kmh: limit,
         bandas: bands(limit),
@@ -343,13 +343,13 @@ pub fn vista_recorrido(
 }
 
 /// The fields every event's evidence starts with: its interval as the engine stored it.
-fn interval(track: &DayTrack, snapshot: &Snapshot, e: &EventRow, end: i64) -> Map<String, Value> {
+fn interval(track: &DayTrack, e: &EventRow, end: i64) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("inicio".into(), json!(clock(track, snapshot, e.start_utc)));
+    m.insert("inicio".into(), json!(clock(track, e.start_utc)));
     m.insert(
         "fin".into(),
         match e.end_utc {
-            Some(t) => json!(clock(track, snapshot, t)),
+            Some(t) => json!(clock(track, t)),
             None => json!("en curso"),
         },
     );
@@ -367,7 +367,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
     // `Scene` builds its stops from `working_stops`, its speeding marks from `speeding` and
     // its gap marks from `gaps`, one for one and in order: zipping pairs each mark with its row.
     for (row, mark) in track.working_stops().zip(&scene.stops) {
-        let mut evidencia = interval(track, snapshot, row, row.end_utc.unwrap_or(now));
+        let mut evidencia = interval(track, row, row.end_utc.unwrap_or(now));
         evidencia.insert("prolongada".into(), json!(row.long));
         evidencia.insert("motor_encendido".into(), json!(row.engine_on));
         evidencia.insert("fin_de_jornada".into(), json!(row.end_of_day));
@@ -396,7 +396,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
         });
     }
     for (row, mark) in track.speeding.iter().zip(&scene.speeding) {
-        let mut evidencia = interval(track, snapshot, row, mark.to_utc);
+        let mut evidencia = interval(track, row, mark.to_utc);
         evidencia.insert("velocidad_max_kmh".into(), json!(round1(mark.max_kmh)));
         evidencia.insert("limite_kmh".into(), json!(round1(mark.limit_kmh)));
         evidencia.insert("lugar".into(), json!(place(mark.p)));
@@ -404,7 +404,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
             tipo: "exceso_velocidad".into(),
             titulo: format!(
                 "Exceso {} · {:.0} km/h (límite {:.0})",
-                dates::clock_hm(snapshot.zone(), row.start_utc),
+                dates::clock_hm(track.zone, row.start_utc),
                 mark.max_kmh,
                 mark.limit_kmh
             ),
@@ -421,7 +421,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
     }
     for (row, mark) in track.gaps.iter().zip(&scene.gaps) {
         let end = row.end_utc.unwrap_or(now);
-        let mut evidencia = interval(track, snapshot, row, end);
+        let mut evidencia = interval(track, row, end);
         evidencia.insert("ultima_posicion".into(), json!(place(mark.from)));
         if let Some(to) = mark.to {
             evidencia.insert("posicion_al_volver".into(), json!(place(to)));
@@ -453,7 +453,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
         let name = row.fence_id.and_then(|id| snapshot.fence_name(id));
         let at = entry(row);
         let end = row.end_utc.unwrap_or(now).min(track.to_utc);
-        let mut evidencia = interval(track, snapshot, row, end);
+        let mut evidencia = interval(track, row, end);
         evidencia.insert("geocerca".into(), json!(name));
         evidencia.insert(
             "desde_antes_de_los_datos".into(),
@@ -464,7 +464,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
             titulo: format!(
                 "{} · {}",
                 name.unwrap_or("Geocerca"),
-                dates::clock_hm(snapshot.zone(), row.start_utc)
+                dates::clock_hm(track.zone, row.start_utc)
             ),
             inicio_utc: row.start_utc,
             fin_utc: row.end_utc,

@@ -627,6 +627,23 @@ fn broken_databases_are_clear_errors_and_the_server_survives() {
         .unwrap();
     }
     check("esquema antiguo", &old, "versión");
+    // A file of schema 1, before each unit had its zone: refused, saying what changed.
+    let one = tmp.path().join("esquema1");
+    std::fs::create_dir_all(&one).unwrap();
+    let one = copy_of_minimo(&one);
+    {
+        let conn = rusqlite::Connection::open(&one).unwrap();
+        conn.execute_batch(
+            "UPDATE meta SET valor = '1' WHERE clave = 'esquema_version';
+             ALTER TABLE vehiculos DROP COLUMN zona_horaria;",
+        )
+        .unwrap();
+    }
+    check(
+        "esquema 1",
+        &one,
+        "tiene el esquema 1, pero esta versión de flota lee el 2 (desde el esquema 2 cada unidad guarda su zona horaria); regenérela con flota simular",
+    );
 }
 
 #[test]

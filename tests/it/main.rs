@@ -11,6 +11,7 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
+//! - `changeover`: date words and ranges on the days the clocks change, a fleet in two zones;
 //! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
 //! - `kilometres`: GPS-only kilometres (odometer ignored) per unit-day, other seeds, Madrid;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
@@ -23,6 +24,8 @@
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
+//! - `wall_clock`: property test of the simulator's truth on any clock (DST, night shifts,
+//!   several zones, timed injections);
 //! - `settings`: environment variables reach the verbs that use them, and only those;
 //! - `views`: the map views' data (`flota::ui::datos`) against `mapa_recorrido` and the
 //!   positions (the views themselves run in a browser: tests/browser/);
@@ -37,6 +40,7 @@
 )]
 
 mod analysis;
+mod changeover;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;
@@ -64,3 +68,4 @@ mod support;
 mod tidy;
 mod tools;
 mod views;
+mod wall_clock;

@@ -684,7 +684,7 @@ fn drawn(db: &Path, plate: &str, date: &str) -> flota::map::Rendered {
     let ahora = chrono::NaiveDateTime::parse_from_str(LATER, "%Y-%m-%dT%H:%M").unwrap();
     let fleet = Fleet::new(
         db,
-        Some(ahora),
+        Some(flota::calendar::WallTime::naive(ahora)),
         Geocoder::new(None),
         flota::plumbing::clock::Clock::fixed(0),
     );

@@ -12,6 +12,11 @@ const PREVIOUS: &[u8] = b"SQLite format 3\0base anterior";
 /// Applies `edit` to minimo.toml, simulates into a folder that already holds a database, and
 /// checks the error names what went wrong and that the old files are untouched.
 fn check(edit: impl Fn(String) -> String, expected: &str) {
+    check_with(edit, &[], expected);
+}
+
+/// [`check`] with more arguments for `flota simular` (another `--ahora`).
+fn check_with(edit: impl Fn(String) -> String, extra: &[&str], expected: &str) {
     let routes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rutas");
     let base = std::fs::read_to_string(scenario_path("minimo"))
         .unwrap()
@@ -24,7 +29,7 @@ fn check(edit: impl Fn(String) -> String, expected: &str) {
     std::fs::write(&file, edit(base)).unwrap();
     // A stand-in database: `simular` only replaces files that start like one.
     std::fs::write(dir.path().join("flota.db"), PREVIOUS).unwrap();
-    let (ok, stderr, db, truth) = simulate_file(&file, dir.path(), &[]);
+    let (ok, stderr, db, truth) = simulate_file(&file, dir.path(), extra);
     assert!(!ok, "accepted a bad scenario; expected {expected:?}");
     assert!(
         stderr.contains(expected),
@@ -127,6 +132,109 @@ fn semantic_errors_name_the_culprit() {
     check(
         replace("medio_lado_m = 650", "medio_lado_m = -5"),
         "medio_lado_m = -5 fuera de los límites",
+    );
+}
+
+/// Semantic errors name their line and column too, as syntax errors do; a duplicate table or
+/// key is named.
+#[test]
+fn semantic_errors_name_the_line() {
+    check(
+        replace(
+            "inicio = [\"06:20\", \"08:20\"]",
+            "inicio = [\"06:20\", \"25:00\"]",
+        ),
+        "malo.toml:15:1: [turno] inicio: '25:00' no es una hora HH:MM",
+    );
+    check(
+        replace("rutas = [\"r01_cedis_z1_z4\"]", "rutas = [\"r99\"]"),
+        "malo.toml:41:1: unidad 'P-123BCD': ruta desconocida 'r99'",
+    );
+    check(
+        replace("hora = \"10:00\"", "hora = \"10:75\""),
+        "malo.toml:71:1: [[inyecciones.perdida_senal]] #1 (P-123BCD) hora: '10:75' no es una hora",
+    );
+    check(
+        replace("hora = \"10:00\"", "hora = \"05:00\""),
+        "malo.toml:71:1: [[inyecciones.perdida_senal]] #1 (P-123BCD): 05:00–05:09 no cae siempre dentro del turno del 2026-08-18 (08:20 a 13:50)",
+    );
+    check(
+        replace("dias = 2", "dias = 0"),
+        "malo.toml:9:1: [escenario] dias = 0 fuera de los límites",
+    );
+    check(
+        replace("[ruido]\nsigma_m = 5.0", "[ruido]\nsigma_m = -1.0"),
+        "malo.toml:19:1: [ruido] sigma_m = -1 fuera de los límites",
+    );
+    // A shift rule: Tuesday's night shift could still run when Wednesday's starts.
+    check(
+        append("[turno.martes]\ninicio = [\"22:00\", \"23:00\"]\nduracion_h = [8, 9]"),
+        "malo.toml:86:1: unidad 'P-123BCD': el turno del martes 2026-08-18",
+    );
+    check(
+        append("[turno]\ninicio = [\"06:00\", \"07:00\"]"),
+        "malo.toml:85:2: tabla duplicada [turno]: ya se definió antes",
+    );
+    check(
+        replace("dias = 2", "dias = 2\ndias = 3"),
+        "malo.toml:10:1: clave duplicada 'dias': ya tiene valor en esta tabla",
+    );
+}
+
+/// Times are wall-clock times of the unit's zone: one the clocks skip is refused naming it, the
+/// zone and the jump; one they repeat may carry the offset of the occurrence it means, which
+/// must be one the zone uses.
+#[test]
+fn clock_changes_in_scenarios() {
+    // Madrid, Sunday 29 March 2026 (clocks jump from 02:00 to 03:00) and the Monday after.
+    let madrid = |text: String| {
+        format!(
+            "{}\n[calendario]\ndias_laborables = [\"lunes\", \"martes\", \"miercoles\", \"jueves\", \"viernes\", \"sabado\", \"domingo\"]\n",
+            text.replace(
+                "zona_horaria = \"America/Guatemala\"",
+                "zona_horaria = \"Europe/Madrid\"",
+            )
+        )
+    };
+    let monday = ["--ahora", "2026-03-30T15:30"];
+    check_with(
+        |text| {
+            madrid(text).replace(
+                "dia = -1\nhora = \"10:00\"",
+                "fecha = 2026-03-29\nhora = \"02:30\"",
+            )
+        },
+        &monday,
+        "malo.toml:71:1: [[inyecciones.perdida_senal]] #1 (P-123BCD) hora: 2026-03-29 02:30 no existe en Europe/Madrid: ese día los relojes saltan de 02:00 a 03:00",
+    );
+    check_with(
+        |text| {
+            madrid(text).replace(
+                "inicio = [\"06:20\", \"08:20\"]",
+                "inicio = [\"02:10\", \"02:40\"]",
+            )
+        },
+        &monday,
+        "malo.toml:15:1: unidad 'P-123BCD': el turno del domingo 2026-03-29 empieza entre 02:10 y 02:40, horas que no existen en Europe/Madrid ese día (cambio de horario)",
+    );
+    check_with(
+        madrid,
+        &["--ahora", "2026-03-29T02:30"],
+        "--ahora 2026-03-29 02:30 no existe en Europe/Madrid: ese día los relojes saltan de 02:00 a 03:00",
+    );
+    check(
+        |text| {
+            text.replace(
+                "inicio = [\"06:20\", \"08:20\"]",
+                "inicio = [\"06:20+01:00\", \"08:20\"]",
+            )
+        },
+        "2026-08-18 06:20+01:00 no es una hora de America/Guatemala: a esa hora allí rige -06:00",
+    );
+    check_with(
+        |text| text,
+        &["--ahora", "2026-08-19T15:30+02:00"],
+        "--ahora 2026-08-19 15:30+02:00 no es una hora de America/Guatemala",
     );
 }
 
@@ -243,9 +351,10 @@ fn weekday_words_with_or_without_accents() {
         ),
         "unidad 'P-789GHJ' dias_laborables: 'lunez' no es un día (lunes, martes, miercoles, jueves, viernes, sabado, domingo)",
     );
+    // A night shift may cross midnight, not run into the next day's shift.
     check(
-        append("[turno.miercoles]\nduracion_h = [9.0, 18.0]"),
-        "[turno.miercoles]: un turno no puede pasar de la medianoche",
+        append("[turno.martes]\ninicio = [\"22:00\", \"23:00\"]\nduracion_h = [8, 9]"),
+        "unidad 'P-123BCD': el turno del martes 2026-08-18 (inicio hasta 23:00, hasta 9 h) puede seguir cuando empieza el del miércoles 2026-08-19 (desde 06:20)",
     );
 }
 

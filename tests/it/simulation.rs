@@ -12,23 +12,40 @@ use crate::support::flota_bin;
 
 pub const AHORA: &str = "2026-08-19T15:30";
 
+/// The `--ahora` a shipped scenario is run at: the Guatemala ones at `AHORA`; the ones about
+/// clock changes on the day that matters (see their headers).
+pub fn ahora_of(name: &str) -> &'static str {
+    match name {
+        "cambio_hora" => "2026-10-25T11:00",
+        "dos_zonas" => "2026-03-30T00:30",
+        _ => AHORA,
+    }
+}
+
 pub fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("escenarios")
         .join(format!("{name}.toml"))
 }
 
-/// Runs `flota simular` and returns (status ok, stderr, db path, truth path).
+/// Runs `flota simular` (at `AHORA` unless `extra` says) and returns (status ok, stderr, db
+/// path, truth path).
 pub fn simulate_file(
     scenario: &Path,
     dir: &Path,
     extra: &[&str],
 ) -> (bool, String, PathBuf, PathBuf) {
     let db = dir.join("flota.db");
+    let ahora: &[&str] = if extra.contains(&"--ahora") {
+        &[]
+    } else {
+        &["--ahora", AHORA]
+    };
     let out = Command::new(flota_bin())
         .arg("simular")
         .arg(scenario)
-        .args(["--ahora", AHORA, "--salida"])
+        .args(ahora)
+        .arg("--salida")
         .arg(&db)
         .args(extra)
         .output()
@@ -42,9 +59,10 @@ pub fn simulate_file(
     )
 }
 
-/// Simulates a shipped scenario into `dir`, asserting success.
+/// Simulates a shipped scenario into `dir` at its `--ahora`, asserting success.
 pub fn simulate(name: &str, dir: &Path) -> (PathBuf, PathBuf) {
-    let (ok, stderr, db, truth) = simulate_file(&scenario_path(name), dir, &[]);
+    let (ok, stderr, db, truth) =
+        simulate_file(&scenario_path(name), dir, &["--ahora", ahora_of(name)]);
     assert!(ok, "{stderr}");
     (db, truth)
 }
@@ -73,7 +91,8 @@ pub fn losses(truth: &[TruthEvent]) -> Vec<Loss<'_>> {
             } => Some(Loss {
                 plate: placa,
                 start: *inicio_utc,
-                end: *fin_utc,
+                // Still silent at "now": it never ends within the data.
+                end: fin_utc.unwrap_or(i64::MAX),
             }),
             _ => None,
         })
@@ -223,6 +242,13 @@ pub fn injected_stops(truth: &[TruthEvent]) -> Vec<InjectedStop<'_>> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether `t` fell inside one of `plate`'s signal losses: no report can tell it.
+pub fn hidden_by_loss(truth: &[TruthEvent], plate: &str, t: i64) -> bool {
+    losses(truth)
+        .iter()
+        .any(|l| l.plate == plate && l.start < t && t < l.end)
 }
 
 /// A position row as stored, decoded.
@@ -541,6 +567,30 @@ fn no_column_holds_truth(run: &Run<'_>) {
             .all(|c| !c.contains("verdad") && !c.contains("inyect")),
         "{columns:?}"
     );
+}
+
+/// A signal loss or a stop still going on at `--ahora` is open in the truth: no end in the
+/// future, `fin_utc` null.
+#[test]
+fn what_goes_on_at_ahora_is_open_in_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, truth_path) = simulate("minimo", dir.path());
+    let log = truth_log(&truth_path);
+    let ahora = log.header.ahora_utc;
+    let mut open_losses = 0;
+    for event in &log.events {
+        match event {
+            TruthEvent::PerdidaSenal { fin_utc, .. } | TruthEvent::Parada { fin_utc, .. } => {
+                assert!(fin_utc.is_none_or(|end| end <= ahora), "{event:?}");
+                if matches!(event, TruthEvent::PerdidaSenal { fin_utc: None, .. }) {
+                    open_losses += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    // P-789GHJ, silent since 13:10 for 180 minutes at 15:30.
+    assert_eq!(open_losses, 1);
 }
 
 #[test]

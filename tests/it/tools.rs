@@ -281,7 +281,7 @@ rutas = "{}"
 
 [turno]
 inicio = ["06:00", "07:00"]
-duracion_h = [1.0, 1.5]
+duracion_h = [3.0, 3.5]
 
 [[geocercas]]
 nombre = "CEDIS Zona 12"

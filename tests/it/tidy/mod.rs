@@ -347,3 +347,45 @@ fn simulator_core_is_sans_io_and_deterministic() {
         "I/O or nondeterminism in src/sim: {hits:#?}"
     );
 }
+
+/// Wall-clock rules have one owner, `src/calendar/`: a local time to an instant (the repeated
+/// and the skipped hour), a local day's bounds, an instant's local day. Anywhere else, chrono's
+/// local-time conversions (or a day made of 86,400 seconds after a midnight) would be a private
+/// copy that disagrees on 23- and 25-hour days.
+#[test]
+fn only_the_calendar_turns_wall_clock_times_into_instants() {
+    let forbidden = [
+        "from_local_datetime",
+        "and_local_timezone",
+        "offset_from_local",
+        "earliest()",
+        "latest()",
+        "LocalResult",
+        "and_hms",
+    ];
+    let mut hits = Vec::new();
+    for dir in ["src", "examples", "benches", "fuzz/src"] {
+        let path = root().join(dir);
+        if !path.exists() {
+            continue;
+        }
+        for file in rust_files(&path) {
+            let relative = file.strip_prefix(root()).unwrap().display().to_string();
+            if relative.starts_with("src/calendar/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let day_of_seconds = code.contains("86_400") && code.contains("day");
+                if forbidden.iter().any(|f| code.contains(f)) || day_of_seconds {
+                    hits.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "wall-clock conversions outside src/calendar/: {hits:#?}"
+    );
+}

@@ -3,10 +3,17 @@
 //! Owns how a vehicle spends its days. Discrete events (shift start, departures, dwell ends,
 //! desired-speed changes, tracker reports, ignition off, signal loss, injected stops) come off
 //! a time-ordered queue; between two events the continuous motion along the route is
-//! integrated in steps of at most one second with acceleration and braking limits, and an
-//! arrival at a halt is itself turned into a state change at its own instant. Reports sample
-//! the true state exactly at their instants and pass through the [`Tracker`]; truth events are
-//! emitted as the facts they describe complete. Sans-IO: everything leaves through the sink.
+//! integrated (`motion.rs`), and an arrival at a halt is itself turned into a state change at
+//! its own instant. Each loop is planned before it starts (`loops.rs`), so a unit starts
+//! another loop only if the whole of it, dwells and waits included, fits before its shift's
+//! planned end. Shifts start at instants of their wall-clock window in the unit's zone and
+//! last elapsed time, across midnight if need be. Reports sample the true state exactly at
+//! their instants and pass through the [`Tracker`]; truth events are emitted as the facts they
+//! describe complete. An injection that the drawn day gave no chance to happen is returned
+//! as [`Unhonoured`]. Sans-IO: everything leaves through the sink.
+
+mod loops;
+mod motion;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -14,7 +21,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use chrono::NaiveDate;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::Exp;
 
 use super::Sink;
 use super::course::Course;
@@ -24,6 +30,7 @@ use super::rng::{Purpose, stream};
 use super::truth::{StopReason, TruthEvent};
 use crate::geometry::earth::LatLon;
 use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
+use loops::LoopPlan;
 
 /// Longest integration step, while cruising.
 const CRUISE_STEP_MS: i64 = 5000;
@@ -31,6 +38,22 @@ const CRUISE_STEP_MS: i64 = 5000;
 pub const MIN_TRUTH_STOP_S: i64 = 60;
 /// Lights are never placed this close to a stop, metres.
 const LIGHT_CLEARANCE_M: f64 = 150.0;
+/// An injected halt on the road keeps this far from the halts before and after it, metres, so
+/// that it is a stop of its own.
+const FORCED_STOP_CLEARANCE_M: f64 = 300.0;
+/// A unit whose shift holds a signal loss keeps its engine on this long after the loss ends,
+/// so that reports with the ignition on close it.
+const AFTER_LOSS_MS: i64 = 60_000;
+
+/// An injection the simulated day gave no chance to happen, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unhonoured {
+    /// How the scenario names it (file and line for an explicit one).
+    pub label: String,
+    pub plate: String,
+    pub date: NaiveDate,
+    pub reason: String,
+}
 
 /// The vehicle's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,10 +159,12 @@ struct OpenSpeeding {
 }
 
 struct Day {
-    index: usize,
     date: NaiveDate,
+    /// The drawn shift's planned end.
     shift_end_ms: i64,
     loops: usize,
+    /// The engine stays on at least until then (a signal loss must end with it on).
+    hold_until_ms: i64,
 }
 
 pub struct Agent<'a, S: Sink> {
@@ -169,23 +194,33 @@ pub struct Agent<'a, S: Sink> {
     odometer_start_km: f64,
     odometer_m: f64,
     halts: VecDeque<Halt>,
+    /// Where along the route the unit last left a halt.
+    left_halt_at_m: f64,
+    /// The next loop, drawn at the depot.
+    next_loop: Option<LoopPlan>,
     episode: Option<Episode>,
     pending_speeding: Option<PendingSpeeding>,
+    /// An injected long stop asked for a time: (from, dwell), milliseconds.
+    pending_stop: Option<(i64, i64)>,
+    /// The labels of the current day's injections still waiting for their moment.
+    pending_labels: Vec<(InjectionKind, String)>,
+    unhonoured: Vec<Unhonoured>,
     ignition: bool,
     reporting: bool,
     signal_lost: bool,
     /// Set by an injected "stopped now": the vehicle stays put until `ahora`.
     frozen: bool,
     day: Option<Day>,
+    /// The unit's local days' first instants, and the end of the last one.
     day_starts_ms: Vec<i64>,
     km_by_day: Vec<f64>,
-    worked: Vec<bool>,
 
     stop: Option<OpenStop>,
     speeding_truth: Option<OpenSpeeding>,
     /// Per fence: `Some(entry)` while inside (`entry` None when inside since the data start).
     visits: Vec<Option<Option<i64>>>,
-    jornada_open: Option<(String, i64)>,
+    /// The shift under way: its date, start and planned end.
+    jornada_open: Option<(String, i64, i64)>,
     reports: Vec<Report>,
     last_report_ts: Option<i64>,
     /// When the current shift started: the periodic reports' grid origin.
@@ -210,15 +245,8 @@ impl<'a, S: Sink> Agent<'a, S> {
         let odometer_start_km = unit.odometer_start_km.unwrap_or_else(|| {
             (motion.random_range(20_000.0..180_000.0f64) * 100.0).round() / 100.0
         });
-        let mut day_starts_ms: Vec<i64> = world
-            .days
-            .iter()
-            .map(|d| world.local_midnight_utc(*d) * 1000)
-            .collect();
-        let after_last = world.days.last().map_or(0, |d| {
-            world.local_midnight_utc(*d + chrono::Duration::days(1)) * 1000
-        });
-        day_starts_ms.push(after_last);
+        let mut day_starts_ms: Vec<i64> = unit.days.iter().map(|d| d.start_utc * 1000).collect();
+        day_starts_ms.push(unit.days.last().map_or(0, |d| d.end_utc * 1000));
         let start_ms = day_starts_ms[0];
         Agent {
             world,
@@ -244,15 +272,19 @@ impl<'a, S: Sink> Agent<'a, S> {
             odometer_start_km,
             odometer_m: 0.0,
             halts: VecDeque::new(),
+            left_halt_at_m: 0.0,
+            next_loop: None,
             episode: None,
             pending_speeding: None,
+            pending_stop: None,
+            pending_labels: Vec::new(),
+            unhonoured: Vec::new(),
             ignition: false,
             reporting: false,
             signal_lost: false,
             frozen: false,
             day: None,
-            km_by_day: vec![0.0; world.days.len()],
-            worked: vec![false; world.days.len()],
+            km_by_day: vec![0.0; unit.days.len()],
             day_starts_ms,
             stop: None,
             speeding_truth: None,
@@ -281,10 +313,10 @@ impl<'a, S: Sink> Agent<'a, S> {
         (self.uniform(range) * 60_000.0).round() as i64
     }
 
-    /// Runs the whole period.
-    pub fn run(mut self) {
-        if !self.unit.active || self.unit.routes.is_empty() {
-            return;
+    /// Runs the whole period; returns the injections that could not happen.
+    pub fn run(mut self) -> Vec<Unhonoured> {
+        if !self.unit.active || self.unit.routes.is_empty() || self.unit.days.is_empty() {
+            return Vec::new();
         }
         for planned in self.plan {
             self.sink.truth(TruthEvent::Inyeccion {
@@ -292,7 +324,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 fecha: planned.date.to_string(),
                 clase: planned.kind.name().into(),
                 aleatoria: planned.random,
-                parametros: plan::parameters(&planned.kind),
+                parametros: plan::parameters(&planned.kind, self.unit.zone),
             });
         }
         // Parked at the depot, engine off, since before the data starts.
@@ -302,16 +334,12 @@ impl<'a, S: Sink> Agent<'a, S> {
         for fence in self.courses[self.route].fences_at(0.0).collect::<Vec<_>>() {
             self.visits[fence] = Some(None);
         }
-        for index in 0..self.world.days.len() {
-            let date = self.world.days[index];
-            if !self.world.works(self.unit, date) {
-                continue;
-            }
-            let rule = *self.unit.shift_for(date);
-            let start_min = self
-                .motion
-                .random_range(rule.start_min[0]..=rule.start_min[1]);
-            let start_ms = self.day_starts_ms[index] + i64::from(start_min) * 60_000;
+        for (index, day) in self.unit.days.iter().enumerate() {
+            let Some(shift) = day.shift else { continue };
+            // A whole minute of real time within the window.
+            let minutes = (shift.last_start_utc - shift.first_start_utc).div_euclid(60);
+            let minute = self.motion.random_range(0..=minutes.max(0));
+            let start_ms = (shift.first_start_utc + minute * 60) * 1000;
             self.schedule(start_ms, Event::ShiftStart(index));
         }
         while let Some(Reverse((at_ms, _, event))) = self.queue.pop() {
@@ -323,6 +351,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
         self.advance_to(self.end_ms);
         self.finish();
+        self.unhonoured
     }
 
     fn handle(&mut self, event: Event) {
@@ -339,6 +368,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                     self.halts.pop_front();
                     self.close_stop(self.now_ms);
                     self.phase = Phase::Departing;
+                    self.left_halt_at_m = self.along_m;
                 }
             }
             Event::DesiredSpeed => {
@@ -361,11 +391,13 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
     }
 
+    /// One piece: a shift's start sets up everything the day's plan asks for at once.
     fn shift_start(&mut self, index: usize) {
-        let date = self.world.days[index];
+        let date = self.unit.days[index].date;
         let rule = *self.unit.shift_for(date);
         let length_h = self.uniform(rule.length_h);
-        let mut shift_end_ms = self.now_ms + (length_h * 3_600_000.0) as i64;
+        let planned_end_ms = self.now_ms + (length_h * 3_600_000.0) as i64;
+        let mut shift_end_ms = planned_end_ms;
         let stop_now = self.planned(date).find_map(|p| match p.kind {
             InjectionKind::StoppedNow { minutes } => Some(minutes),
             _ => None,
@@ -375,93 +407,130 @@ impl<'a, S: Sink> Agent<'a, S> {
             // Stay on shift past `ahora`.
             shift_end_ms = shift_end_ms.max(self.end_ms + 3_600_000);
         }
-        self.worked[index] = true;
         self.shift_start_ms = self.now_ms;
         self.day = Some(Day {
-            index,
             date,
             shift_end_ms,
             loops: 0,
+            hold_until_ms: 0,
         });
         self.ignition = true;
         self.reporting = true;
-        self.jornada_open = Some((date.to_string(), self.now_ms));
+        self.jornada_open = Some((date.to_string(), self.now_ms, planned_end_ms));
+        // Losses first: one starting right now silences the first report too.
+        let losses: Vec<(LossAt, f64)> = self
+            .planned(date)
+            .filter_map(|p| match p.kind {
+                InjectionKind::SignalLoss { at, minutes } => Some((at, minutes)),
+                _ => None,
+            })
+            .collect();
+        for (at, minutes) in losses {
+            self.signal_loss(at, minutes, planned_end_ms);
+        }
         // The overnight stop goes on; the engine is now on.
         self.phase = Phase::Parked;
         self.move_to_route_start(self.unit.routes[0]);
-        let wait = self.minutes_ms(self.world.behaviour.espera_inicial_min);
+        let first = self.plan_loop(0, self.world.behaviour.espera_inicial_min);
         self.schedule(self.now_ms, Event::Report);
-        self.schedule(self.now_ms + wait, Event::Depart);
+        self.schedule(self.now_ms + first.wait_ms, Event::Depart);
+        self.next_loop = Some(first);
         if let Some(at) = stop_now_ms {
             self.schedule(at, Event::StopNow);
         }
-        let planned: Vec<InjectionKind> = self.planned(date).map(|p| p.kind.clone()).collect();
-        for kind in planned {
-            if let InjectionKind::SignalLoss { at, minutes } = kind {
-                let start_ms = match at {
-                    LossAt::Clock(s) => self.day_starts_ms[index] + i64::from(s) * 1000,
-                    LossAt::ShiftFraction(f) => {
-                        self.now_ms + ((shift_end_ms - self.now_ms) as f64 * f).round() as i64
-                    }
-                };
-                // Whole seconds, so the truth's bounds are exactly the reports' clock.
-                let start_ms = (start_ms + 999).div_euclid(1000) * 1000;
-                let end_ms = start_ms + (minutes * 60.0).round() as i64 * 1000;
-                self.schedule(start_ms, Event::LossStart);
-                self.schedule(end_ms, Event::LossEnd);
-                self.sink.truth(TruthEvent::PerdidaSenal {
-                    placa: self.unit.plate.clone(),
-                    inicio_utc: start_ms / 1000,
-                    fin_utc: end_ms / 1000,
-                });
+        self.arm_timed(date);
+    }
+
+    /// Arms the day's injections asked for a time: they wait, on any loop, for their moment.
+    fn arm_timed(&mut self, date: NaiveDate) {
+        self.pending_labels.clear();
+        let timed: Vec<&Planned> = self
+            .planned(date)
+            .filter(|p| p.kind.asked_utc().is_some())
+            .collect();
+        for planned in timed {
+            match planned.kind {
+                InjectionKind::Speeding {
+                    at: Trigger::At(t),
+                    speed_kmh,
+                    duration_s,
+                } => {
+                    self.pending_speeding = Some(PendingSpeeding::AtTime {
+                        from_ms: t * 1000,
+                        speed_ms: speed_kmh / 3.6,
+                        duration_ms: (duration_s * 1000.0).round() as i64,
+                    });
+                }
+                InjectionKind::LongStop {
+                    at: LongStopAt::At(t),
+                    minutes,
+                } => self.pending_stop = Some((t * 1000, (minutes * 60_000.0).round() as i64)),
+                _ => continue,
             }
+            self.pending_labels
+                .push((planned.kind.clone(), planned.label.clone()));
         }
+    }
+
+    /// Schedules a signal loss of the current shift and logs it (open if it outlasts `ahora`);
+    /// the engine stays on until it is over.
+    fn signal_loss(&mut self, at: LossAt, minutes: f64, planned_end_ms: i64) {
+        let start_ms = match at {
+            LossAt::At(t) => t * 1000,
+            LossAt::ShiftFraction(f) => {
+                self.now_ms + ((planned_end_ms - self.now_ms) as f64 * f).round() as i64
+            }
+        };
+        // Whole seconds, so the truth's bounds are exactly the reports' clock.
+        let start_ms = (start_ms + 999).div_euclid(1000) * 1000;
+        let end_ms = start_ms + (minutes * 60.0).round() as i64 * 1000;
+        self.schedule(start_ms, Event::LossStart);
+        self.schedule(end_ms, Event::LossEnd);
+        let open = end_ms > self.end_ms;
+        let hold = if open {
+            start_ms + AFTER_LOSS_MS
+        } else {
+            end_ms + AFTER_LOSS_MS
+        };
+        if let Some(day) = &mut self.day {
+            day.hold_until_ms = day.hold_until_ms.max(hold);
+        }
+        self.sink.truth(TruthEvent::PerdidaSenal {
+            placa: self.unit.plate.clone(),
+            inicio_utc: start_ms / 1000,
+            fin_utc: (!open).then_some(end_ms / 1000),
+        });
     }
 
     fn planned(&self, date: NaiveDate) -> impl Iterator<Item = &'a Planned> + use<'a, S> {
         self.plan.iter().filter(move |p| p.date == date)
     }
 
-    /// Leaves the depot for a new loop.
+    /// The current shift's planned injections.
+    fn day_plan(&self) -> impl Iterator<Item = &'a Planned> + use<'a, S> {
+        let date = self.day.as_ref().map(|d| d.date);
+        self.plan.iter().filter(move |p| Some(p.date) == date)
+    }
+
+    /// Leaves the depot for the loop planned at the depot.
     fn depart_loop(&mut self) {
         let Some(day) = &self.day else { return };
-        let (loop_index, date) = (day.loops, day.date);
+        let loop_index = day.loops;
+        let Some(next) = self.next_loop.take() else {
+            return;
+        };
         self.close_stop(self.now_ms);
-        self.move_to_route_start(self.unit.routes[loop_index % self.unit.routes.len()]);
+        self.move_to_route_start(next.route);
         let length = self.world.routes[self.route].length_m();
-        self.halts.clear();
-
-        // Injections happen on the day's first loop.
-        let long_stop = if loop_index == 0 {
-            self.planned(date).find_map(|p| match &p.kind {
-                InjectionKind::LongStop { at, minutes } => Some((at.clone(), *minutes)),
-                _ => None,
-            })
-        } else {
-            None
-        };
-        let mut halts = self.delivery_halts(long_stop.as_ref());
-        if let Some((LongStopAt::Fraction(f), minutes)) = &long_stop {
-            halts.push(Halt {
-                along_m: f * length,
-                kind: HaltKind::Forced {
-                    dwell_ms: (minutes * 60_000.0).round() as i64,
-                },
-            });
+        self.halts = next.halts.into();
+        self.left_halt_at_m = 0.0;
+        if loop_index == 0 {
+            self.arm_fraction_speeding(length);
+        } else if let Some(PendingSpeeding::AtDistance { along_m, .. }) = &mut self.pending_speeding
+        {
+            // Not found on the first loop past its fraction: any open stretch of this one.
+            *along_m = 0.0;
         }
-        self.add_traffic_lights(&mut halts, length);
-        halts.push(Halt {
-            along_m: length,
-            kind: HaltKind::Depot,
-        });
-        halts.sort_by(|a, b| a.along_m.total_cmp(&b.along_m));
-        self.halts = halts.into();
-        self.pending_speeding = if loop_index == 0 {
-            self.planned_speeding(date, length)
-        } else {
-            None
-        };
-
         if let Some(day) = &mut self.day {
             day.loops += 1;
         }
@@ -471,87 +540,75 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.schedule(self.now_ms + next, Event::DesiredSpeed);
     }
 
-    /// The route's delivery stops with their dwell times; the injected long stop, if it is at
-    /// one of them, replaces its dwell.
-    fn delivery_halts(&mut self, long_stop: Option<&(LongStopAt, f64)>) -> Vec<Halt> {
-        let route = &self.world.routes[self.route];
-        let base_min = self.uniform(self.world.behaviour.espera_parada_min);
-        let mut halts = Vec::new();
-        for stop in &route.stops[1..route.stops.len() - 1] {
-            let mut dwell_min = base_min * self.motion.random_range(0.6..1.4);
-            let mut injected = false;
-            if let Some((LongStopAt::Stop(target), minutes)) = long_stop
-                && *target == stop.name
-            {
-                dwell_min = *minutes;
-                injected = true;
-            }
-            halts.push(Halt {
-                along_m: stop.along_m,
-                kind: HaltKind::Delivery {
-                    name: stop.name.clone(),
-                    dwell_ms: (dwell_min * 60_000.0).round() as i64,
-                    injected,
-                },
-            });
-        }
-        halts
-    }
-
-    /// Traffic lights: a Poisson process along the route, clear of the other halts.
-    fn add_traffic_lights(&mut self, halts: &mut Vec<Halt>, length: f64) {
-        let behaviour = &self.world.behaviour;
-        if behaviour.semaforos_por_km <= 0.0 {
-            return;
-        }
-        let Ok(gap) = Exp::new(behaviour.semaforos_por_km / 1000.0) else {
-            return;
-        };
-        let mut s = self.motion.sample(gap);
-        let fixed: Vec<f64> = halts
-            .iter()
-            .map(|h| h.along_m)
-            .chain([0.0, length])
-            .collect();
-        while s < length {
-            if fixed.iter().all(|f| (f - s).abs() > LIGHT_CLEARANCE_M) {
-                let wait_s = self.uniform(behaviour.semaforo_s);
-                halts.push(Halt {
-                    along_m: s,
-                    kind: HaltKind::Light {
-                        wait_ms: (wait_s * 1000.0).round() as i64,
-                    },
-                });
-            }
-            s += self.motion.sample(gap);
-        }
-    }
-
-    /// The day's planned speeding episode, armed for this loop.
-    fn planned_speeding(&self, date: NaiveDate, length: f64) -> Option<PendingSpeeding> {
-        let (at, speed_kmh, duration_s) = self.planned(date).find_map(|p| match p.kind {
+    /// The day's speeding episode placed at a fraction of the first loop: from there, the
+    /// first stretch open for all of it (on a later loop if the first has none left).
+    fn arm_fraction_speeding(&mut self, length: f64) {
+        let armed = self.day_plan().find_map(|p| match p.kind {
             InjectionKind::Speeding {
-                at,
+                at: Trigger::Fraction(f),
                 speed_kmh,
                 duration_s,
-            } => Some((at, speed_kmh, duration_s)),
-            _ => None,
-        })?;
-        let speed_ms = speed_kmh / 3.6;
-        let duration_ms = (duration_s * 1000.0).round() as i64;
-        Some(match at {
-            Trigger::Fraction(f) => PendingSpeeding::AtDistance {
+            } => Some(PendingSpeeding::AtDistance {
                 along_m: f * length,
-                speed_ms,
-                duration_ms,
-            },
-            Trigger::Time(s) => PendingSpeeding::AtTime {
-                from_ms: self.day_starts_ms[self.day.as_ref().map_or(0, |d| d.index)]
-                    + i64::from(s) * 1000,
-                speed_ms,
-                duration_ms,
-            },
-        })
+                speed_ms: speed_kmh / 3.6,
+                duration_ms: (duration_s * 1000.0).round() as i64,
+            }),
+            _ => None,
+        });
+        if armed.is_some() {
+            self.pending_speeding = armed;
+            if let Some(planned) = self.day_plan().find(|p| {
+                matches!(
+                    p.kind,
+                    InjectionKind::Speeding {
+                        at: Trigger::Fraction(_),
+                        ..
+                    }
+                )
+            }) {
+                self.pending_labels
+                    .push((planned.kind.clone(), planned.label.clone()));
+            }
+        }
+    }
+
+    /// At the depot after a loop: plan the next one and go if all of it fits before the
+    /// shift's planned end (an injected long stop still to come counts, when its time falls
+    /// in the loop); otherwise the day ends.
+    fn at_depot(&mut self) {
+        let Some(day) = &self.day else { return };
+        let (loops, shift_end_ms) = (day.loops, day.shift_end_ms);
+        let now = self.now_ms;
+        let next = self.plan_loop(loops, self.world.behaviour.espera_deposito_min);
+        let depart_ms = now + next.wait_ms;
+        let mut planned_ms = next.planned_ms;
+        if let Some((at_ms, dwell_ms)) = self.pending_stop
+            && at_ms <= depart_ms + planned_ms
+        {
+            planned_ms += dwell_ms;
+        }
+        if depart_ms + planned_ms <= shift_end_ms {
+            self.open_stop(now, StopReason::Deposito, "depósito".into(), false);
+            self.schedule(depart_ms, Event::Depart);
+            self.next_loop = Some(next);
+        } else {
+            self.end_of_shift();
+        }
+    }
+
+    /// The last arrival: park, wait, switch off (not before a signal loss of the day is over).
+    fn end_of_shift(&mut self) {
+        let now = self.now_ms;
+        let hold_until_ms = self.day.as_ref().map_or(0, |d| d.hold_until_ms);
+        self.open_stop(now, StopReason::FinDeTurno, "depósito".into(), false);
+        let wait = self.minutes_ms(self.world.behaviour.espera_final_min);
+        // The ignition-off report is an event report: a whole second of its own, off the
+        // periodic grid.
+        let mut off_ms = ((now + wait).max(hold_until_ms) + 999).div_euclid(1000) * 1000;
+        if (off_ms - self.shift_start_ms).rem_euclid(self.interval_ms) == 0 {
+            off_ms += 1000;
+        }
+        self.schedule(off_ms, Event::IgnitionOff);
     }
 
     /// Puts the parked vehicle at the start of `route` (its depot), settling fence visits if
@@ -595,237 +652,6 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.courses[self.route]
             .fence_limit_kmh(along_m)
             .unwrap_or(self.unit.limit_kmh)
-    }
-
-    fn advance_to(&mut self, t_ms: i64) {
-        while self.now_ms < t_ms {
-            if !self.phase.moving() {
-                self.now_ms = t_ms;
-                return;
-            }
-            let dt_ms = (t_ms - self.now_ms).min(self.max_step_ms());
-            self.step(dt_ms);
-        }
-    }
-
-    /// One second while anything can change; up to [`CRUISE_STEP_MS`] when cruising at the
-    /// wanted speed with no halt, limit change or injection within reach of the step. The
-    /// motion is then exactly linear, so the longer step loses nothing.
-    fn max_step_ms(&self) -> i64 {
-        if self.phase != Phase::Driving
-            || self.episode.is_some()
-            || self.pending_speeding.is_some()
-            || self.speed_ms != self.wanted_ms
-        {
-            return 1000;
-        }
-        let v = self.speed_ms;
-        let horizon = v * (CRUISE_STEP_MS as f64 / 1000.0)
-            + v * v / (2.0 * self.unit.dynamics.brake_ms2)
-            + 40.0;
-        let reach = self.along_m + horizon;
-        let halt = self.halts.front().map_or(f64::NEG_INFINITY, |h| h.along_m);
-        let limit_change = self.courses[self.route]
-            .limits
-            .iter()
-            .flat_map(|(span, _)| [span.from_m, span.to_m])
-            .any(|b| b > self.along_m && b <= reach);
-        if halt <= reach || limit_change {
-            return 1000;
-        }
-        CRUISE_STEP_MS
-    }
-
-    /// Integrates the motion over `dt_ms` (at most a second), or up to an arrival.
-    fn step(&mut self, dt_ms: i64) {
-        let Some(halt_along) = self.halts.front().map(|h| h.along_m) else {
-            self.phase = Phase::Parked;
-            return;
-        };
-        let t0 = self.now_ms;
-        let dt = dt_ms as f64 / 1000.0;
-        let dyn_ = self.unit.dynamics;
-        let v = self.speed_ms;
-        let s0 = self.along_m;
-        let dist = (halt_along - s0).max(0.0);
-
-        if let Some(episode) = self.episode
-            && t0 >= episode.until_ms
-        {
-            self.episode = None;
-        }
-        self.maybe_start_speeding(t0, dist);
-
-        let stopping_m = v * v / (2.0 * dyn_.brake_ms2);
-        let mut accel = if dist <= stopping_m + v * dt * 0.5 + 0.2 {
-            // Brake for the halt: the constant deceleration that stops exactly there.
-            self.phase = Phase::Approaching;
-            self.episode = None;
-            -(v * v / (2.0 * dist.max(0.05))).min(3.0 * dyn_.brake_ms2)
-        } else {
-            let compliance = self.world.behaviour.cumplimiento_limite;
-            let look_m = (s0 + stopping_m + 30.0).min(halt_along);
-            let limit = self.limit_kmh_at(s0).min(self.limit_kmh_at(look_m));
-            let wanted = match self.episode {
-                Some(episode) => episode.speed_ms,
-                None => self.desired_ms.min(limit * compliance / 3.6),
-            }
-            .min(dyn_.top_speed_kmh / 3.6);
-            self.wanted_ms = wanted;
-            if v < wanted {
-                dyn_.accel_ms2.min((wanted - v) / dt)
-            } else {
-                -dyn_.brake_ms2.min((v - wanted) / dt)
-            }
-        };
-        if self.phase == Phase::Approaching && dist < 0.05 {
-            accel = 0.0;
-        }
-        let mut v1 = (v + accel * dt).max(0.0);
-        if self.phase != Phase::Approaching && (v1 - self.wanted_ms).abs() < 1e-9 {
-            // Land exactly on the wanted speed so steady cruising is recognised.
-            v1 = self.wanted_ms;
-        }
-        let mut ds = (v + v1) / 2.0 * dt;
-        let mut t1 = t0 + dt_ms;
-        let arrived = self.phase == Phase::Approaching
-            && (ds >= dist - 0.05 || (v1 < 0.2 && dist - ds < 0.5));
-        if arrived {
-            // Time to cover the remaining distance under the braking profile, at most dt.
-            let needed = if v > 0.0 {
-                (2.0 * dist / v).min(dt)
-            } else {
-                dt
-            };
-            t1 = t0 + ((needed * 1000.0).round() as i64).clamp(1, dt_ms);
-            ds = dist;
-            v1 = 0.0;
-        } else if self.phase == Phase::Departing && v1 >= 0.9 * self.desired_ms.max(1.0) {
-            self.phase = Phase::Driving;
-        }
-        let s1 = s0 + ds;
-        if ds > 0.0 {
-            let route = &self.world.routes[self.route];
-            self.segment = route.segment_from(self.segment, s1);
-            self.heading_deg = route.headings[self.segment];
-        }
-        self.account(t0, t1, s0, s1, v1);
-        self.along_m = s1;
-        self.speed_ms = v1;
-        self.now_ms = t1;
-        if arrived {
-            self.arrive();
-        }
-    }
-
-    fn maybe_start_speeding(&mut self, t0: i64, dist_to_halt: f64) {
-        let Some(pending) = self.pending_speeding else {
-            return;
-        };
-        if !matches!(self.phase, Phase::Driving | Phase::Departing) {
-            return;
-        }
-        let (speed_ms, duration_ms, ready) = match pending {
-            PendingSpeeding::AtDistance {
-                along_m,
-                speed_ms,
-                duration_ms,
-            } => (speed_ms, duration_ms, self.along_m >= along_m),
-            PendingSpeeding::AtTime {
-                from_ms,
-                speed_ms,
-                duration_ms,
-            } => {
-                // An open stretch long enough to hold the whole episode.
-                let needed = speed_ms * duration_ms as f64 / 1000.0 + 300.0;
-                let clear = self
-                    .halts
-                    .iter()
-                    .find(|h| !matches!(h.kind, HaltKind::Light { .. }))
-                    .map_or(0.0, |h| h.along_m - self.along_m);
-                (speed_ms, duration_ms, t0 >= from_ms && clear >= needed)
-            }
-        };
-        if !ready || dist_to_halt < 1.0 {
-            return;
-        }
-        self.pending_speeding = None;
-        self.episode = Some(Episode {
-            speed_ms,
-            until_ms: t0 + duration_ms,
-        });
-        // A speeding driver does not stop at the lights on that stretch.
-        let reach = self.along_m + speed_ms * (duration_ms as f64 / 1000.0 + 30.0) + 500.0;
-        self.halts
-            .retain(|h| !(matches!(h.kind, HaltKind::Light { .. }) && h.along_m < reach));
-    }
-
-    /// Truth bookkeeping for the movement from (t0, s0) to (t1, s1) ending at speed `v1`.
-    fn account(&mut self, t0: i64, t1: i64, s0: f64, s1: f64, v1: f64) {
-        let ds = s1 - s0;
-        self.odometer_m += ds;
-        let day = self.day_index(t1);
-        if let Some(km) = self.km_by_day.get_mut(day) {
-            *km += ds / 1000.0;
-        }
-        if ds > 0.0 {
-            let at = |b: f64| t0 + (((b - s0) / ds) * (t1 - t0) as f64).round() as i64;
-            let length = self.world.routes[self.route].length_m();
-            let courses = self.courses;
-            for span in &courses[self.route].spans {
-                if s0 < span.from_m && span.from_m <= s1 && self.visits[span.fence].is_none() {
-                    self.visits[span.fence] = Some(Some(at(span.from_m)));
-                }
-                // A span that runs to the route's end is left only by the next departure.
-                if s0 < span.to_m && span.to_m <= s1 && span.to_m < length {
-                    self.close_visit(span.fence, Some(at(span.to_m)));
-                }
-            }
-        }
-        let speed_kmh = v1 * 3.6;
-        let limit = self.limit_kmh_at(s1);
-        match (&mut self.speeding_truth, speed_kmh > limit) {
-            (None, true) => {
-                self.speeding_truth = Some(OpenSpeeding {
-                    start_ms: t1,
-                    max_kmh: speed_kmh,
-                    limit_kmh: limit,
-                    injected: self.episode.is_some(),
-                });
-            }
-            (Some(open), true) => {
-                open.max_kmh = open.max_kmh.max(speed_kmh);
-                open.limit_kmh = open.limit_kmh.min(limit);
-                open.injected |= self.episode.is_some();
-            }
-            (Some(_), false) => self.close_speeding(t1),
-            (None, false) => {}
-        }
-    }
-
-    fn close_speeding(&mut self, end_ms: i64) {
-        if let Some(open) = self.speeding_truth.take() {
-            self.sink.truth(TruthEvent::ExcesoVelocidad {
-                placa: self.unit.plate.clone(),
-                inicio_utc: open.start_ms.div_euclid(1000),
-                fin_utc: end_ms.div_euclid(1000),
-                velocidad_max_kmh: (open.max_kmh * 10.0).round() / 10.0,
-                limite_kmh: open.limit_kmh,
-                inyectado: open.injected,
-            });
-        }
-    }
-
-    fn day_index(&self, t_ms: i64) -> usize {
-        self.day_starts_ms
-            .partition_point(|start| *start <= t_ms)
-            .saturating_sub(1)
-    }
-
-    fn position(&self) -> LatLon {
-        let route = &self.world.routes[self.route];
-        let segment = route.segment_from(self.segment, self.along_m);
-        route.at_segment(segment, self.along_m).0
     }
 
     fn arrive(&mut self) {
@@ -872,27 +698,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             HaltKind::Depot => {
                 self.halts.clear();
                 self.phase = Phase::Parked;
-                let Some(day) = &self.day else { return };
-                let shift_end_ms = day.shift_end_ms;
-                let next_route = self.unit.routes[day.loops % self.unit.routes.len()];
-                let loop_ms = (self.world.routes[next_route].routed_duration_s
-                    * self.world.behaviour.margen_vuelta
-                    * 1000.0) as i64;
-                if now + loop_ms > shift_end_ms {
-                    self.open_stop(now, StopReason::FinDeTurno, "depósito".into(), false);
-                    let wait = self.minutes_ms(self.world.behaviour.espera_final_min);
-                    // The ignition-off report is an event report: a whole second of its own,
-                    // off the periodic grid.
-                    let mut off_ms = (now + wait + 999).div_euclid(1000) * 1000;
-                    if (off_ms - self.shift_start_ms).rem_euclid(self.interval_ms) == 0 {
-                        off_ms += 1000;
-                    }
-                    self.schedule(off_ms, Event::IgnitionOff);
-                } else {
-                    self.open_stop(now, StopReason::Deposito, "depósito".into(), false);
-                    let wait = self.minutes_ms(self.world.behaviour.espera_deposito_min);
-                    self.schedule(now + wait, Event::Depart);
-                }
+                self.at_depot();
             }
         }
     }
@@ -912,7 +718,6 @@ impl<'a, S: Sink> Agent<'a, S> {
                 front.kind = HaltKind::StopNow;
             }
             self.episode = None;
-            self.pending_speeding = None;
         } else {
             // Already standing (a delivery, the depot, a light): stay there.
             self.frozen = true;
@@ -926,19 +731,60 @@ impl<'a, S: Sink> Agent<'a, S> {
     fn ignition_off(&mut self) {
         self.ignition = false;
         self.phase = Phase::OffShift;
-        if let Some((date, start_ms)) = self.jornada_open.take() {
-            self.sink.truth(TruthEvent::Jornada {
-                placa: self.unit.plate.clone(),
-                fecha: date,
-                inicio_utc: start_ms.div_euclid(1000),
-                fin_utc: Some(self.now_ms.div_euclid(1000)),
-            });
-        }
+        self.close_jornada(Some(self.now_ms));
+        self.settle_pending("la unidad terminó su turno");
         // The ignition-off event report, then a few more before the tracker sleeps.
         self.emit_report();
         let window = (self.world.behaviour.reportes_apagado_min * 60_000.0) as i64;
         self.schedule(self.now_ms + window, Event::ReportsOff);
         self.day = None;
+    }
+
+    /// Logs the shift under way, ended at `end_ms` (`None`: still on at `ahora`).
+    fn close_jornada(&mut self, end_ms: Option<i64>) {
+        if let Some((date, start_ms, planned_end_ms)) = self.jornada_open.take() {
+            self.sink.truth(TruthEvent::Jornada {
+                placa: self.unit.plate.clone(),
+                fecha: date,
+                inicio_utc: start_ms.div_euclid(1000),
+                fin_utc: end_ms.map(|e| e.div_euclid(1000)),
+                fin_previsto_utc: planned_end_ms.div_euclid(1000),
+            });
+        }
+    }
+
+    /// The day's timed injections that never found their moment, and why.
+    fn settle_pending(&mut self, why: &str) {
+        let still = |kind: &InjectionKind, agent: &Self| match kind {
+            InjectionKind::Speeding { .. } => agent.pending_speeding.is_some(),
+            InjectionKind::LongStop { .. } => agent.pending_stop.is_some(),
+            _ => false,
+        };
+        let labels = std::mem::take(&mut self.pending_labels);
+        let date = self.day.as_ref().map(|d| d.date);
+        for (kind, label) in labels {
+            if !still(&kind, self) {
+                continue;
+            }
+            let asked = kind.asked_utc().unwrap_or_default();
+            let shown = crate::calendar::local(self.unit.zone, asked).format("%H:%M");
+            let at = crate::calendar::local(self.unit.zone, self.now_ms.div_euclid(1000))
+                .format("%H:%M");
+            let reason = match kind {
+                InjectionKind::Speeding { .. } => format!(
+                    "{why} a las {at} sin un tramo libre para el exceso después de las {shown}"
+                ),
+                _ => format!("{why} a las {at} sin volver a circular después de las {shown}"),
+            };
+            self.unhonoured.push(Unhonoured {
+                label,
+                plate: self.unit.plate.clone(),
+                date: date.unwrap_or_default(),
+                reason,
+            });
+        }
+        self.pending_speeding = None;
+        self.pending_stop = None;
     }
 
     fn report(&mut self) {
@@ -1041,22 +887,18 @@ impl<'a, S: Sink> Agent<'a, S> {
         for fence in 0..self.visits.len() {
             self.close_visit(fence, None);
         }
-        if let Some((date, start_ms)) = self.jornada_open.take() {
-            self.sink.truth(TruthEvent::Jornada {
-                placa: self.unit.plate.clone(),
-                fecha: date,
-                inicio_utc: start_ms.div_euclid(1000),
-                fin_utc: None,
-            });
+        self.close_jornada(None);
+        if self.frozen {
+            self.settle_pending("la unidad quedó detenida (detenida_ahora)");
+        } else {
+            self.settle_pending("los datos terminan (--ahora)");
         }
-        for index in 0..self.world.days.len() {
-            if self.worked[index] {
-                self.sink.truth(TruthEvent::KmDia {
-                    placa: self.unit.plate.clone(),
-                    fecha: self.world.days[index].to_string(),
-                    km: (self.km_by_day[index] * 1000.0).round() / 1000.0,
-                });
-            }
+        for (day, km) in self.unit.days.iter().zip(&self.km_by_day) {
+            self.sink.truth(TruthEvent::KmDia {
+                placa: self.unit.plate.clone(),
+                fecha: day.date.to_string(),
+                km: (km * 1000.0).round() / 1000.0,
+            });
         }
     }
 }
