@@ -300,6 +300,9 @@ function crearMapa(teselas) {
   L.control.scale({ imperial: false }).addTo(mapa);
   mapa.createPane("rutas").style.zIndex = 350;
   mapa.createPane("geocercas").style.zIndex = 360;
+  // Fence names sit above the areas but below every marker (Leaflet's tooltip pane is above
+  // markers, where a depot's name would hide the units parked in it).
+  mapa.createPane("rotulosGeocercas").style.zIndex = 450;
   return mapa;
 }
 
@@ -317,7 +320,7 @@ function dibujarMapaBase(mapa, base, alPulsarGeocerca) {
   for (const g of base.geocercas || []) {
     if (!Array.isArray(g.contorno) || g.contorno.length < 3) continue;
     const area = L.polygon(g.contorno, { pane: "geocercas", color: COLOR_GEOCERCA, weight: 2, fillOpacity: 0.12, className: "geocerca" });
-    area.bindTooltip(escaparHtml(g.nombre), { permanent: true, direction: "center", className: "rotulo-geocerca", interactive: false });
+    area.bindTooltip(escaparHtml(g.nombre), { pane: "rotulosGeocercas", permanent: true, direction: "center", className: "rotulo-geocerca", interactive: false });
     if (alPulsarGeocerca) area.on("click", () => alPulsarGeocerca(g));
     capas.push(area);
   }

@@ -97,7 +97,8 @@ function dibujarFlota(sc, unidades) {
   filas.push([muestra("area"), "geocerca"]);
   leyenda(mapa, "Estados", filas);
   if (unidades.length === 1) mapa.setView(limites.getCenter(), 15);
-  else mapa.fitBounds(limites, { padding: [48, 48], maxZoom: 16 });
+  // Room at the bottom for the legend, so no unit sits under it.
+  else mapa.fitBounds(limites, { paddingTopLeft: [48, 48], paddingBottomRight: [48, 140], maxZoom: 16 });
   exponerMapa(mapa);
   return { mapa };
 }

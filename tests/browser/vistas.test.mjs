@@ -571,7 +571,13 @@ test("la vista de la flota muestra cada unidad activa con su estado y minutos", 
     if (typeof u.minutos_en_estado === "number") assert.match(m.rotulo, /min$/);
     const color = m.color.match(/\d+/g).slice(0, 3).map(Number);
     // The dot at the unit's position has its state's colour, and states do not share one.
-    assert.ok(colorCerca(imagen, puntos[i][0], puntos[i][1], [color], 1), `${u.placa}: color ${color}`);
+    // Units parked at one spot (a depot) draw their dots on top of each other: there, the
+    // colour seen may be any of theirs.
+    const juntas = sc.unidades
+      .map((o, j) => [o, puntos[j]])
+      .filter(([o, p]) => o.placa !== u.placa && Math.hypot(p[0] - puntos[i][0], p[1] - puntos[i][1]) < 12)
+      .map(([o]) => marcas.find((x) => x.placa === o.placa).color.match(/\d+/g).slice(0, 3).map(Number));
+    assert.ok(colorCerca(imagen, puntos[i][0], puntos[i][1], [color, ...juntas], 1), `${u.placa}: color ${color}`);
     for (const [estado, otro] of colorPorEstado) if (estado !== u.estado) assert.notDeepEqual(otro, color);
     colorPorEstado.set(u.estado, color);
   });
