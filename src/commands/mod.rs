@@ -30,7 +30,7 @@ pub mod simulate;
 
 use std::process::ExitCode;
 
-pub use io::{Io, Stdin};
+pub use io::{Forgiving, Io, PipeWatch, Stdin};
 
 pub use crate::settings::Settings;
 
