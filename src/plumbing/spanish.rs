@@ -113,25 +113,29 @@ pub fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
 /// A `serde_json` error in Spanish: what is wrong and, for syntax, where (`línea L, columna
 /// C`).
 pub fn json(err: &serde_json::Error) -> String {
+    let what = json_what(err);
+    if err.line() == 0 {
+        what
+    } else {
+        format!("línea {}, columna {}: {what}", err.line(), err.column())
+    }
+}
+
+/// What is wrong in a `serde_json` error, without where (for JSON that flota made itself,
+/// whose lines the user never saw).
+pub fn json_what(err: &serde_json::Error) -> String {
     if let Some(kind) = err.io_error_kind() {
         return format!("{}{}", io_reason(&io::Error::from(kind)), original(err));
     }
-    let line = err.line();
-    let column = err.column();
     let text = err.to_string();
-    // serde_json appends its position in English; it is given again below, in Spanish.
+    // serde_json appends its position in English.
     let message = text
         .rsplit_once(" at line ")
         .map_or(text.as_str(), |(head, _)| head);
-    let what = json_syntax(message)
+    json_syntax(message)
         .map(str::to_owned)
         .or_else(|| serde_message(message))
-        .unwrap_or_else(|| format!("JSON inválido{}", original(message)));
-    if line == 0 {
-        what
-    } else {
-        format!("línea {line}, columna {column}: {what}")
-    }
+        .unwrap_or_else(|| message.to_owned())
 }
 
 /// serde_json's own syntax messages.
