@@ -101,7 +101,8 @@ pub fn save(path: &Path, text: &str) -> Result<(), String> {
             spanish::io(&e)
         )
     };
-    let staged = Staged::new(path).map_err(fail)?;
+    // `prepare` says why a place cannot be written (a file where a folder goes…).
+    let staged = Staged::prepare(path).map_err(|e| e.to_string())?;
     let mut file = std::fs::File::create(staged.temp()).map_err(fail)?;
     file.write_all(text.as_bytes()).map_err(fail)?;
     drop(file);

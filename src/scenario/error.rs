@@ -95,6 +95,7 @@ fn spanish(message: &str) -> String {
         .split(", ")
         .filter(|e| !e.is_empty() && *e != "nothing")
         .map(toml_expected)
+        .filter(|e| e.as_ref().is_none_or(|e| !what.contains(e.as_str())))
         .collect();
     match wanted {
         Some(wanted) if !wanted.is_empty() => {
@@ -157,9 +158,7 @@ fn toml_description(description: &str) -> Option<&'static str> {
             "un entero hexadecimal, octal o binario no lleva signo"
         }
         "radix must be lowercase" => "el prefijo de base va en minúscula (0x, 0o, 0b)",
-        "missing assignment between key-value pairs" | "key with no value" => {
-            "clave sin valor: falta '= valor'"
-        }
+        "missing assignment between key-value pairs" | "key with no value" => "clave sin valor",
         "missing escaped value" => "falta el carácter tras la barra invertida",
         "unexpected leading zero" => "un número no puede empezar por cero",
         "unclosed array table" => "falta ']]' al final del encabezado",

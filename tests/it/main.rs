@@ -22,6 +22,8 @@
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
+//! - `spanish`: every help and a set of failures across verbs read with no English; a reader
+//!   that stops reading ends any verb quietly;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `settings`: environment variables reach the verbs that use them, and only those;
 //! - `views`: the map views' data (`flota::ui::datos`) against `mapa_recorrido` and the
@@ -60,6 +62,7 @@ mod scenario_errors;
 mod settings;
 mod shutdown;
 mod simulation;
+mod spanish;
 mod support;
 mod tidy;
 mod tools;
