@@ -8,6 +8,8 @@
 //! - `cli`: help, errors, `config claude`, `cliente`;
 //! - `client_terminal`: `cliente` on a pseudo-terminal: line editor, answers first, maps saved,
 //!   suggestions, `NO_COLOR`, Ctrl-C and Ctrl-D;
+//! - `docs`: every shell block of README.md and docs/*.md runs as written (markers: `skip:`,
+//!   `slow`, `exit=N`; a `text output` block is the output of the block before it);
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
@@ -42,6 +44,7 @@ mod analysis;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;
+mod docs;
 mod evaluate;
 mod example_server;
 mod flood;
