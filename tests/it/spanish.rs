@@ -432,6 +432,27 @@ fn failures_across_verbs_are_spanish() {
         (vec!["simular", "deteccion.toml", "--ahora", AHORA], 1),
         (vec!["simular", "lista.toml", "--ahora", AHORA], 1),
         (vec!["simular", "falta.toml", "--ahora", AHORA], 1),
+        // A directions server that refuses the connection (loopback port 9: discard, closed).
+        (
+            vec![
+                "rutas",
+                "nueva",
+                "x",
+                "--parada",
+                "a:14.5,-90.5",
+                "--parada",
+                "b:14.6,-90.6",
+                "--proveedor",
+                "osrm",
+                "--url",
+                "http://127.0.0.1:9",
+                "--reintentos",
+                "0",
+                "--dir",
+                "rt",
+            ],
+            1,
+        ),
         // Broken route files.
         (vec!["rutas", "ver", "mala", "--dir", "rt"], 1),
         (vec!["rutas", "ver", "cortada", "--dir", "rt"], 1),
