@@ -532,6 +532,66 @@ fn failures_across_verbs_are_spanish() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Files and folders this process cannot read or write: as an unprivileged account when the
+/// tests run as root (root reads and writes anywhere).
+#[test]
+fn permission_failures_are_said_once_in_spanish() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixtures(dir);
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    std::fs::write(dir.join("privado.toml"), "[escenario]\n").unwrap();
+    mode(&dir.join("privado.toml"), 0o000);
+    std::fs::copy(dir.join("m.verdad.jsonl"), dir.join("privado.jsonl")).unwrap();
+    mode(&dir.join("privado.jsonl"), 0o000);
+    std::fs::create_dir(dir.join("privadas")).unwrap();
+    mode(&dir.join("privadas"), 0o000);
+    std::fs::create_dir(dir.join("solo_lectura")).unwrap();
+    std::fs::copy(dir.join("m.db"), dir.join("solo_lectura/m.db")).unwrap();
+    mode(&dir.join("solo_lectura/m.db"), 0o444);
+    mode(&dir.join("solo_lectura"), 0o555);
+    mode(dir, 0o777);
+    let root = std::fs::read(dir.join("privado.toml")).is_ok();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["simular", "privado.toml", "--ahora", AHORA],
+            "error: privado.toml: no se pudo leer: sin permiso\n",
+        ),
+        (
+            &["analizar", "solo_lectura/m.db"],
+            "error: no se puede escribir en solo_lectura/m.db: el archivo o su carpeta son de solo lectura\n",
+        ),
+        (
+            &["evaluar", "m.db", "--verdad", "privado.jsonl"],
+            "error: no se pudo leer el registro de verdad privado.jsonl: sin permiso de lectura\n",
+        ),
+        (
+            &["rutas", "ver", "--dir", "privadas"],
+            "error: privadas: no se pudo leer: sin permiso\n",
+        ),
+    ];
+    for (args, said) in cases {
+        let mut command = Command::new(flota_bin());
+        command
+            .args(args)
+            .current_dir(dir)
+            .env_remove("FLOTA_LOG")
+            .stdin(Stdio::null());
+        if root {
+            command.uid(65534).gid(65534);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), said, "{args:?}");
+    }
+    mode(&dir.join("privadas"), 0o755);
+    mode(&dir.join("solo_lectura"), 0o755);
+}
+
 #[test]
 fn a_full_stdout_is_said_in_spanish() {
     let dir = tempfile::tempdir().unwrap();
