@@ -532,6 +532,31 @@ fn failures_across_verbs_are_spanish() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A simulation whose stderr nobody reads any more still writes its files and succeeds: the
+/// summary line has nowhere to go, which is no failure.
+#[test]
+fn a_closed_stderr_does_not_fail_a_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    let minimo = Path::new(env!("CARGO_MANIFEST_DIR")).join("escenarios/minimo.toml");
+    let status = Command::new(flota_bin())
+        .args([
+            "simular",
+            minimo.to_str().unwrap(),
+            "--ahora",
+            AHORA,
+            "--salida",
+            "m.db",
+        ])
+        .current_dir(dir.path())
+        .env_remove("FLOTA_LOG")
+        .stdout(Stdio::null())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(dir.path().join("m.db").exists());
+}
+
 /// Files and folders this process cannot read or write: as an unprivileged account when the
 /// tests run as root (root reads and writes anywhere).
 #[test]
