@@ -96,6 +96,7 @@ pub struct SimulateArgs {
     #[arg(
         long,
         value_name = "N",
+        value_parser = parse_seed,
         help = "Semilla aleatoria (reemplaza la del escenario)"
     )]
     pub semilla: Option<u64>,
@@ -123,7 +124,7 @@ pub struct EvaluateArgs {
         long,
         value_name = "SEGUNDOS",
         default_value_t = crate::evaluation::DEFAULT_TOLERANCE_S,
-        value_parser = clap::value_parser!(u32).range(0..=86_400),
+        value_parser = integer_in(0u32, 86_400),
         help = "Error máximo, al inicio y al final, de una detección que acierta"
     )]
     pub tolerancia: u32,
@@ -134,6 +135,30 @@ pub struct EvaluateArgs {
         help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1): una barrera para CI"
     )]
     pub f1_minimo: Option<f64>,
+}
+
+/// An integer from `low` to `high`, refused in Spanish (clap's own integer parsers answer
+/// in English).
+pub fn integer_in<T>(low: T, high: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync,
+{
+    move |text: &str| match text.trim().parse::<T>() {
+        Ok(n) if n >= low && n <= high => Ok(n),
+        Ok(_) => Err(format!(
+            "'{text}' está fuera de rango: use de {low} a {high}"
+        )),
+        Err(_) => Err(format!(
+            "'{text}' no es un número entero (use de {low} a {high})"
+        )),
+    }
+}
+
+/// A seed: any non-negative 64-bit integer.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("'{text}' no es un número entero no negativo"))
 }
 
 /// A number between 0 and 1.
@@ -331,7 +356,7 @@ pub struct ProviderArgs {
         long = "tiempo-limite",
         value_name = "SEGUNDOS",
         default_value_t = 20,
-        value_parser = clap::value_parser!(u64).range(1..=600),
+        value_parser = integer_in(1u64, 600),
         help = "Tiempo máximo por solicitud"
     )]
     pub tiempo_limite: u64,
@@ -339,7 +364,7 @@ pub struct ProviderArgs {
         long,
         value_name = "N",
         default_value_t = 3,
-        value_parser = clap::value_parser!(u32).range(0..=10),
+        value_parser = integer_in(0u32, 10),
         help = "Reintentos ante 429, 5xx o cuota excedida (con espera creciente)"
     )]
     pub reintentos: u32,
@@ -490,6 +515,8 @@ pub enum Parsed {
 
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Parsed {
     let command = localise(Cli::command());
+    let args = help_verb(&command, args.into_iter().collect());
+    let failed_in = command_path(&command, &args);
     let matches = match command.try_get_matches_from(args) {
         Ok(matches) => matches,
         Err(err) => {
@@ -500,14 +527,58 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Parsed {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                     Parsed::Fail(err.render().to_string())
                 }
-                _ => Parsed::Fail(spanish_error(&err)),
+                _ => Parsed::Fail(spanish_error(&err, &failed_in)),
             };
         }
     };
     match Cli::from_arg_matches(&matches) {
         Ok(cli) => Parsed::Run(cli),
-        Err(err) => Parsed::Fail(spanish_error(&err)),
+        Err(err) => Parsed::Fail(spanish_error(&err, &failed_in)),
     }
+}
+
+/// `flota help [VERBO…]` (and `flota rutas help ver`) as the same words followed by
+/// `--help`: clap's own help subcommand would speak English.
+fn help_verb(command: &Command, mut args: Vec<OsString>) -> Vec<OsString> {
+    let mut here = command;
+    for at in 1..args.len() {
+        if args[at] == "help" && here.has_subcommands() {
+            let mut rest: Vec<OsString> = args
+                .split_off(at + 1)
+                .into_iter()
+                .filter(|a| a != "-h" && a != "--help")
+                .collect();
+            args.pop();
+            args.append(&mut rest);
+            args.push("--help".into());
+            return args;
+        }
+        match args[at]
+            .to_str()
+            .and_then(|name| here.find_subcommand(name))
+        {
+            Some(sub) => here = sub,
+            None => break,
+        }
+    }
+    args
+}
+
+/// The verbs named on the command line, as far as they exist (`flota rutas ver`): where a
+/// usage error happened, so its message can point at that verb's help.
+fn command_path(command: &Command, args: &[OsString]) -> String {
+    let mut path = vec![command.get_name().to_owned()];
+    let mut here = command;
+    for arg in args.iter().skip(1) {
+        match arg.to_str().and_then(|name| here.find_subcommand(name)) {
+            Some(sub) => {
+                path.push(sub.get_name().to_owned());
+                here = sub;
+            }
+            None => break,
+        }
+    }
+    path.join(" ")
 }
 
 const TEMPLATE: &str = "\
@@ -516,8 +587,8 @@ Uso: {usage}
 
 {all-args}{after-help}";
 
-/// Rewrites clap's English scaffolding (headings, help/version flags, usage) in Spanish, for
-/// the command and every subcommand.
+/// Rewrites clap's English scaffolding (headings, help/version flags, usage, defaults and
+/// possible values) in Spanish, for the command and every subcommand.
 pub fn localise(command: Command) -> Command {
     localise_under(command, "")
 }
@@ -551,7 +622,7 @@ fn localise_under(command: Command, parent: &str) -> Command {
         } else {
             "Opciones"
         };
-        arg.help_heading(heading)
+        spanish_values(arg.help_heading(heading))
     });
     let usage = command
         .render_usage()
@@ -574,11 +645,56 @@ fn localise_under(command: Command, parent: &str) -> Command {
     for name in names {
         command = command.mut_subcommand(name, |sub| localise_under(sub, &here));
     }
+    if command.has_subcommands() {
+        // Listed only: `parse` turns `help X` into `X --help` before clap sees it.
+        command = command.subcommand(Command::new("help").about(format!(
+            "Muestra la ayuda de un comando ({here} help COMANDO)"
+        )));
+    }
     command
 }
 
-/// A Spanish rendering of a clap error, naming the culprit.
-pub fn spanish_error(err: &clap::Error) -> String {
+/// clap's `[default: …]` and `[possible values: …]` written into the help text in Spanish.
+fn spanish_values(arg: Arg) -> Arg {
+    if !arg.get_action().takes_values() {
+        return arg;
+    }
+    let mut notes = Vec::new();
+    let values: Vec<String> = arg
+        .get_possible_values()
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+    // A help text that already names every value need not list them again.
+    if !values.is_empty() && !values.iter().all(|v| help.contains(v.as_str())) {
+        notes.push(format!("valores: {}", values.join(", ")));
+    }
+    let defaults: Vec<String> = arg
+        .get_default_values()
+        .iter()
+        .map(|v| v.to_string_lossy().into_owned())
+        .collect();
+    if !defaults.is_empty() && !arg.is_hide_default_value_set() {
+        notes.push(format!("por defecto: {}", defaults.join(", ")));
+    }
+    let arg = arg.hide_possible_values(true).hide_default_value(true);
+    if notes.is_empty() {
+        return arg;
+    }
+    let notes = notes.join("; ");
+    let long = arg.get_long_help().map(|h| format!("{h} ({notes})"));
+    let arg = arg.help(format!("{help} ({notes})").trim_start().to_owned());
+    match long {
+        Some(long) => arg.long_help(long),
+        None => arg,
+    }
+}
+
+/// A Spanish rendering of a clap error, naming the culprit and the help of the verb where it
+/// happened (`command`, as [`command_path`] found it).
+pub fn spanish_error(err: &clap::Error, command: &str) -> String {
     let get = |kind: ContextKind| match err.get(kind) {
         Some(ContextValue::String(s)) => s.clone(),
         Some(ContextValue::Strings(list)) => list.join(", "),
@@ -595,18 +711,20 @@ pub fn spanish_error(err: &clap::Error) -> String {
     let arg = get(ContextKind::InvalidArg);
     let message = match err.kind() {
         ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
-            let valid = get(ContextKind::ValidValue);
-            let mut text = format!(
-                "valor inválido '{}' para {arg}",
-                get(ContextKind::InvalidValue)
-            );
-            if !valid.is_empty() {
-                text.push_str(&format!(" (valores posibles: {valid})"));
-            }
+            // Every value parser here explains itself in Spanish, naming the value.
             if let Some(source) = std::error::Error::source(err) {
-                text.push_str(&format!(": {source}"));
+                format!("valor inválido para {arg}: {source}")
+            } else {
+                let mut text = format!(
+                    "valor inválido '{}' para {arg}",
+                    get(ContextKind::InvalidValue)
+                );
+                let valid = get(ContextKind::ValidValue);
+                if !valid.is_empty() {
+                    text.push_str(&format!(" (valores posibles: {valid})"));
+                }
+                text
             }
-            text
         }
         ErrorKind::UnknownArgument => format!("argumento inesperado '{arg}'"),
         ErrorKind::InvalidSubcommand => {
@@ -620,6 +738,9 @@ pub fn spanish_error(err: &clap::Error) -> String {
             }
             text
         }
+        ErrorKind::MissingRequiredArgument if arg.contains(", ") => {
+            format!("faltan los argumentos obligatorios {arg}")
+        }
         ErrorKind::MissingRequiredArgument => format!("falta el argumento obligatorio {arg}"),
         ErrorKind::MissingSubcommand => "falta el comando".to_owned(),
         ErrorKind::ArgumentConflict => format!(
@@ -630,9 +751,10 @@ pub fn spanish_error(err: &clap::Error) -> String {
             format!("número de valores incorrecto para {arg}")
         }
         ErrorKind::NoEquals => format!("{arg} requiere un valor con '='"),
-        _ => format!("argumentos inválidos: {}", err.kind()),
+        ErrorKind::InvalidUtf8 => "un argumento no es texto UTF-8 válido".to_owned(),
+        _ => "argumentos inválidos".to_owned(),
     };
-    format!("error: {message}\nUse 'flota --help' para ver la ayuda.\n")
+    format!("error: {message}\nConsulte '{command} --help'.\n")
 }
 
 #[cfg(test)]
@@ -672,6 +794,64 @@ mod tests {
         };
         assert!(text.contains("comando desconocido 'servri'"), "{text}");
         assert!(text.contains("servir"), "{text}");
+    }
+
+    #[test]
+    fn help_verb_shows_a_verbs_help() {
+        let help = |args: &[&str]| match parse_strs(args) {
+            Parsed::Print(text) => text,
+            _ => panic!("{args:?}: help was not printed"),
+        };
+        assert_eq!(help(&["flota", "help"]), help(&["flota", "--help"]));
+        assert_eq!(
+            help(&["flota", "help", "simular"]),
+            help(&["flota", "simular", "--help"])
+        );
+        assert_eq!(
+            help(&["flota", "rutas", "help", "ver"]),
+            help(&["flota", "rutas", "ver", "--help"])
+        );
+        assert_eq!(
+            help(&["flota", "help", "rutas", "ver"]),
+            help(&["flota", "rutas", "ver", "--help"])
+        );
+        assert!(help(&["flota", "--help"]).contains("flota help COMANDO"));
+    }
+
+    #[test]
+    fn usage_errors_point_at_the_verbs_help() {
+        let check = |args: &[&str], pointer: &str| {
+            let Parsed::Fail(text) = parse_strs(args) else {
+                panic!("{args:?}: expected an error");
+            };
+            assert!(
+                text.contains(&format!("Consulte '{pointer} --help'")),
+                "{text}"
+            );
+        };
+        check(&["flota", "simular", "--xyz"], "flota simular");
+        check(&["flota", "rutas", "ver", "--xyz"], "flota rutas ver");
+        check(&["flota", "rutas", "nueva"], "flota rutas nueva");
+        check(&["flota", "nada"], "flota");
+    }
+
+    #[test]
+    fn defaults_and_values_are_written_in_spanish() {
+        let Parsed::Print(help) = parse_strs(&["flota", "rutas", "regenerar", "--help"]) else {
+            panic!("help was not printed");
+        };
+        assert!(help.contains("(por defecto: 20)"), "{help}");
+        assert!(
+            !help.contains("[default:") && !help.contains("ossible values"),
+            "{help}"
+        );
+        let Parsed::Fail(text) = parse_strs(&["flota", "evaluar", "--tolerancia", "99999"]) else {
+            panic!("expected an error");
+        };
+        assert!(
+            text.contains("'99999' está fuera de rango: use de 0 a 86400"),
+            "{text}"
+        );
     }
 
     #[test]

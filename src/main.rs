@@ -7,10 +7,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use flota::cli::{self, Parsed, Verb};
-use flota::commands::{self, Io, Settings, Stdin};
-use flota::plumbing::{log, net};
+use flota::commands::{self, Forgiving, Io, PipeWatch, Settings, Stdin};
+use flota::plumbing::{log, net, spanish};
 
 fn main() -> ExitCode {
     let settings = Settings::from_env();
@@ -20,18 +22,20 @@ fn main() -> ExitCode {
     net::set_contact(settings.contact.as_deref());
     match cli::parse(std::env::args_os()) {
         Parsed::Print(text) => {
-            print!("{text}");
+            // A reader that stopped early (`flota --help | head -1`) is not a failure.
+            let _ = std::io::stdout().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
         Parsed::Fail(text) => {
-            eprint!("{text}");
+            let _ = std::io::stderr().write_all(text.as_bytes());
             ExitCode::from(2)
         }
         Parsed::Run(cli) => {
+            let stdout_closed = Arc::new(AtomicBool::new(false));
             let mut io = Io {
                 stdin: Stdin::Process(std::io::stdin()),
-                stdout: Box::new(std::io::stdout()),
-                stderr: Box::new(std::io::stderr()),
+                stdout: Box::new(PipeWatch::new(std::io::stdout(), stdout_closed.clone())),
+                stderr: Box::new(Forgiving(std::io::stderr())),
                 stdin_is_terminal: std::io::stdin().is_terminal(),
                 stdout_is_terminal: std::io::stdout().is_terminal(),
                 stderr_is_terminal: std::io::stderr().is_terminal(),
@@ -40,8 +44,16 @@ fn main() -> ExitCode {
             let _ = io.stdout.flush();
             match outcome {
                 Ok(code) => code,
+                // Whoever read our output stopped reading (`| head`): nothing went wrong.
+                Err(err)
+                    if stdout_closed.load(Ordering::Relaxed)
+                        && spanish::is_broken_pipe(err.as_ref()) =>
+                {
+                    flota::log_debug!("la salida estándar se cerró; fin sin error");
+                    ExitCode::SUCCESS
+                }
                 Err(err) => {
-                    eprintln!("error: {err:#}");
+                    let _ = writeln!(std::io::stderr(), "error: {}", spanish::chain(err.as_ref()));
                     commands::exit_code(&err)
                 }
             }

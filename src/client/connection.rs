@@ -39,13 +39,19 @@ pub enum ServerLog {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no se pudo lanzar el servidor {command:?}: {source}")]
+    #[error(
+        "no se pudo lanzar el servidor {command:?}: {}",
+        crate::plumbing::spanish::io(.source)
+    )]
     Spawn { command: String, source: io::Error },
     #[error("el servidor cerró la conexión sin responder a '{method}'{last_words}")]
     Closed { method: String, last_words: String },
     #[error("sin respuesta a '{method}' en {seconds} s")]
     Timeout { method: String, seconds: u64 },
-    #[error("no se pudo escribir al servidor: {0}")]
+    #[error(
+        "no se pudo escribir al servidor: {}",
+        crate::plumbing::spanish::io(.0)
+    )]
     Write(io::Error),
 }
 

@@ -156,7 +156,7 @@ fn reason(err: &io::Error) -> String {
         io::ErrorKind::StorageFull => "el disco está lleno".into(),
         io::ErrorKind::ReadOnlyFilesystem => "el sistema de archivos es de solo lectura".into(),
         io::ErrorKind::AlreadyExists => "ya existe un archivo con ese nombre".into(),
-        _ => format!("error de entrada/salida ({:?})", err.kind()),
+        _ => crate::plumbing::spanish::io(err),
     }
 }
 

@@ -16,6 +16,7 @@ use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 
 use crate::plumbing::output::Staged;
+use crate::plumbing::spanish;
 
 /// Entries kept in the history file.
 const HISTORY_SIZE: usize = 1000;
@@ -82,7 +83,7 @@ impl Editor {
         let config = Config::builder()
             .max_history_size(HISTORY_SIZE)
             .and_then(|c| c.history_ignore_dups(true))
-            .map_err(|e| format!("no se pudo configurar el editor de líneas: {e}"))?
+            .map_err(|e| format!("no se pudo configurar el editor de líneas: {}", said(&e)))?
             .auto_add_history(false)
             .behavior(Behavior::Stdio)
             .color_mode(if color {
@@ -92,7 +93,7 @@ impl Editor {
             })
             .build();
         let mut editor = rustyline::Editor::with_config(config)
-            .map_err(|e| format!("no se pudo iniciar el editor de líneas: {e}"))?;
+            .map_err(|e| format!("no se pudo iniciar el editor de líneas: {}", said(&e)))?;
         if let Some(path) = &history {
             // A first session has no file yet; an unreadable one starts an empty history.
             let _ = editor.load_history(path);
@@ -121,14 +122,21 @@ impl Lines for Editor {
         let Some(path) = &self.history else {
             return Ok(());
         };
-        let failed = |e: &dyn std::fmt::Display| {
-            format!("no se pudo guardar el historial en {}: {e}", path.display())
-        };
-        let staged = Staged::new(path).map_err(|e| failed(&e))?;
+        let failed =
+            |e: String| format!("no se pudo guardar el historial en {}: {e}", path.display());
+        let staged = Staged::new(path).map_err(|e| failed(spanish::io(&e)))?;
         self.editor
             .save_history(staged.temp())
-            .map_err(|e| failed(&e))?;
-        staged.commit().map_err(|e| failed(&e))
+            .map_err(|e| failed(said(&e)))?;
+        staged.commit().map_err(|e| failed(spanish::io(&e)))
+    }
+}
+
+/// rustyline's failure in Spanish: the system's reason, or the library's text only at `debug`.
+fn said(err: &ReadlineError) -> String {
+    match err {
+        ReadlineError::Io(io) => spanish::io(io),
+        other => format!("fallo del terminal{}", spanish::original(other)),
     }
 }
 

@@ -14,7 +14,7 @@ use super::connection::{ClientError, Connection};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("no se pudo leer {path}: {source}")]
+    #[error("no se pudo leer {path}: {}", crate::plumbing::spanish::io(.source))]
     Read {
         path: String,
         source: std::io::Error,

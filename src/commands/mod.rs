@@ -30,14 +30,16 @@ pub mod simulate;
 
 use std::process::ExitCode;
 
-pub use io::{Io, Stdin};
+pub use io::{Forgiving, Io, PipeWatch, Stdin};
 
 pub use crate::settings::Settings;
 
 /// The exit code of a verb that failed: 2 for options that contradict each other (bad usage,
-/// like a parse error), else 1.
+/// like a parse error), 128 + the signal for a job stopped by one, else 1.
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
-    if err.is::<simulate::PathConflict>() {
+    if let Some(stopped) = err.downcast_ref::<simulate::Interrupted>() {
+        ExitCode::from(stopped.exit_code())
+    } else if err.is::<simulate::PathConflict>() {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

@@ -4,7 +4,9 @@
 //! threads, writing their reports in unit order (so the output is byte-for-byte deterministic
 //! however threads interleave), the progress bar, and replacing the previous files only when
 //! both new ones are complete. Before anything is written it refuses a truth log that would
-//! overwrite the database or another database ([`PathConflict`], a usage error).
+//! overwrite the database or another database ([`PathConflict`], a usage error). Ctrl-C (or
+//! SIGTERM) stops it between units: the temporary files are removed, the previous ones are
+//! left as they were, and it says so ([`Interrupted`], exit 128 + the signal).
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
@@ -22,6 +24,7 @@ use crate::cli::SimulateArgs;
 use crate::engine::{self, Analysis, DetectionConfig};
 use crate::evaluation::truth;
 use crate::plumbing::clock::Clock;
+use crate::plumbing::interrupt::Interrupt;
 use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
@@ -37,6 +40,8 @@ pub struct Options {
     pub truth: PathBuf,
     pub seed: Option<u64>,
     pub progress: bool,
+    /// Polled between units: a stop asked for leaves the previous files in place.
+    pub interrupt: Interrupt,
 }
 
 /// What a run produced.
@@ -68,6 +73,51 @@ impl Summary {
             self.truth_bytes as f64 / 1e6,
             self.elapsed.as_secs_f64()
         )
+    }
+}
+
+/// A run stopped by a signal before its files were put in place: the temporary files are
+/// gone and the previous files, if any, are as they were.
+#[derive(Debug, thiserror::Error)]
+#[error("simulación interrumpida{}: se borraron los archivos a medio escribir; {kept}", signal_name(*signal))]
+pub struct Interrupted {
+    pub signal: i32,
+    /// What is still there, in words.
+    pub kept: String,
+}
+
+impl Interrupted {
+    fn new(signal: i32, options: &Options) -> Interrupted {
+        let shown = |p: &Path| p.display().to_string();
+        let (db, truth) = (options.db.exists(), options.truth.exists());
+        let kept = match (db, truth) {
+            (true, true) => format!(
+                "{} y {} quedan como estaban",
+                shown(&options.db),
+                shown(&options.truth)
+            ),
+            (true, false) => format!("{} queda como estaba", shown(&options.db)),
+            (false, true) => format!("{} queda como estaba", shown(&options.truth)),
+            (false, false) => format!(
+                "no había {} ni {} antes, y no se crearon",
+                shown(&options.db),
+                shown(&options.truth)
+            ),
+        };
+        Interrupted { signal, kept }
+    }
+
+    /// The shell's convention: 128 + the signal (130 for Ctrl-C).
+    pub fn exit_code(&self) -> u8 {
+        u8::try_from(128 + self.signal).unwrap_or(1)
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        2 => " (Ctrl-C)",
+        15 => " (SIGTERM)",
+        _ => "",
     }
 }
 
@@ -193,7 +243,8 @@ impl Sink for UnitOutput {
 
 /// `flota simular`: the summary line on stderr.
 pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
-    let options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    let mut options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    options.interrupt = Interrupt::watch();
     let summary = simulate(&options)?;
     writeln!(io.stderr, "{}", summary.line())?;
     Ok(ExitCode::SUCCESS)
@@ -216,6 +267,7 @@ impl Options {
             db: args.salida,
             seed: args.semilla,
             progress,
+            interrupt: Interrupt::never(),
         }
     }
 }
@@ -232,8 +284,11 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         options.progress,
         (world.units.len() * world.days.len()) as u64,
     );
-    let (fixes, write_time) = write_units(&simulation, &config, &mut outputs, &bar)?;
+    let written = write_units(&simulation, &config, &mut outputs, &bar, &options.interrupt);
     bar.finish_and_clear();
+    let Some((fixes, write_time)) = written? else {
+        return Err(outputs.abandon(options).into());
+    };
     crate::log_debug!(
         "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
         started.elapsed()
@@ -314,6 +369,16 @@ impl Outputs {
         })
     }
 
+    /// Removes both temporary files (the connection and the truth writer closed first) and
+    /// says what was kept.
+    fn abandon(self, options: &Options) -> Interrupted {
+        drop(self.db);
+        drop(self.truth);
+        drop(self.db_file);
+        drop(self.truth_file);
+        Interrupted::new(options.interrupt.signal().unwrap_or(2), options)
+    }
+
     /// One unit's reports, detections and truth, in unit order.
     fn write_unit(
         &mut self,
@@ -366,6 +431,12 @@ impl Outputs {
                 .unwrap_or(0)
         };
         let (truth_bytes, db_bytes) = (size(&self.truth_file), size(&self.db_file));
+        // The last moment a stop keeps the previous files: the renames below are quick.
+        if let Some(signal) = options.interrupt.signal() {
+            drop(self.db_file);
+            drop(self.truth_file);
+            return Err(Interrupted::new(signal, options).into());
+        }
         self.truth_file
             .commit()
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
@@ -379,13 +450,15 @@ impl Outputs {
 
 /// Simulates units on worker threads and writes them on this one, in unit order whatever
 /// order they finish in: the files are deterministic. Returns the fixes the engine read and
-/// the time spent writing.
+/// the time spent writing, or `None` when `interrupt` asked for a stop (checked between
+/// units; the units being simulated then are finished and dropped).
 fn write_units(
     simulation: &Simulation,
     config: &DetectionConfig,
     outputs: &mut Outputs,
     bar: &ProgressBar,
-) -> anyhow::Result<(u64, Duration)> {
+    interrupt: &Interrupt,
+) -> anyhow::Result<Option<(u64, Duration)>> {
     let world = &simulation.world;
     let units = world.units.len();
     // This thread writes; the other cores simulate. The writer is the slower stage, so it
@@ -404,6 +477,7 @@ fn write_units(
                 loop {
                     let unit = next.fetch_add(1, Ordering::Relaxed);
                     if unit >= units
+                        || interrupt.asked()
                         || sender
                             .send((unit, simulate_unit(simulation, config, unit)))
                             .is_err()
@@ -417,6 +491,9 @@ fn write_units(
         let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
         let mut expected = 0usize;
         for (unit, output) in receiver {
+            if interrupt.asked() {
+                return Ok(None);
+            }
             if !output.unhonoured.is_empty() {
                 return Err(NotHonoured(output.unhonoured).into());
             }
@@ -430,7 +507,10 @@ fn write_units(
                 expected += 1;
             }
         }
-        Ok((fixes, write_time))
+        if interrupt.asked() {
+            return Ok(None);
+        }
+        Ok(Some((fixes, write_time)))
     })
 }
 

@@ -325,7 +325,12 @@ fn finish(parsed: Parsed, attempts: u32) -> Result<Directions, DirectionsError> 
 fn decode(encoded: &str) -> Result<Vec<LatLon>, String> {
     polyline::decode_polyline(encoded, crate::geometry::route::POLYLINE_PRECISION)
         .map(|line| line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect())
-        .map_err(|e| format!("polilínea ilegible en la respuesta: {e}"))
+        .map_err(|e| {
+            format!(
+                "polilínea ilegible en la respuesta: {}",
+                crate::geometry::route::polyline_problem(&e)
+            )
+        })
 }
 
 /// The JSON of a response, or a sentence saying what came instead.

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plumbing::spanish;
+
 /// Every threshold the engine uses. Keys are Spanish: they appear in `[deteccion]` and `meta`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -64,7 +66,7 @@ impl DetectionConfig {
     pub fn from_json(text: &str) -> Result<DetectionConfig, ConfigError> {
         let text = if text.trim().is_empty() { "{}" } else { text };
         let config: DetectionConfig =
-            serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+            serde_json::from_str(text).map_err(|e| ConfigError(spanish::json_what(&e)))?;
         config.validate()?;
         Ok(config)
     }
@@ -150,7 +152,10 @@ mod tests {
         let err = DetectionConfig::from_json(r#"{"radio": 5}"#)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("unknown field `radio`"), "{err}");
+        assert!(
+            err.contains("clave desconocida 'radio'; se admiten: "),
+            "{err}"
+        );
         let err = DetectionConfig::from_json(r#"{"parada_min_s": -1}"#)
             .unwrap_err()
             .to_string();

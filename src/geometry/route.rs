@@ -75,7 +75,7 @@ pub struct Route {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
-    #[error("{path}: no se pudo leer: {source}")]
+    #[error("{path}: no se pudo leer: {}", crate::plumbing::spanish::io(.source))]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -93,6 +93,25 @@ pub enum RouteError {
     Empty { path: PathBuf },
 }
 
+/// Why an encoded polyline cannot be read, in Spanish (the crate says it in English).
+pub fn polyline_problem(err: &polyline::errors::PolylineError) -> String {
+    use polyline::errors::PolylineError as P;
+    match err {
+        P::LatitudeCoordError { coord, idx } => {
+            format!("latitud {coord} fuera de rango en la posición {idx}")
+        }
+        P::LongitudeCoordError { coord, idx } => {
+            format!("longitud {coord} fuera de rango en la posición {idx}")
+        }
+        P::DecodeError { idx } => format!("carácter no válido en la posición {idx}"),
+        P::NoLongError { idx } => format!("a la latitud de la posición {idx} le falta la longitud"),
+        _ => format!(
+            "polilínea no válida{}",
+            crate::plumbing::spanish::original(err)
+        ),
+    }
+}
+
 impl RouteFile {
     /// Parses one route file's text (keys and types only; [`Route::from_file`] checks the
     /// geometry).
@@ -101,7 +120,7 @@ impl RouteFile {
             path: path.to_path_buf(),
             line: err.line(),
             column: err.column(),
-            message: err.to_string(),
+            message: crate::plumbing::spanish::json_what(&err),
         })
     }
 
@@ -151,8 +170,13 @@ impl Route {
             path: path.to_path_buf(),
             message,
         };
-        let line = polyline::decode_polyline(&file.polilinea, POLYLINE_PRECISION)
-            .map_err(|err| invalid(format!("la polilínea no se puede decodificar: {err}")))?;
+        let line =
+            polyline::decode_polyline(&file.polilinea, POLYLINE_PRECISION).map_err(|err| {
+                invalid(format!(
+                    "la polilínea no se puede decodificar: {}",
+                    polyline_problem(&err)
+                ))
+            })?;
         let mut points: Vec<LatLon> = line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect();
         points.dedup();
         if points.len() < 2 {

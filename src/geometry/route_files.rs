@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::geometry::route::{self, Route, RouteFile};
 use crate::plumbing::output::Staged;
+use crate::plumbing::spanish;
 
 /// A path's file name without `.json`: the route's name.
 pub fn stem(path: &Path) -> String {
@@ -55,7 +56,7 @@ pub fn read(path: &Path) -> Result<(String, RouteFile), String> {
 }
 
 fn unreadable(path: &Path, e: &std::io::Error) -> String {
-    format!("{}: no se pudo leer: {e}", path.display())
+    format!("{}: no se pudo leer: {}", path.display(), spanish::io(e))
 }
 
 /// `text` as the route file at `path`: it parses and its `nombre` is the file's.
@@ -93,8 +94,15 @@ pub fn load(dir: &Path, name: Option<&str>) -> Result<Vec<Stored>, String> {
 
 /// Writes `text` to `path` through a temporary file: a failure leaves the previous file.
 pub fn save(path: &Path, text: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("{}: no se pudo escribir: {e}", path.display());
-    let staged = Staged::new(path).map_err(fail)?;
+    let fail = |e: std::io::Error| {
+        format!(
+            "{}: no se pudo escribir: {}",
+            path.display(),
+            spanish::io(&e)
+        )
+    };
+    // `prepare` says why a place cannot be written (a file where a folder goes…).
+    let staged = Staged::prepare(path).map_err(|e| e.to_string())?;
     let mut file = std::fs::File::create(staged.temp()).map_err(fail)?;
     file.write_all(text.as_bytes()).map_err(fail)?;
     drop(file);

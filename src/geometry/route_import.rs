@@ -55,7 +55,10 @@ pub fn read(path: &Path) -> Result<Drawn, String> {
     let shown = path.display();
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{shown}: no existe"),
-        _ => format!("{shown}: no se pudo leer: {e}"),
+        _ => format!(
+            "{shown}: no se pudo leer: {}",
+            crate::plumbing::spanish::io(&e)
+        ),
     })?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{shown}: no es texto UTF-8"))?;
     let extension = path

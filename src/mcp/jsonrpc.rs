@@ -141,7 +141,7 @@ pub fn classify(line: &[u8]) -> Incoming {
             return invalid(
                 None,
                 ErrorCode::ParseError,
-                format!("JSON mal formado: {err}"),
+                format!("JSON mal formado: {}", crate::plumbing::spanish::json(&err)),
             );
         }
     };

@@ -487,7 +487,10 @@ fn parse_params(raw: Option<&RawValue>) -> Result<Map<String, Value>, RpcError> 
         // The envelope parsed, so this is a limit (nesting deeper than 128 levels).
         Err(e) => Err(RpcError::new(
             ErrorCode::InvalidParams,
-            format!("no se pudieron leer los parámetros: {e}"),
+            format!(
+                "no se pudieron leer los parámetros: {}",
+                crate::plumbing::spanish::json_what(&e)
+            ),
         )),
     }
 }

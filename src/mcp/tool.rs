@@ -256,8 +256,12 @@ impl<T: TypedTool> Tool for Typed<T> {
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError> {
         // The schema check already ran; a serde failure here means the schema is looser than
         // the type (a custom deserializer), which still deserves a named argument.
-        let params: T::Params = serde_json::from_value(arguments)
-            .map_err(|err| ToolError::InvalidArguments(format!("argumentos inválidos: {err}")))?;
+        let params: T::Params = serde_json::from_value(arguments).map_err(|err| {
+            ToolError::InvalidArguments(format!(
+                "argumentos inválidos: {}",
+                crate::plumbing::spanish::json_what(&err)
+            ))
+        })?;
         let reply = self.tool.call(params, ctx)?;
         let structured = serde_json::to_value(&reply.output).map_err(|err| {
             ToolError::Failed(format!("no se pudo serializar el resultado: {err}"))

@@ -51,7 +51,7 @@ pub enum StoreError {
     ReadOnly { path: String },
     #[error("no queda espacio en el disco para escribir en {path}")]
     DiskFull { path: String },
-    #[error("{path}: error de SQLite: {message}")]
+    #[error("{path}: {message}")]
     Sqlite { path: String, message: String },
 }
 
@@ -65,7 +65,8 @@ fn schema_change(found: i64) -> &'static str {
 }
 
 /// A SQLite failure in Spanish: the cases a user can act on are named (a writer's lock, a
-/// damaged file, a missing table, no permission, a full disk); the rest keep SQLite's text.
+/// damaged file, a missing table, no permission, a full disk); the rest are worded by their
+/// code ([`sqlite_words`]).
 pub(super) fn spanish(path: &str, e: rusqlite::Error) -> StoreError {
     let path = path.to_owned();
     match e.sqlite_error_code() {
@@ -78,7 +79,7 @@ pub(super) fn spanish(path: &str, e: rusqlite::Error) -> StoreError {
         _ => {}
     }
     let message = e.to_string();
-    // SQLite says which table is missing only in its English message.
+    // SQLite says which table is missing only in its English message (read, never shown).
     if let Some(at) = message.find("no such table: ") {
         let table = message[at + "no such table: ".len()..]
             .split_whitespace()
@@ -88,7 +89,46 @@ pub(super) fn spanish(path: &str, e: rusqlite::Error) -> StoreError {
             .to_owned();
         return StoreError::MissingTable { path, table };
     }
-    StoreError::Sqlite { path, message }
+    StoreError::Sqlite {
+        path,
+        message: sqlite_words(&e),
+    }
+}
+
+/// What went wrong in SQLite, in Spanish, by its result code (its English text only at
+/// `debug`).
+pub(super) fn sqlite_words(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode as C;
+    let words = match e.sqlite_error_code() {
+        Some(C::CannotOpen) => "no se pudo abrir el archivo",
+        Some(C::PermissionDenied) => "sin permiso",
+        Some(C::ReadOnly) => "el archivo o su carpeta son de solo lectura",
+        Some(C::DiskFull) => "no queda espacio en el disco",
+        Some(C::SystemIoFailure) => "error de entrada/salida del disco",
+        Some(C::NotADatabase) => "no es una base de datos SQLite",
+        Some(C::DatabaseCorrupt) => "la base está dañada o incompleta",
+        Some(C::DatabaseBusy | C::DatabaseLocked) => "la base está bloqueada por otro proceso",
+        Some(C::FileLockingProtocolFailed) => "no se pudo bloquear el archivo",
+        Some(C::OutOfMemory) => "memoria insuficiente",
+        Some(C::OperationInterrupted) => "consulta interrumpida",
+        Some(C::OperationAborted) => "operación cancelada",
+        Some(C::ConstraintViolation) => "los datos no cumplen una restricción de la base",
+        Some(C::TooBig) => "un dato es demasiado grande",
+        Some(C::SchemaChanged) => "el esquema de la base cambió durante la consulta",
+        Some(C::TypeMismatch) => "un dato no tiene el tipo esperado",
+        Some(C::NoLargeFileSupport) => "el sistema no admite archivos tan grandes",
+        Some(_) => "SQLite no pudo completar la operación",
+        None => match e {
+            rusqlite::Error::QueryReturnedNoRows => "falta un dato esperado en la base",
+            rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..) => {
+                "un dato de la base no tiene el tipo esperado"
+            }
+            _ => "SQLite no pudo completar la operación",
+        },
+    };
+    format!("{words}{}", crate::plumbing::spanish::original(e))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -158,13 +198,13 @@ impl Store {
         }
         let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
             path: shown.clone(),
-            message: e.to_string(),
+            message: sqlite_words(&e),
         })?;
         if query_only {
             conn.pragma_update(None, "query_only", true)
                 .map_err(|e| StoreError::Open {
                     path: shown.clone(),
-                    message: e.to_string(),
+                    message: sqlite_words(&e),
                 })?;
         }
         // Wait a little for a writer instead of failing at once.
@@ -433,6 +473,28 @@ mod tests {
     use crate::store::schema::DDL;
 
     static STOP: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn sqlite_failures_are_worded_by_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("basura.db");
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let err = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_err();
+        assert_eq!(sqlite_words(&err), "no es una base de datos SQLite");
+        assert_eq!(
+            sqlite_words(&rusqlite::Error::QueryReturnedNoRows),
+            "falta un dato esperado en la base"
+        );
+        let StoreError::Sqlite { message, .. } = spanish("x.db", err) else {
+            panic!("not a generic SQLite error");
+        };
+        assert_eq!(message, "no es una base de datos SQLite");
+    }
 
     #[test]
     fn a_stop_signal_interrupts_a_running_query() {

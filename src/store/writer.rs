@@ -27,11 +27,17 @@ const INSERT_HEAD: &str = "INSERT INTO posiciones (vehiculo_id, ts_utc, secuenci
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("{path}: error de SQLite: {source}")]
-    Sqlite {
-        path: String,
-        source: rusqlite::Error,
-    },
+    /// SQLite's failure in Spanish ([`super::reader::sqlite_words`]); the library's error is
+    /// not kept as a source, so nothing prints its English.
+    #[error("{path}: {message}")]
+    Sqlite { path: String, message: String },
+}
+
+fn write_error(path: &str, e: &rusqlite::Error) -> WriteError {
+    WriteError::Sqlite {
+        path: path.to_owned(),
+        message: super::reader::sqlite_words(e),
+    }
 }
 
 pub struct Writer {
@@ -47,10 +53,7 @@ impl Writer {
     /// Creates `path` (which must not exist) with the schema.
     pub fn create(path: &Path) -> Result<Writer, WriteError> {
         let shown = path.display().to_string();
-        let wrap = |source| WriteError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
+        let wrap = |source| write_error(&shown, &source);
         let conn = Connection::open(path).map_err(wrap)?;
         // A half-written temporary file is thrown away, never repaired: no journal needed.
         conn.execute_batch(
@@ -74,18 +77,16 @@ impl Writer {
     }
 
     fn wrap(&self, source: rusqlite::Error) -> WriteError {
-        WriteError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        write_error(&self.path, &source)
     }
 
     /// Vehicles, geofences, routes and stops.
     pub fn write_fleet(&mut self, world: &World) -> Result<(), WriteError> {
-        let tx = self.conn.transaction().map_err(|e| WriteError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| write_error(&path, &e))?;
         let result = (|| {
             for (index, unit) in world.units.iter().enumerate() {
                 let routes: Vec<&str> = unit
@@ -149,10 +150,7 @@ impl Writer {
             }
             Ok::<(), rusqlite::Error>(())
         })();
-        result.map_err(|e| WriteError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
+        result.map_err(|e| write_error(&path, &e))?;
         tx.commit().map_err(|e| self.wrap(e))
     }
 
@@ -163,10 +161,7 @@ impl Writer {
         reports: &[Report],
     ) -> Result<(), WriteError> {
         let path = &self.path;
-        let wrap = |source| WriteError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let wrap = |source| write_error(path, &source);
         let conn = &self.conn;
         // Many rows per statement: binding is cheap, stepping a statement is not.
         let mut many = conn.prepare_cached(&self.insert_many).map_err(wrap)?;
@@ -257,16 +252,14 @@ impl Writer {
     /// triggers are created only now, so the bulk writes above never fire them.
     pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), WriteError> {
         self.commit_open()?;
-        let tx = self.conn.transaction().map_err(|e| WriteError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| write_error(&path, &e))?;
         coverage::seal(&tx, covered)
             .and_then(|()| tx.commit())
-            .map_err(|e| WriteError::Sqlite {
-                path: self.path.clone(),
-                source: e,
-            })
+            .map_err(|e| write_error(&path, &e))
     }
 
     fn commit_open(&mut self) -> Result<(), WriteError> {
@@ -286,6 +279,6 @@ impl Writer {
         let path = self.path.clone();
         self.conn
             .close()
-            .map_err(|(_, source)| WriteError::Sqlite { path, source })
+            .map_err(|(_, source)| write_error(&path, &source))
     }
 }

@@ -147,7 +147,9 @@ pub struct Output {
     pub fecha_fin: String,
     pub zona_horaria: String,
     pub tipo: String,
+    #[schemars(description = "Alertas del tipo pedido (de todos si no se pidió uno)")]
     pub total_eventos: usize,
+    #[schemars(description = "Cuántas hubo de cada tipo en el rango, se haya pedido un tipo o no")]
     pub por_tipo: Counts,
     #[schemars(
         description = "Unidades con alertas (o con cruces de geocerca si se pidió ese tipo)"
@@ -218,6 +220,9 @@ impl TypedTool for Alertas {
             }
             Ok(found)
         })?;
+        // Every type is counted whatever `tipo` asks for: a zero in `por_tipo` is a zero.
+        let por_tipo = Tally::of(&found).por_tipo;
+        let found = found.only(params.tipo);
         let plates: Plates = snapshot
             .vehicles
             .iter()
@@ -227,8 +232,7 @@ impl TypedTool for Alertas {
         let crossings_asked = params.tipo.is_some_and(Kind::routine);
         let (por_unidad, total_unidades) = units(&plates, tally.by_unit, crossings_asked);
         let detalle = detail(&snapshot, &plates, found, &tally.por_tipo, now);
-        let por_tipo = tally.por_tipo;
-        let total_eventos = Kind::ALL.iter().map(|k| por_tipo.get(*k)).sum();
+        let total_eventos = Kind::ALL.iter().map(|k| tally.por_tipo.get(*k)).sum();
         let nota = (params.tipo.is_none() && por_tipo.routine() > 0).then(|| {
             "Las entradas y salidas de geocercas se cuentan pero no se detallan; pida tipo geocerca_entrada o geocerca_salida para verlas.".to_owned()
         });
@@ -290,6 +294,14 @@ impl Found {
             }
         }
     }
+
+    /// Only the type asked for (all when none was).
+    fn only(mut self, tipo: Option<Kind>) -> Found {
+        let wanted = |kind: Kind| tipo.is_none_or(|t| t == kind);
+        self.alerts.retain(|(kind, _)| wanted(*kind));
+        self.crossings.retain(|c| wanted(c.kind));
+        self
+    }
 }
 
 struct Crossings {
@@ -298,6 +310,7 @@ struct Crossings {
     first: Vec<EventRow>,
 }
 
+/// Every type in the range; the first crossings rows only when `tipo` asks for crossings.
 fn collect(store: &Store, range: &Range, tipo: Option<Kind>) -> Result<Found, StoreError> {
     let Range {
         from,
@@ -305,39 +318,32 @@ fn collect(store: &Store, range: &Range, tipo: Option<Kind>) -> Result<Found, St
         now,
         long_s,
     } = *range;
-    let wanted = |kind: Kind| tipo.is_none_or(|t| t == kind);
     let mut alerts: Vec<(Kind, EventRow)> = Vec::new();
     for (kind, stored) in [
         (Kind::ExcesoVelocidad, EventKind::Overspeed),
         (Kind::PerdidaSenal, EventKind::Gap),
     ] {
-        if wanted(kind) {
-            let rows = store.events_starting(stored, from, to)?;
-            alerts.extend(rows.into_iter().map(|e| (kind, e)));
-        }
+        let rows = store.events_starting(stored, from, to)?;
+        alerts.extend(rows.into_iter().map(|e| (kind, e)));
     }
-    if wanted(Kind::ParadaProlongada) {
-        let long = store
-            .long_stops(from, to)?
-            .into_iter()
-            .filter(|s| s.start_utc >= from && is_long_stop(s, now, long_s));
-        alerts.extend(long.map(|e| (Kind::ParadaProlongada, e)));
-    }
+    let long = store
+        .long_stops(from, to)?
+        .into_iter()
+        .filter(|s| s.start_utc >= from && is_long_stop(s, now, long_s));
+    alerts.extend(long.map(|e| (Kind::ParadaProlongada, e)));
     let mut crossings = Vec::new();
     for (kind, exits) in [(Kind::GeocercaEntrada, false), (Kind::GeocercaSalida, true)] {
-        if wanted(kind) {
-            let per_vehicle = store.crossings_by_vehicle(exits, from, to)?;
-            let first = if tipo == Some(kind) {
-                store.first_crossings(exits, from, to, DETAIL_PER_TYPE)?
-            } else {
-                Vec::new()
-            };
-            crossings.push(Crossings {
-                kind,
-                per_vehicle,
-                first,
-            });
-        }
+        let per_vehicle = store.crossings_by_vehicle(exits, from, to)?;
+        let first = if tipo == Some(kind) {
+            store.first_crossings(exits, from, to, DETAIL_PER_TYPE)?
+        } else {
+            Vec::new()
+        };
+        crossings.push(Crossings {
+            kind,
+            per_vehicle,
+            first,
+        });
     }
     Ok(Found { alerts, crossings })
 }

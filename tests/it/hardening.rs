@@ -837,18 +837,17 @@ fn size_of(path: &Path) -> Option<u64> {
     std::fs::metadata(path).ok().map(|m| m.len())
 }
 
-#[test]
-fn a_killed_simulation_leaves_the_previous_data_intact() {
-    use std::os::unix::process::ExitStatusExt;
-    let tmp = tempfile::tempdir().unwrap();
-    let db = copy_of_minimo(tmp.path());
-    let truth = tmp.path().join("flota.verdad.jsonl");
-    std::fs::write(&truth, "{\"hecho\":\"verdad anterior\"}\n").unwrap();
-    let (db_before, truth_before) = (sha(&db), sha(&truth));
-    let partial = tmp.path().join("flota.db.parcial");
-    let truth_partial = tmp.path().join("flota.verdad.jsonl.parcial");
-    let scenario = long_scenario(tmp.path());
-    let mut child = Command::new(flota_bin())
+/// `flota simular` of [`long_scenario`] over a copy of the fixture (and a truth log beside
+/// it), stderr captured; its temporary database, and the two files it must not change.
+fn start_long_simulation(dir: &Path) -> (std::process::Child, std::path::PathBuf) {
+    let db = copy_of_minimo(dir);
+    std::fs::write(
+        dir.join("flota.verdad.jsonl"),
+        "{\"hecho\":\"verdad anterior\"}\n",
+    )
+    .unwrap();
+    let scenario = long_scenario(dir);
+    let child = Command::new(flota_bin())
         .args(["simular", scenario.to_str().unwrap()])
         .args([
             "--ahora",
@@ -857,18 +856,22 @@ fn a_killed_simulation_leaves_the_previous_data_intact() {
             db.to_str().unwrap(),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill once the temporary database exists and is seen growing past a few batches: the
-    // writer is then mid-way through a file that takes seconds more to finish.
+    (child, dir.join("flota.db.parcial"))
+}
+
+/// Waits until `partial` exists and is seen growing past a few batches: the writer is then
+/// mid-way through a file that takes seconds more to finish. Returns its size then.
+fn wait_until_mid_write(child: &mut std::process::Child, partial: &Path) -> u64 {
     const GROWN_BYTES: u64 = 2 * 1024 * 1024;
     let deadline = Instant::now() + crate::support::TIMEOUT;
     let mut seen = None;
-    let killed_at = loop {
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
-                "the simulation ended ({status}) before the kill; .parcial seen at {seen:?} bytes"
+                "the simulation ended ({status}) before the signal; .parcial seen at {seen:?} bytes"
             );
         }
         assert!(
@@ -876,17 +879,76 @@ fn a_killed_simulation_leaves_the_previous_data_intact() {
             "{} never grew: {seen:?}",
             partial.display()
         );
-        let size = size_of(&partial);
+        let size = size_of(partial);
         if let (Some(now), Some(before)) = (size, seen)
             && now >= GROWN_BYTES
             && now > before
         {
-            child.kill().unwrap(); // SIGKILL on Unix.
-            break now;
+            return now;
         }
         seen = size.or(seen);
         std::thread::sleep(Duration::from_millis(5));
-    };
+    }
+}
+
+#[test]
+fn an_interrupted_simulation_removes_its_temporary_files_and_keeps_the_previous_ones() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, truth) = (
+        tmp.path().join("flota.db"),
+        tmp.path().join("flota.verdad.jsonl"),
+    );
+    let (mut child, partial) = start_long_simulation(tmp.path());
+    let (db_before, truth_before) = (sha(&db), sha(&truth));
+    let at = wait_until_mid_write(&mut child, &partial);
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{status}; {stderr}; at {at} bytes"
+    );
+    assert!(
+        stderr.contains("simulación interrumpida (Ctrl-C)")
+            && stderr.contains("se borraron los archivos a medio escribir")
+            && stderr.contains("flota.verdad.jsonl quedan como estaban"),
+        "{stderr}"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("parcial"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "{leftovers:?} after a stop at {at} bytes"
+    );
+    assert_eq!(sha(&db), db_before);
+    assert_eq!(sha(&truth), truth_before);
+}
+
+#[test]
+fn a_killed_simulation_leaves_the_previous_data_intact() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, truth) = (
+        tmp.path().join("flota.db"),
+        tmp.path().join("flota.verdad.jsonl"),
+    );
+    let (mut child, partial) = start_long_simulation(tmp.path());
+    let (db_before, truth_before) = (sha(&db), sha(&truth));
+    let truth_partial = tmp.path().join("flota.verdad.jsonl.parcial");
+    let killed_at = wait_until_mid_write(&mut child, &partial);
+    child.kill().unwrap(); // SIGKILL on Unix.
     let status = child.wait().unwrap();
     // It died of the kill, not of finishing or failing on its own.
     assert_eq!(

@@ -8,6 +8,8 @@
 //! - `cli`: help, errors, `config claude`, `cliente`;
 //! - `client_terminal`: `cliente` on a pseudo-terminal: line editor, answers first, maps saved,
 //!   suggestions, `NO_COLOR`, Ctrl-C and Ctrl-D;
+//! - `docs`: every shell block of README.md and docs/*.md runs as written (markers: `skip:`,
+//!   `slow`, `exit=N`; a `text output` block is the output of the block before it);
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
@@ -23,6 +25,8 @@
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
+//! - `spanish`: every help and a set of failures across verbs read with no English; a reader
+//!   that stops reading ends any verb quietly;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `wall_clock`: property test of the simulator's truth on any clock (DST, night shifts,
 //!   several zones, timed injections);
@@ -44,6 +48,7 @@ mod changeover;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;
+mod docs;
 mod evaluate;
 mod example_server;
 mod flood;
@@ -64,6 +69,7 @@ mod scenario_errors;
 mod settings;
 mod shutdown;
 mod simulation;
+mod spanish;
 mod support;
 mod tidy;
 mod tools;

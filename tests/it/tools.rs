@@ -380,6 +380,38 @@ fn alert_severity_is_ordered_within_each_type() {
     assert_eq!(alerts["por_tipo"]["exceso_velocidad"], 12);
 }
 
+/// Asking for one type of alert lists that type only, but `por_tipo` still counts every type
+/// (a zero there is a zero, never "not counted").
+#[test]
+fn alert_counts_per_type_do_not_depend_on_the_type_asked_for() {
+    let fixture = fixture("semana");
+    let mut c = Client::new(&fixture.db);
+    let week = json!({"fecha_inicio": "2026-08-13", "fecha_fin": "hoy"});
+    let all = c.ok("alertas", week.clone());
+    let counts = &all["por_tipo"];
+    let kinds = [
+        "exceso_velocidad",
+        "parada_prolongada",
+        "perdida_senal",
+        "geocerca_entrada",
+        "geocerca_salida",
+    ];
+    // The week has some of every type, or the comparison below proves nothing.
+    for kind in kinds {
+        assert!(counts[kind].as_u64().unwrap() > 0, "{kind}: {counts}");
+    }
+    for kind in kinds {
+        let mut asked = week.clone();
+        asked["tipo"] = json!(kind);
+        let one = c.ok("alertas", asked);
+        assert_eq!(&one["por_tipo"], counts, "tipo {kind}");
+        assert_eq!(one["total_eventos"], counts[kind], "tipo {kind}");
+        for detail in one["detalle"].as_array().unwrap() {
+            assert_eq!(detail["tipo"], kind);
+        }
+    }
+}
+
 #[test]
 fn a_missing_database_is_an_error_with_the_fix_and_the_server_still_starts() {
     let mut server = Server::spawn(
