@@ -46,6 +46,7 @@ mod geocoding;
 mod ground_truth;
 mod hardening;
 mod http_mock;
+mod ingest;
 mod in_process;
 mod kilometres;
 mod maps;
