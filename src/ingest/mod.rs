@@ -10,4 +10,5 @@
 //! `plumbing::net`. docs/ingesta.md is the user's side of it.
 
 pub mod live;
+pub mod osmand;
 pub mod session;
