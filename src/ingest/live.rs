@@ -136,7 +136,8 @@ impl<'c> LiveVehicle<'c> {
                 .and_then(|(c, _)| c.last_fix_utc())
                 .unwrap_or(i64::MIN);
             if fix.ts_utc.saturating_sub(since) >= CHECKPOINT_EVERY_S {
-                self.checkpoints.push((self.engine.checkpoint(), self.fixes));
+                self.checkpoints
+                    .push((self.engine.checkpoint(), self.fixes));
                 thin(&mut self.checkpoints, fix.ts_utc);
             }
         }
@@ -214,7 +215,12 @@ impl<'c> LiveFleet<'c> {
 
     /// Reads a vehicle's whole history into a fresh engine; `written`: what is stored of its
     /// analysis.
-    fn load(&mut self, tx: &LiveTx<'_>, vehicle_id: i64, written: Written) -> Result<(), StoreError> {
+    fn load(
+        &mut self,
+        tx: &LiveTx<'_>,
+        vehicle_id: i64,
+        written: Written,
+    ) -> Result<(), StoreError> {
         let mut vehicle = LiveVehicle::new(self.contexts.of(vehicle_id), written);
         tx.for_each_fix(vehicle_id, i64::MIN, i64::MAX, |fix| vehicle.push(fix))?;
         self.vehicles.insert(vehicle_id, vehicle);
@@ -230,7 +236,11 @@ impl<'c> LiveFleet<'c> {
         stored: bool,
     ) -> Result<(), StoreError> {
         for id in vehicle_ids {
-            let written = if stored { tx.written(*id)? } else { Written::default() };
+            let written = if stored {
+                tx.written(*id)?
+            } else {
+                Written::default()
+            };
             self.load(tx, *id, written)?;
         }
         Ok(())
@@ -252,7 +262,11 @@ impl<'c> LiveFleet<'c> {
         let Some(earliest) = fixes.first().map(|f| f.ts_utc) else {
             return Ok(());
         };
-        if vehicle.engine.last_fix_utc().is_none_or(|last| earliest > last) {
+        if vehicle
+            .engine
+            .last_fix_utc()
+            .is_none_or(|last| earliest > last)
+        {
             for fix in fixes.iter() {
                 vehicle.push(*fix);
             }

@@ -9,6 +9,10 @@
 //! simulated fleet into any OsmAnd server (`emit`). SQL stays in the store; outbound HTTP in
 //! `plumbing::net`. docs/ingesta.md is the user's side of it.
 
+pub mod devices;
+pub mod import;
 pub mod live;
 pub mod osmand;
+pub mod server;
 pub mod session;
+pub mod writer;

@@ -121,9 +121,11 @@ pub enum Refusal {
 /// Decodes one request. `received_utc` is not used for the fix time here: a report without
 /// one keeps `ts_utc: None` for the caller to stamp.
 pub fn decode(request: &Request<'_>, options: &Options) -> Result<Report, Refusal> {
-    let json = request
-        .content_type
-        .is_some_and(|c| c.trim().to_ascii_lowercase().starts_with("application/json"));
+    let json = request.content_type.is_some_and(|c| {
+        c.trim()
+            .to_ascii_lowercase()
+            .starts_with("application/json")
+    });
     if json {
         return decode_json(request.body, options);
     }
@@ -217,7 +219,9 @@ fn decode_json(body: &[u8], options: &Options) -> Result<Report, Refusal> {
     let lat = field("latitude")?.ok_or(Refusal::NoPosition)?;
     let lon = field("longitude")?.ok_or(Refusal::NoPosition)?;
     // Negative speed and heading mean "unknown" in the location SDK.
-    let speed_kmh = field("speed")?.filter(|s| *s >= 0.0).map_or(0.0, |s| s * 3.6);
+    let speed_kmh = field("speed")?
+        .filter(|s| *s >= 0.0)
+        .map_or(0.0, |s| s * 3.6);
     let heading_deg = field("heading")?.filter(|h| *h >= 0.0).unwrap_or(0.0);
     let ts_utc = match location.get("timestamp") {
         Some(Value::String(t)) => Some(parse_time(t, options.zone)?),
@@ -473,7 +477,10 @@ mod tests {
                     content_type: None,
                     body: b"",
                 },
-                &Options { speed: unit, zone: ZONE },
+                &Options {
+                    speed: unit,
+                    zone: ZONE,
+                },
             )
             .unwrap();
             assert_eq!((got.speed_kmh * 100.0).round() / 100.0, kmh, "{unit:?}");

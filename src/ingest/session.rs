@@ -15,10 +15,10 @@
 use crate::engine::Fix;
 use crate::ingest::live::{Contexts, LiveFleet, Reference};
 use crate::plumbing::clock::Clock;
-use crate::store::{AnalysisState, Covered, LiveTx, StoreError, Store, StoredRow};
+use crate::store::{AnalysisState, Covered, LiveTx, Store, StoreError, StoredRow};
 
 /// Who a position belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Unit {
     /// A vehicle of the database, by id.
     Vehicle(i64),

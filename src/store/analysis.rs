@@ -114,7 +114,8 @@ pub(super) fn day_values(vehicle_id: i64, d: &DayStats) -> [Value; DAY_VALUES] {
         Value::Text(d.date.to_string()),
         Value::Real(round3(d.km)),
         Value::Real(round3(d.km_gps)),
-        d.km_odometer.map_or(Value::Null, |k| Value::Real(round3(k))),
+        d.km_odometer
+            .map_or(Value::Null, |k| Value::Real(round3(k))),
         integer(d.first_move_utc),
         integer(d.last_move_utc),
         Value::Real(round3(d.moving_s as f64 / 60.0)),

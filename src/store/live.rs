@@ -26,9 +26,7 @@ use super::encoding::StoredRow;
 use super::meta::{self, Key};
 use super::queries::{EVENT_COLUMNS, EventRow, event};
 use super::reader::{Store, StoreError, for_each_fix_in, spanish};
-use super::schema::{
-    ANALYSIS_DDL, CHANGE_LOG, CHANGE_LOG_DDL, DDL, DEVICES_DDL, SCHEMA_VERSION,
-};
+use super::schema::{ANALYSIS_DDL, CHANGE_LOG, CHANGE_LOG_DDL, DDL, DEVICES_DDL, SCHEMA_VERSION};
 use crate::engine::{Analysis, DetectionConfig, Fix};
 
 /// What a new, empty live database records about itself.
@@ -201,7 +199,12 @@ impl LiveTx<'_> {
 
     /// Stores one position; `false` when the vehicle already has a fix at that time (a
     /// duplicate delivery, or a re-import), which is left as it was.
-    pub fn insert(&self, vehicle_id: i64, ts_utc: i64, row: &StoredRow) -> Result<bool, StoreError> {
+    pub fn insert(
+        &self,
+        vehicle_id: i64,
+        ts_utc: i64,
+        row: &StoredRow,
+    ) -> Result<bool, StoreError> {
         let mut stmt = self
             .tx
             .prepare_cached(
@@ -267,7 +270,14 @@ impl LiveTx<'_> {
         to_utc: i64,
         each: impl FnMut(Fix),
     ) -> Result<(), StoreError> {
-        for_each_fix_in(&self.tx, self.store.path(), vehicle_id, from_utc, to_utc, each)
+        for_each_fix_in(
+            &self.tx,
+            self.store.path(),
+            vehicle_id,
+            from_utc,
+            to_utc,
+            each,
+        )
     }
 
     /// What is stored of a vehicle's analysis now.

@@ -100,7 +100,11 @@ pub fn same_rows(table: &str, got: &[String], expected: &[String]) {
         return;
     }
     let only = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter().filter(|r| b.binary_search(r).is_err()).take(3).cloned().collect()
+        a.iter()
+            .filter(|r| b.binary_search(r).is_err())
+            .take(3)
+            .cloned()
+            .collect()
     };
     panic!(
         "{table}: {} rows vs {} expected; only got: {:#?}; only expected: {:#?}",
@@ -146,7 +150,12 @@ fn delivery_order(reports: &[Stored]) -> Vec<(i64, Stored)> {
 #[test]
 fn a_week_fed_report_by_report_equals_the_batch_analysis() {
     let week = fixture("semana");
-    let ahora = Store::open(&week.db).unwrap().meta().unwrap().ahora_utc.unwrap();
+    let ahora = Store::open(&week.db)
+        .unwrap()
+        .meta()
+        .unwrap()
+        .ahora_utc
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("en_vivo.db");
     emptied_copy(&week.db, &live);
@@ -225,6 +234,9 @@ fn a_week_fed_report_by_report_equals_the_batch_analysis() {
     // And the tools would take them as current.
     let reader = Store::open(&live).unwrap();
     let meta = reader.meta().unwrap();
-    assert_eq!(reader.analysis_state(&meta).unwrap(), AnalysisState::Current);
+    assert_eq!(
+        reader.analysis_state(&meta).unwrap(),
+        AnalysisState::Current
+    );
     assert_eq!(meta.analysis.until_utc, Some(ahora));
 }
