@@ -108,6 +108,36 @@ pub struct SimulateArgs {
         help = "Semilla aleatoria (reemplaza la del escenario)"
     )]
     pub semilla: Option<u64>,
+    #[arg(
+        long,
+        value_name = "URL",
+        help = "Envía cada reporte a un servidor del protocolo OsmAnd (flota recibir, Traccar…) como lo harían los rastreadores, p. ej. http://127.0.0.1:5055"
+    )]
+    pub emitir: Option<String>,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1.0,
+        value_parser = parse_speedup,
+        requires = "emitir",
+        help = "Con --emitir: N segundos simulados por segundo real (1 = tiempo real)"
+    )]
+    pub acelerar: f64,
+    #[arg(
+        long = "sin-base",
+        requires = "emitir",
+        help = "Con --emitir: no escribe la base local (solo el registro de verdad)"
+    )]
+    pub sin_base: bool,
+}
+
+/// A positive speed-up factor.
+pub fn parse_speedup(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e9)
+        .ok_or_else(|| format!("'{text}' no es un factor positivo (p. ej. 60)"))
 }
 
 #[derive(Debug, Args)]

@@ -37,6 +37,10 @@ pub struct Options {
     pub truth: PathBuf,
     pub seed: Option<u64>,
     pub progress: bool,
+    /// Also keep every unit's plate and reports (for `--emitir`).
+    pub keep_reports: bool,
+    /// Put the database in place (`--sin-base` leaves only the truth log).
+    pub write_db: bool,
 }
 
 /// What a run produced.
@@ -51,6 +55,8 @@ pub struct Summary {
     pub elapsed: Duration,
     pub db: PathBuf,
     pub truth: PathBuf,
+    /// Every unit's plate and reports, when asked for.
+    pub reports: Vec<(String, Vec<Report>)>,
 }
 
 impl Summary {
@@ -171,12 +177,40 @@ impl Sink for UnitOutput {
     }
 }
 
-/// `flota simular`: the summary line on stderr.
+/// `flota simular`: the summary line on stderr; with `--emitir`, then the playback into the
+/// server and its summary (exit 1 if some report was not delivered).
 pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
-    let options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
-    let summary = simulate(&options)?;
-    writeln!(io.stderr, "{}", summary.line())?;
-    Ok(ExitCode::SUCCESS)
+    let emit = args.emitir.clone().map(|url| crate::ingest::emit::Options {
+        url,
+        speedup: args.acelerar,
+        grace: Duration::from_secs(30),
+        timeout: Duration::from_secs(10),
+    });
+    let mut options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    options.keep_reports = emit.is_some();
+    let mut summary = simulate(&options)?;
+    if options.write_db {
+        writeln!(io.stderr, "{}", summary.line())?;
+    }
+    let Some(emit) = emit else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let reports = std::mem::take(&mut summary.reports);
+    writeln!(
+        io.stderr,
+        "enviando {} reportes de {} unidades a {} ({}× el tiempo real)…",
+        reports.iter().map(|(_, r)| r.len()).sum::<usize>(),
+        reports.len(),
+        crate::plumbing::net::public_url(&emit.url),
+        emit.speedup
+    )?;
+    let played = crate::ingest::emit::emit(reports, &emit)?;
+    writeln!(io.stderr, "{}", played.lines())?;
+    Ok(if played.undelivered > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 impl Options {
@@ -196,6 +230,8 @@ impl Options {
             db: args.salida,
             seed: args.semilla,
             progress,
+            keep_reports: false,
+            write_db: !args.sin_base,
         }
     }
 }
@@ -212,7 +248,9 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         options.progress,
         (world.units.len() * world.days.len()) as u64,
     );
-    let (fixes, write_time) = write_units(&simulation, &config, &mut outputs, &bar)?;
+    let mut kept = Vec::new();
+    let keep = options.keep_reports.then_some(&mut kept);
+    let (fixes, write_time) = write_units(&simulation, &config, &mut outputs, &bar, keep)?;
     bar.finish_and_clear();
     crate::log_debug!(
         "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
@@ -231,6 +269,7 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         elapsed: started.elapsed(),
         db: options.db.clone(),
         truth: options.truth.clone(),
+        reports: kept,
     })
 }
 
@@ -349,9 +388,11 @@ impl Outputs {
         self.truth_file
             .commit()
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
-        self.db_file
-            .commit()
-            .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        if options.write_db {
+            self.db_file
+                .commit()
+                .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        }
         crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
         Ok((db_bytes, truth_bytes))
     }
@@ -365,6 +406,7 @@ fn write_units(
     config: &DetectionConfig,
     outputs: &mut Outputs,
     bar: &ProgressBar,
+    mut keep: Option<&mut Vec<(String, Vec<Report>)>>,
 ) -> anyhow::Result<(u64, Duration)> {
     let world = &simulation.world;
     let units = world.units.len();
@@ -403,6 +445,9 @@ fn write_units(
                 outputs.write_unit(expected, &output, config, world)?;
                 write_time += t.elapsed();
                 fixes += output.fixes;
+                if let Some(kept) = keep.as_deref_mut() {
+                    kept.push((world.units[expected].plate.clone(), output.reports));
+                }
                 bar.inc(world.days.len() as u64);
                 expected += 1;
             }

@@ -10,6 +10,7 @@
 //! `plumbing::net`. docs/ingesta.md is the user's side of it.
 
 pub mod devices;
+pub mod emit;
 pub mod import;
 pub mod live;
 pub mod osmand;
