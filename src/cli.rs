@@ -300,6 +300,14 @@ pub struct ReceiveArgs {
         help = "Posiciones en espera de escritura como máximo; llena, se responde 503"
     )]
     pub cola: u32,
+    #[arg(
+        long = "tiempo-limite",
+        value_name = "SEGUNDOS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=600),
+        help = "Tiempo para enviar los encabezados, y otro tanto para el cuerpo; un cliente más lento se desconecta"
+    )]
+    pub tiempo_limite: u64,
 }
 
 /// Parses `--dispositivo ID=PLACA`.

@@ -108,7 +108,11 @@ pub fn run(args: ReceiveArgs, _io: &mut Io, settings: &Settings) -> anyhow::Resu
         Ok(Err(why)) => anyhow::bail!("no se pudo preparar {}: {why}", db.display()),
         Err(_) => anyhow::bail!("el escritor de {} terminó antes de empezar", db.display()),
     }
-    let app = Arc::new(App::new(protocol, devices, jobs, clock));
+    let limits = Limits {
+        connections: 4096,
+        read: Duration::from_secs(args.tiempo_limite),
+    };
+    let app = Arc::new(App::new(protocol, limits, devices, jobs, clock));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -123,7 +127,7 @@ pub fn run(args: ReceiveArgs, _io: &mut Io, settings: &Settings) -> anyhow::Resu
             listener.local_addr()?,
             db.display()
         );
-        server::serve(listener, app, Limits { connections: 4096 }, stop_signal()).await;
+        server::serve(listener, app, stop_signal()).await;
         anyhow::Ok(())
     })?;
     drop(runtime);

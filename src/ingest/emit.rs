@@ -136,11 +136,7 @@ pub fn emit(units: Vec<(String, Vec<Report>)>, options: &Options) -> Result<Summ
 }
 
 async fn play(units: Vec<(String, Vec<Report>)>, options: &Options) -> Result<Summary, NetError> {
-    let http = FleetHttp::new(
-        options.timeout,
-        options.timeout,
-        units.len().clamp(1, 4096),
-    )?;
+    let http = FleetHttp::new(options.timeout, options.timeout, units.len().clamp(1, 4096))?;
     let first = units
         .iter()
         .flat_map(|(_, r)| r.iter().map(|r| r.received_utc))
@@ -223,13 +219,20 @@ async fn unit(
                 }
                 Ok(reply) if (400..500).contains(&reply.status) && reply.status != 429 => {
                     let entry = result.refused.entry(reply.status).or_insert_with(|| {
-                        (0, String::from_utf8_lossy(&reply.body).chars().take(200).collect())
+                        (
+                            0,
+                            String::from_utf8_lossy(&reply.body)
+                                .chars()
+                                .take(200)
+                                .collect(),
+                        )
                     });
                     entry.0 += 1;
                     break;
                 }
                 Ok(reply) => {
-                    result.last_failure = Some(format!("el servidor respondió HTTP {}", reply.status));
+                    result.last_failure =
+                        Some(format!("el servidor respondió HTTP {}", reply.status));
                     reply.retry_after.unwrap_or(pause)
                 }
                 Err(e) => {
@@ -260,7 +263,10 @@ mod tests {
     #[test]
     fn a_report_survives_the_round_trip() {
         // Simulated speeds are on the 0.1 km/h grid.
-        for (i, speed_kmh) in [0.0, 0.1, 36.1, 59.9, 80.0, 123.4, 199.9].into_iter().enumerate() {
+        for (i, speed_kmh) in [0.0, 0.1, 36.1, 59.9, 80.0, 123.4, 199.9]
+            .into_iter()
+            .enumerate()
+        {
             let report = Report {
                 ts_utc: 1_787_175_000 + i as i64,
                 sequence: 0,

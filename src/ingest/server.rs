@@ -2,8 +2,8 @@
 //!
 //! Owns the listener, the connections and the handler. axum routes every method and path to
 //! one handler (the protocol has no paths); hyper's HTTP/1 connection builder bounds the
-//! headers (size, and [`HEADER_TIMEOUT`] to send them: a slow client is cut off), the body is
-//! read up to [`MAX_BODY`] within [`BODY_TIMEOUT`], connections are capped
+//! headers (size, and [`Limits::read`] to send them: a slow client is cut off), the body is
+//! read up to [`MAX_BODY`] within the same time again, connections are capped
 //! ([`Limits::connections`], then the listener waits: back-pressure on accept), and the
 //! queue to the writer is bounded: when it is full the answer is 503 with `Retry-After`, so a
 //! flood never grows memory. Each refusal is one Spanish log line (at most
@@ -37,10 +37,6 @@ use crate::store::{Reading, StoredRow};
 
 /// Largest body read (Traccar's `MAX_HTTP_LENGTH`).
 pub const MAX_BODY: usize = 64 * 1024;
-/// Headers (request line included) must arrive within this.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// The body must arrive within this.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request waits this long for its commit before it is answered 503.
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Header bytes per request at most.
@@ -61,11 +57,14 @@ pub struct Protocol {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub connections: usize,
+    /// Time to send the headers, and again the body.
+    pub read: Duration,
 }
 
 /// What every request shares.
 pub struct App {
     pub protocol: Protocol,
+    pub limits: Limits,
     pub devices: Arc<RwLock<Devices>>,
     pub jobs: SyncSender<Job>,
     pub clock: Clock,
@@ -75,12 +74,14 @@ pub struct App {
 impl App {
     pub fn new(
         protocol: Protocol,
+        limits: Limits,
         devices: Arc<RwLock<Devices>>,
         jobs: SyncSender<Job>,
         clock: Clock,
     ) -> App {
         App {
             protocol,
+            limits,
             devices,
             jobs,
             clock,
@@ -166,11 +167,11 @@ async fn receive(
     body: Body,
 ) -> Result<(), Refused> {
     let bad = |e: Refusal| (StatusCode::BAD_REQUEST, e.to_string());
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, MAX_BODY)).await {
+    let bytes = match tokio::time::timeout(app.limits.read, to_bytes(body, MAX_BODY)).await {
         Err(_) => {
             return Err((
                 StatusCode::REQUEST_TIMEOUT,
-                format!("el cuerpo no llegó en {} s", BODY_TIMEOUT.as_secs()),
+                format!("el cuerpo no llegó en {} s", app.limits.read.as_secs()),
             ));
         }
         Ok(Err(_)) => {
@@ -273,6 +274,20 @@ fn enqueue(
     }
 }
 
+/// What hyper itself refused on a connection (it answered or closed it), in Spanish; `None`
+/// for a client that simply went away.
+fn connection_fault(e: &hyper::Error) -> Option<&'static str> {
+    if e.is_parse_too_large() {
+        Some("encabezados demasiado grandes (HTTP 431)")
+    } else if e.is_parse() || e.is_parse_status() {
+        Some("solicitud HTTP mal formada (HTTP 400)")
+    } else if e.is_timeout() {
+        Some("el cliente no terminó de enviar los encabezados a tiempo: conexión cerrada")
+    } else {
+        None
+    }
+}
+
 /// The router: every method, every path, one handler.
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(report).with_state(app)
@@ -283,10 +298,10 @@ pub fn router(app: Arc<App>) -> Router {
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
-    limits: Limits,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    let router = router(app);
+    let limits = app.limits;
+    let router = router(Arc::clone(&app));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.connections.max(1)));
     tokio::pin!(stop);
@@ -314,11 +329,16 @@ pub async fn serve(
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
+            .header_read_timeout(limits.read)
             .max_buf_size(MAX_HEADERS.max(8192));
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let app = Arc::clone(&app);
         tokio::spawn(async move {
-            let _ = connection.await;
+            if let Err(e) = connection.await
+                && let Some(why) = connection_fault(&e)
+            {
+                app.refused(peer, StatusCode::BAD_REQUEST, why);
+            }
             drop(slot);
         });
     }

@@ -52,6 +52,8 @@ mod kilometres;
 mod maps;
 mod paths;
 mod protocol;
+#[cfg(unix)]
+mod receive;
 mod redaction;
 mod rmcp_client;
 mod routes;
