@@ -7,6 +7,7 @@
 //! writer commits what was accepted and republishes every vehicle, exit 0. The protocol,
 //! the sessions and the server are `crate::ingest`'s.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
@@ -44,7 +45,7 @@ pub enum ReceiveUsage {
 }
 
 /// Receives until SIGINT or SIGTERM.
-pub fn run(args: ReceiveArgs, _io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
+pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
     let db = settings.db_path(args.db.as_deref());
     if !args.escuchar.ip().is_loopback() {
         if !args.permitir_red {
@@ -137,7 +138,11 @@ pub fn run(args: ReceiveArgs, _io: &mut Io, settings: &Settings) -> anyhow::Resu
         Ok(Err(e)) => return Err(e.into()),
         Err(_) => anyhow::bail!("el escritor de {} falló", db.display()),
     }
-    log_info!("detenido; todo lo confirmado está en {}", db.display());
+    writeln!(
+        io.stderr,
+        "detenido; todo lo confirmado está en {}",
+        db.display()
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

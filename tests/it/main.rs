@@ -46,6 +46,8 @@ mod geocoding;
 mod ground_truth;
 mod hardening;
 mod http_mock;
+#[cfg(unix)]
+mod import;
 mod in_process;
 mod ingest;
 mod kilometres;
