@@ -156,6 +156,13 @@ pub struct EvaluateArgs {
         help = "Registro de verdad (por defecto <base>.verdad.jsonl junto a la base)"
     )]
     pub verdad: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "ARCHIVO.csv",
+        requires = "verdad",
+        help = "Evalúa las detecciones exportadas por otra plataforma (CSV: placa, tipo, inicio, fin…) en vez de las de una base; requiere --verdad"
+    )]
+    pub detecciones: Option<PathBuf>,
     #[arg(long, help = "Imprime el resultado como JSON")]
     pub json: bool,
     #[arg(
