@@ -51,6 +51,8 @@ mod import;
 mod in_process;
 mod ingest;
 mod kilometres;
+#[cfg(unix)]
+mod live;
 mod maps;
 mod paths;
 mod protocol;
