@@ -54,8 +54,10 @@ fn gpx_points(times: &[&str]) -> String {
     text
 }
 
-/// Each case: a name, files to write, the arguments.
-fn cases() -> Vec<(&'static str, Vec<(&'static str, String)>, Vec<&'static str>)> {
+/// A case: a name, files to write (name and text), the arguments.
+type Case = (&'static str, Vec<(&'static str, String)>, Vec<&'static str>);
+
+fn cases() -> Vec<Case> {
     let good_gpx = gpx_points(&[
         "2026-08-19T21:30:00Z",
         "2026-08-19T21:30:15Z",
