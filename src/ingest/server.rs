@@ -20,12 +20,14 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use hyper::Request;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower::ServiceExt;
 
 use crate::ingest::devices::Devices;
 use crate::ingest::osmand::{self, Form, Refusal};
@@ -325,7 +327,13 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone().layer(Extension(peer)));
+        // The peer's address rides in each request's extensions: cloning the router is an
+        // `Arc` clone, where layering it per connection would rebuild its routes.
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(peer);
+            router.clone().oneshot(request)
+        });
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())

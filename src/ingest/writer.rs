@@ -100,6 +100,7 @@ fn serve(
 ) -> Result<Flow<()>, StoreError> {
     let mut next_tick = Instant::now() + options.tick;
     let mut closed = false;
+    let mut stats = Stats::default();
     loop {
         if pending.is_empty() && !closed {
             let wait = next_tick.saturating_duration_since(Instant::now());
@@ -117,8 +118,12 @@ fn serve(
         }
         if !pending.is_empty() {
             let positions: Vec<Position> = pending.iter().map(|j| j.position.clone()).collect();
+            let started = Instant::now();
             match session.write(&positions) {
-                Ok(Flow::Done(outcomes)) => answer(pending, outcomes, devices),
+                Ok(Flow::Done(outcomes)) => {
+                    answer(pending, outcomes, devices);
+                    stats.commit(positions.len(), started.elapsed());
+                }
                 Ok(Flow::Resync) => return Ok(Flow::Resync),
                 Err(e) => return Err(e),
             }
@@ -132,6 +137,37 @@ fn serve(
         }
         if closed {
             return Ok(Flow::Done(()));
+        }
+    }
+}
+
+/// Commits and their durations, logged (debug) every ten seconds.
+#[derive(Default)]
+struct Stats {
+    since: Option<Instant>,
+    commits: u32,
+    positions: usize,
+    slowest: Duration,
+    total: Duration,
+}
+
+impl Stats {
+    fn commit(&mut self, positions: usize, took: Duration) {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.commits += 1;
+        self.positions += positions;
+        self.slowest = self.slowest.max(took);
+        self.total += took;
+        if since.elapsed() >= Duration::from_secs(10) {
+            crate::log_debug!(
+                "escritor: {} transacciones, {} posiciones ({:.0} por transacción), {:.1} ms de media, {:.1} ms la más lenta",
+                self.commits,
+                self.positions,
+                self.positions as f64 / f64::from(self.commits),
+                self.total.as_secs_f64() * 1e3 / f64::from(self.commits),
+                self.slowest.as_secs_f64() * 1e3
+            );
+            *self = Stats::default();
         }
     }
 }

@@ -78,7 +78,7 @@ impl Store {
         let store = Store::open_read_write(path)?;
         store
             .conn
-            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
             .and_then(|()| store.conn.busy_timeout(std::time::Duration::from_secs(10)))
             .and_then(|()| store.conn.execute_batch(DEVICES_DDL))
             .map_err(|e| store.sqlite(e))?;
