@@ -50,6 +50,16 @@ pub enum Verb {
     /// Serve the fleet tools over MCP (stdio).
     #[command(about = "Sirve las herramientas de la flota por MCP sobre stdio (JSON-RPC 2.0)")]
     Servir(ServeArgs),
+    /// Receive positions over the OsmAnd protocol.
+    #[command(
+        about = "Recibe posiciones de rastreadores y teléfonos por el protocolo OsmAnd (HTTP, puerto 5055 de Traccar) y las analiza al vuelo"
+    )]
+    Recibir(ReceiveArgs),
+    /// Import position files.
+    #[command(
+        about = "Importa posiciones de archivos GPX, CSV, GeoJSON o NMEA y actualiza el análisis"
+    )]
+    Importar(ImportArgs),
     /// Export one unit's day as GeoJSON, GPX or PNG.
     #[command(
         about = "Exporta el día de una unidad: GeoJSON (QGIS, geojson.io), GPX 1.1 o el mapa PNG"
@@ -100,6 +110,36 @@ pub struct SimulateArgs {
         help = "Semilla aleatoria (reemplaza la del escenario)"
     )]
     pub semilla: Option<u64>,
+    #[arg(
+        long,
+        value_name = "URL",
+        help = "Envía cada reporte a un servidor del protocolo OsmAnd (flota recibir, Traccar…) como lo harían los rastreadores, p. ej. http://127.0.0.1:5055"
+    )]
+    pub emitir: Option<String>,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1.0,
+        value_parser = parse_speedup,
+        requires = "emitir",
+        help = "Con --emitir: N segundos simulados por segundo real (1 = tiempo real)"
+    )]
+    pub acelerar: f64,
+    #[arg(
+        long = "sin-base",
+        requires = "emitir",
+        help = "Con --emitir: no escribe la base local (solo el registro de verdad)"
+    )]
+    pub sin_base: bool,
+}
+
+/// A positive speed-up factor.
+pub fn parse_speedup(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e9)
+        .ok_or_else(|| format!("'{text}' no es un factor positivo (p. ej. 60)"))
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +158,13 @@ pub struct EvaluateArgs {
         help = "Registro de verdad (por defecto <base>.verdad.jsonl junto a la base)"
     )]
     pub verdad: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "ARCHIVO.csv",
+        requires = "verdad",
+        help = "Evalúa las detecciones exportadas por otra plataforma (CSV: placa, tipo, inicio, fin…) en vez de las de una base; requiere --verdad"
+    )]
+    pub detecciones: Option<PathBuf>,
     #[arg(long, help = "Imprime el resultado como JSON")]
     pub json: bool,
     #[arg(
@@ -214,6 +261,140 @@ pub fn parse_limit(text: &str) -> Result<f64, String> {
         .ok()
         .filter(|v| v.is_finite() && (0.0..=86_400.0).contains(v))
         .ok_or_else(|| format!("'{text}' no es un número de segundos entre 0 y 86400"))
+}
+
+/// The unit of the query form's `speed` (Traccar's `osmand.speed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SpeedChoice {
+    Nudos,
+    Kmh,
+    Mps,
+    Mph,
+}
+
+#[derive(Debug, Args)]
+pub struct ReceiveArgs {
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db); se crea si no existe"
+    )]
+    pub db: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "DIRECCION:PUERTO",
+        default_value = "127.0.0.1:5055",
+        help = "Dónde escuchar (por defecto solo este equipo)"
+    )]
+    pub escuchar: std::net::SocketAddr,
+    #[arg(
+        long = "permitir-red",
+        help = "Permite escuchar en una dirección que no es local: el protocolo no tiene autenticación (ver docs/ingesta.md)"
+    )]
+    pub permitir_red: bool,
+    #[arg(
+        long = "registrar-desconocidas",
+        help = "Da de alta como unidad nueva a un rastreador desconocido en vez de rechazarlo"
+    )]
+    pub registrar_desconocidas: bool,
+    #[arg(
+        long = "dispositivo",
+        value_name = "ID=PLACA",
+        value_parser = parse_device,
+        help = "El rastreador ID (p. ej. su IMEI) informa por la unidad PLACA; se guarda en la base (repetible)"
+    )]
+    pub dispositivos: Vec<(String, String)>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "UNIDAD",
+        default_value = "nudos",
+        help = "Unidad de 'speed' en la forma de consulta (como osmand.speed de Traccar); el JSON siempre es m/s"
+    )]
+    pub velocidad: SpeedChoice,
+    #[arg(
+        long,
+        value_name = "ZONA",
+        value_parser = parse_zone,
+        help = "Zona horaria de una base nueva (p. ej. America/Guatemala; por defecto UTC)"
+    )]
+    pub zona: Option<chrono_tz::Tz>,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000),
+        help = "Posiciones en espera de escritura como máximo; llena, se responde 503"
+    )]
+    pub cola: u32,
+    #[arg(
+        long = "tiempo-limite",
+        value_name = "SEGUNDOS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=600),
+        help = "Tiempo para enviar los encabezados, y otro tanto para el cuerpo; un cliente más lento se desconecta"
+    )]
+    pub tiempo_limite: u64,
+}
+
+/// Parses `--dispositivo ID=PLACA`.
+pub fn parse_device(text: &str) -> Result<(String, String), String> {
+    let (id, plate) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' no es ID=PLACA (p. ej. 356938035643809=P-123BCD)"))?;
+    let (id, plate) = (id.trim(), plate.trim());
+    if id.is_empty() || plate.is_empty() {
+        return Err(format!("'{text}': falta el id o la placa"));
+    }
+    Ok((id.to_owned(), plate.to_owned()))
+}
+
+/// Parses an IANA time zone name.
+pub fn parse_zone(text: &str) -> Result<chrono_tz::Tz, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{text}' no es una zona horaria IANA (p. ej. America/Guatemala)"))
+}
+
+/// A file format `flota importar` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    Gpx,
+    Csv,
+    Geojson,
+    Nmea,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[arg(value_name = "ARCHIVO", required = true, help = "Archivos a importar")]
+    pub archivos: Vec<PathBuf>,
+    #[arg(
+        long,
+        value_name = "RUTA",
+        help = "Base de datos (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db); se crea si no existe"
+    )]
+    pub db: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "PLACA",
+        help = "Unidad de las posiciones de archivos sin placa (GPX, NMEA, GeoJSON sin 'placa'); se da de alta si no existe"
+    )]
+    pub placa: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMATO",
+        help = "Formato de los archivos (por defecto por la extensión)"
+    )]
+    pub formato: Option<ImportFormat>,
+    #[arg(
+        long,
+        value_name = "ZONA",
+        value_parser = parse_zone,
+        help = "Zona de las horas sin zona de un CSV (por defecto la de la base), y de una base nueva"
+    )]
+    pub zona: Option<chrono_tz::Tz>,
 }
 
 #[derive(Debug, Args)]

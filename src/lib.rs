@@ -14,6 +14,7 @@ pub mod evaluation;
 pub mod export;
 pub mod fleet;
 pub mod geometry;
+pub mod ingest;
 pub mod map;
 pub mod mcp;
 pub mod plumbing;

@@ -67,6 +67,8 @@ fn run(verb: Verb, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode>
         Verb::Analizar(args) => commands::analyze::run(args, io, settings),
         Verb::Evaluar(args) => commands::evaluate::run(args, io, settings),
         Verb::Servir(args) => commands::serve::run(args, io, settings),
+        Verb::Recibir(args) => commands::receive::run(args, io, settings),
+        Verb::Importar(args) => commands::import::run(args, io, settings),
         Verb::Exportar(args) => commands::export::run(args, io, settings),
         Verb::Rutas(verb) => commands::routes::run(verb, io, settings),
         Verb::Cliente(args) => commands::client::run(args, io, settings),

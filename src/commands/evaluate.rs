@@ -1,6 +1,7 @@
 //! `flota evaluar`: the evaluation of a database against its truth log, and the F1 gate.
 //!
-//! Owns the verb only: which truth log (`--verdad`, else the one beside the database), the
+//! Owns the verb only: whose detections (a database's, or another platform's CSV with
+//! `--detecciones`), which truth log (`--verdad`, else the one beside the database), the
 //! output (the Spanish table, or JSON with `--json`) and the exit code of `--f1-minimo`. The
 //! scoring is `crate::evaluation`'s.
 
@@ -13,11 +14,16 @@ use crate::evaluation::{self, truth};
 
 /// Prints the evaluation; exit 1 when `--f1-minimo` is given and some type falls below it.
 pub fn run(args: EvaluateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
-    let evaluation = evaluation::run(&evaluation::Options {
-        truth: args.verdad.unwrap_or_else(|| truth::default_path(&args.db)),
-        db: args.db,
-        tolerance_s: args.tolerancia,
-    })?;
+    let evaluation = match (&args.detecciones, &args.verdad) {
+        (Some(detections), Some(truth)) => {
+            evaluation::run_external(detections, truth, args.tolerancia)?
+        }
+        _ => evaluation::run(&evaluation::Options {
+            truth: args.verdad.unwrap_or_else(|| truth::default_path(&args.db)),
+            db: args.db,
+            tolerance_s: args.tolerancia,
+        })?,
+    };
     if args.json {
         writeln!(io.stdout, "{}", serde_json::to_string_pretty(&evaluation)?)?;
     } else {

@@ -13,6 +13,8 @@
 //! | `analizar` | `analyze.rs` |
 //! | `evaluar` | `evaluate.rs` |
 //! | `servir` | `serve.rs` |
+//! | `recibir` | `receive.rs` |
+//! | `importar` | `import.rs` |
 //! | `exportar` | `export.rs` |
 //! | `rutas` | `routes.rs` |
 //! | `cliente` | `client.rs` |
@@ -23,7 +25,9 @@ pub mod client;
 pub mod config;
 pub mod evaluate;
 pub mod export;
+pub mod import;
 mod io;
+pub mod receive;
 pub mod routes;
 pub mod serve;
 pub mod simulate;
@@ -39,7 +43,7 @@ pub use crate::settings::Settings;
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
     if let Some(stopped) = err.downcast_ref::<simulate::Interrupted>() {
         ExitCode::from(stopped.exit_code())
-    } else if err.is::<simulate::PathConflict>() {
+    } else if err.is::<simulate::PathConflict>() || err.is::<receive::ReceiveUsage>() {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

@@ -42,6 +42,10 @@ pub struct Options {
     pub progress: bool,
     /// Polled between units: a stop asked for leaves the previous files in place.
     pub interrupt: Interrupt,
+    /// Also keep every unit's plate and reports (for `--emitir`).
+    pub keep_reports: bool,
+    /// Put the database in place (`--sin-base` leaves only the truth log).
+    pub write_db: bool,
 }
 
 /// What a run produced.
@@ -56,6 +60,8 @@ pub struct Summary {
     pub elapsed: Duration,
     pub db: PathBuf,
     pub truth: PathBuf,
+    /// Every unit's plate and reports, when asked for.
+    pub reports: Vec<(String, Vec<Report>)>,
 }
 
 impl Summary {
@@ -241,13 +247,41 @@ impl Sink for UnitOutput {
     }
 }
 
-/// `flota simular`: the summary line on stderr.
+/// `flota simular`: the summary line on stderr; with `--emitir`, then the playback into the
+/// server and its summary (exit 1 if some report was not delivered).
 pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
+    let emit = args.emitir.clone().map(|url| crate::ingest::emit::Options {
+        url,
+        speedup: args.acelerar,
+        grace: Duration::from_secs(30),
+        timeout: Duration::from_secs(10),
+    });
     let mut options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    options.keep_reports = emit.is_some();
     options.interrupt = Interrupt::watch();
-    let summary = simulate(&options)?;
-    writeln!(io.stderr, "{}", summary.line())?;
-    Ok(ExitCode::SUCCESS)
+    let mut summary = simulate(&options)?;
+    if options.write_db {
+        writeln!(io.stderr, "{}", summary.line())?;
+    }
+    let Some(emit) = emit else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let reports = std::mem::take(&mut summary.reports);
+    writeln!(
+        io.stderr,
+        "enviando {} reportes de {} unidades a {} ({}× el tiempo real)…",
+        reports.iter().map(|(_, r)| r.len()).sum::<usize>(),
+        reports.len(),
+        crate::plumbing::net::public_url(&emit.url),
+        emit.speedup
+    )?;
+    let played = crate::ingest::emit::emit(reports, &emit)?;
+    writeln!(io.stderr, "{}", played.lines())?;
+    Ok(if played.undelivered > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 impl Options {
@@ -268,6 +302,8 @@ impl Options {
             seed: args.semilla,
             progress,
             interrupt: Interrupt::never(),
+            keep_reports: false,
+            write_db: !args.sin_base,
         }
     }
 }
@@ -284,7 +320,16 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         options.progress,
         (world.units.len() * world.days.len()) as u64,
     );
-    let written = write_units(&simulation, &config, &mut outputs, &bar, &options.interrupt);
+    let mut kept = Vec::new();
+    let keep = options.keep_reports.then_some(&mut kept);
+    let written = write_units(
+        &simulation,
+        &config,
+        &mut outputs,
+        &bar,
+        &options.interrupt,
+        keep,
+    );
     bar.finish_and_clear();
     let Some((fixes, write_time)) = written? else {
         return Err(outputs.abandon(options).into());
@@ -306,6 +351,7 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         elapsed: started.elapsed(),
         db: options.db.clone(),
         truth: options.truth.clone(),
+        reports: kept,
     })
 }
 
@@ -440,9 +486,11 @@ impl Outputs {
         self.truth_file
             .commit()
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
-        self.db_file
-            .commit()
-            .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        if options.write_db {
+            self.db_file
+                .commit()
+                .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+        }
         crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
         Ok((db_bytes, truth_bytes))
     }
@@ -458,6 +506,7 @@ fn write_units(
     outputs: &mut Outputs,
     bar: &ProgressBar,
     interrupt: &Interrupt,
+    mut keep: Option<&mut Vec<(String, Vec<Report>)>>,
 ) -> anyhow::Result<Option<(u64, Duration)>> {
     let world = &simulation.world;
     let units = world.units.len();
@@ -503,6 +552,9 @@ fn write_units(
                 outputs.write_unit(expected, &output, config, world)?;
                 write_time += t.elapsed();
                 fixes += output.fixes;
+                if let Some(kept) = keep.as_deref_mut() {
+                    kept.push((world.units[expected].plate.clone(), output.reports));
+                }
                 bar.inc(world.days.len() as u64);
                 expected += 1;
             }

@@ -40,6 +40,7 @@ pub struct DayStats {
 }
 
 /// Running per-day counters fed fix by fix.
+#[derive(Clone)]
 pub struct DayAccumulator {
     zone: Tz,
     use_odometer: bool,

@@ -55,6 +55,7 @@ fn visit(fence: usize, (entry_utc, from_data_start): (i64, bool), exit_utc: Opti
 /// A cancelled crossing repeated within this long keeps the first crossing's time, seconds.
 const RETRY_S: i64 = 60;
 
+#[derive(Clone)]
 pub struct FenceDetector {
     confirm_s: i64,
     tracks: Vec<Track>,

@@ -7,6 +7,7 @@
 use super::config::DetectionConfig;
 use super::{Fix, Gap};
 
+#[derive(Clone)]
 pub struct GapDetector {
     threshold_s: i64,
     prev: Option<Fix>,

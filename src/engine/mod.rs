@@ -10,6 +10,7 @@
 //! closes the books at "now", leaving what is still going on open (no end time). Each detector
 //! lives in its own file; thresholds come from [`DetectionConfig`] (docs/deteccion.md).
 
+mod checkpoint;
 pub mod config;
 mod daily;
 mod distance;
@@ -21,6 +22,7 @@ mod stops;
 
 use chrono_tz::Tz;
 
+pub use checkpoint::Checkpoint;
 pub use config::DetectionConfig;
 pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
@@ -126,7 +128,9 @@ pub struct Context<'a> {
     pub zone: Tz,
 }
 
-/// One vehicle's detectors, fed fix by fix.
+/// One vehicle's detectors, fed fix by fix. A clone is an independent copy: finishing it
+/// leaves the original streaming (what incremental analysis does at each commit).
+#[derive(Clone)]
 pub struct VehicleEngine<'a> {
     ctx: &'a Context<'a>,
     stops: stops::StopDetector,

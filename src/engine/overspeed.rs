@@ -26,6 +26,7 @@ struct Open {
 /// momentary limit mix-up at a fence edge, not an episode.
 const MIN_STRONG_FIXES: u32 = 2;
 
+#[derive(Clone)]
 pub struct OverspeedDetector {
     tolerance_kmh: f64,
     min_s: f64,

@@ -62,6 +62,7 @@ struct Open {
     first_far: Option<Fix>,
 }
 
+#[derive(Clone)]
 pub struct StopDetector {
     radius_m: f64,
     still_kmh: f64,

@@ -8,6 +8,7 @@
 //! accumulated while truly parked. This is the only code besides the tests that reads the
 //! truth log.
 
+pub mod external;
 pub mod intervals;
 pub mod km;
 pub mod matching;
@@ -64,11 +65,15 @@ impl Evaluation {
             self.escenario,
             self.tolerancia_s,
             report::types_table(&self.tipos),
-            report::km_lines(
-                &self.km,
-                self.km_fantasma_detenida,
-                self.paradas_revisadas_km_fantasma
-            ),
+            if self.km.dias == 0 && self.paradas_revisadas_km_fantasma == 0 {
+                "km: no evaluados (sin kilómetros por unidad-día que comparar)\n".to_owned()
+            } else {
+                report::km_lines(
+                    &self.km,
+                    self.km_fantasma_detenida,
+                    self.paradas_revisadas_km_fantasma,
+                )
+            },
             report::listings(&self.tipos),
         )
     }
@@ -202,6 +207,48 @@ fn unit_days(
         .take_while(|d| *d <= last)
         .map(|d| (plate.to_owned(), d.to_string()))
         .collect()
+}
+
+/// Scores detections exported by another platform (`detections`, CSV: [`external`]) against
+/// the truth log, with flota's default thresholds for what is too close to call. There are
+/// no kilometres to compare.
+pub fn run_external(
+    detections: &std::path::Path,
+    truth_file: &std::path::Path,
+    tolerance_s: u32,
+) -> anyhow::Result<Evaluation> {
+    let log = truth::read(truth_file)?;
+    let zone_of = |plate: &str| log.header.zone_of(plate);
+    let found = external::read(detections, &zone_of)?;
+    let config = crate::engine::DetectionConfig::default();
+    let now = log.header.ahora_utc;
+    let truth = &log.events;
+    let ctx = Context::new(&config, now, truth);
+    let rules = Rules {
+        tolerance_s: i64::from(tolerance_s),
+        now_utc: now,
+    };
+    let tipos = Scored::ALL
+        .into_iter()
+        .map(|kind| {
+            let (truth_intervals, detected) = intervals::of_kind(kind, truth, &found, &ctx);
+            TypeScore::new(
+                kind.name(),
+                &matching::score(&truth_intervals, &detected, rules),
+                &zone_of,
+            )
+        })
+        .collect();
+    Ok(Evaluation {
+        base: detections.display().to_string(),
+        verdad: truth_file.display().to_string(),
+        escenario: log.header.escenario.clone(),
+        tolerancia_s: tolerance_s,
+        tipos,
+        km: km::score(&[], &DayKms::new(), &[], &[]),
+        km_fantasma_detenida: 0.0,
+        paradas_revisadas_km_fantasma: 0,
+    })
 }
 
 /// The stored events, with plates and fence names.

@@ -326,8 +326,9 @@ impl Fleet {
         ToolError::Failed(message)
     }
 
-    /// The current snapshot, reloaded if the database file was replaced or changed. Costs a
-    /// `stat` and one `PRAGMA data_version` when nothing changed.
+    /// The current snapshot, reloaded if the database file was replaced or changed, or (for a
+    /// live database) the clock's second changed. Costs a `stat` and one
+    /// `PRAGMA data_version` when nothing changed.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
         let file = FileIdentity::of(&self.db);
         let mut slot = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
@@ -338,7 +339,7 @@ impl Fleet {
                 .watch
                 .data_version()
                 .map_err(|e| self.store_error(e))?;
-            if version == loaded.data_version {
+            if version == loaded.data_version && !self.clock_moved(&loaded.snapshot) {
                 return Ok(Arc::clone(&loaded.snapshot));
             }
         }
@@ -411,6 +412,14 @@ impl Fleet {
             watch: store,
             data_version,
         })
+    }
+
+    /// Whether `snapshot`'s "now" is the clock's and the clock has moved on since: a live
+    /// database's "now" advances even when nothing is written (a unit goes silent).
+    fn clock_moved(&self, snapshot: &Snapshot) -> bool {
+        self.ahora.is_none()
+            && snapshot.meta.ahora_utc.is_none()
+            && self.clock.now_utc() != snapshot.now_utc
     }
 
     /// A read-only connection whose queries stop when the current call is cancelled (by the

@@ -28,6 +28,14 @@ impl Clock {
         Clock(Arc::new(move || ts_utc))
     }
 
+    /// A clock that reads `source`: moved by hand (a test replaying a day) or by whoever
+    /// holds it.
+    pub fn following(source: Arc<std::sync::atomic::AtomicI64>) -> Clock {
+        Clock(Arc::new(move || {
+            source.load(std::sync::atomic::Ordering::Relaxed)
+        }))
+    }
+
     pub fn now_utc(&self) -> i64 {
         (self.0)()
     }

@@ -1,7 +1,8 @@
 //! Every outbound HTTP request, and the one place where its failures become words.
 //!
 //! Owns the process-wide rustls setup (ring, installed once; reqwest panics without it), the
-//! User-Agent, and [`Http::get`] and [`Http::post`]: the only ways flota talks to a server.
+//! User-Agent, and [`Http::get`], [`Http::post`] and [`FleetHttp::post`] (many at once, for the
+//! simulator's trackers): the only ways flota talks to a server.
 //! What comes back is a [`Reply`] — status, `Retry-After`, a bounded body from which the
 //! request's secrets have been scrubbed — and what goes wrong is a [`NetError`], a Spanish
 //! clause that names no URL. A request's secrets are the values added with [`Get::secret`] or
@@ -419,6 +420,66 @@ fn receive(
         retry_after,
         body: scrub(body, secrets),
     })
+}
+
+/// An HTTP client for many requests in flight at once (a simulated fleet of trackers, each
+/// sending its reports): asynchronous, on the caller's tokio runtime, with the same
+/// User-Agent, [`NetError`]s and scrubbed bodies as [`Http`]. Cheap to clone (one pool).
+#[derive(Clone)]
+pub struct FleetHttp {
+    client: reqwest::Client,
+}
+
+impl FleetHttp {
+    /// `timeout` bounds each whole request, `connect` making a connection; up to
+    /// `idle_per_host` kept-alive connections are pooled (one per tracker sending at once).
+    pub fn new(
+        timeout: Duration,
+        connect: Duration,
+        idle_per_host: usize,
+    ) -> Result<FleetHttp, NetError> {
+        install_crypto();
+        let client = reqwest::Client::builder()
+            .user_agent(user_agent())
+            .connect_timeout(connect)
+            .timeout(timeout)
+            .pool_max_idle_per_host(idle_per_host)
+            .build()
+            .map_err(|_| NetError::Setup)?;
+        Ok(FleetHttp { client })
+    }
+
+    /// POSTs to `request`'s URL with its parameters in the query and an empty body (as the
+    /// OsmAnd protocol's trackers do); any status is a [`Reply`].
+    pub async fn post(&self, request: &Get) -> Result<Reply, NetError> {
+        let (url, secrets) = request.resolve()?;
+        let mut builder = self.client.post(url);
+        if let Some(timeout) = request.timeout {
+            builder = builder.timeout(timeout);
+        }
+        let mut response = builder.send().await.map_err(|e| classify(&e))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| classify(&e))? {
+            body.extend_from_slice(&chunk);
+            if body.len() as u64 > request.max_bytes {
+                return Err(NetError::TooLarge {
+                    max_bytes: request.max_bytes,
+                });
+            }
+        }
+        Ok(Reply {
+            status,
+            retry_after,
+            body: scrub(body, &secrets),
+        })
+    }
 }
 
 /// A reqwest error as a [`NetError`]; only its kind is kept, never its text.

@@ -4,12 +4,13 @@
 //! positions are still in memory) and by `flota analizar` (re-reading them from the file,
 //! through a [`Rewrite`]); both call the same function, so the tables cannot differ.
 
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
 use super::coverage::{self, Covered};
 use super::queries::EventRow;
 use super::reader::{Store, StoreError, for_each_fix_in, spanish};
-use crate::engine::{Analysis, DetectionConfig, EventKind, Fix};
+use crate::engine::{Analysis, DayStats, DetectionConfig, EventKind, Fix};
 
 /// A re-analysis under way: one transaction that recreates the analysis tables if they are
 /// missing, empties them, takes each vehicle's analysis, and on [`Rewrite::commit`] records
@@ -74,6 +75,61 @@ impl Rewrite<'_> {
     }
 }
 
+/// The columns of an `eventos` row, in [`EVENT_VALUES`]'s order, after the id.
+pub(super) const EVENT_VALUE_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+/// The columns of a `resumen_diario` row, in [`day_values`]'s order.
+pub(super) const DAY_VALUE_COLUMNS: &str = "vehiculo_id, fecha, km, km_gps, km_odometro, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad, primer_reporte_utc, ultimo_reporte_utc";
+
+/// Values in an `eventos` row.
+pub(super) const EVENT_VALUES: usize = 13;
+/// Values in a `resumen_diario` row.
+pub(super) const DAY_VALUES: usize = 16;
+
+/// An event row's values exactly as stored (and as read back): the one mapping both the batch
+/// insert and the incremental writer's comparisons use.
+pub(super) fn event_values(e: &EventRow) -> [Value; EVENT_VALUES] {
+    [
+        Value::Integer(e.vehicle_id),
+        Value::Text(e.kind.name().to_owned()),
+        Value::Integer(e.start_utc),
+        e.end_utc.map_or(Value::Null, Value::Integer),
+        Value::Real(e.lat),
+        Value::Real(e.lon),
+        e.fence_id.map_or(Value::Null, Value::Integer),
+        e.max_kmh.map_or(Value::Null, Value::Real),
+        e.limit_kmh.map_or(Value::Null, Value::Real),
+        Value::Integer(i64::from(e.long)),
+        Value::Integer(i64::from(e.end_of_day)),
+        e.engine_on
+            .map_or(Value::Null, |on| Value::Integer(i64::from(on))),
+        Value::Integer(i64::from(e.from_data_start)),
+    ]
+}
+
+/// A day row's values exactly as stored (and as read back).
+pub(super) fn day_values(vehicle_id: i64, d: &DayStats) -> [Value; DAY_VALUES] {
+    let integer = |v: Option<i64>| v.map_or(Value::Null, Value::Integer);
+    [
+        Value::Integer(vehicle_id),
+        Value::Text(d.date.to_string()),
+        Value::Real(round3(d.km)),
+        Value::Real(round3(d.km_gps)),
+        d.km_odometer
+            .map_or(Value::Null, |k| Value::Real(round3(k))),
+        integer(d.first_move_utc),
+        integer(d.last_move_utc),
+        Value::Real(round3(d.moving_s as f64 / 60.0)),
+        Value::Integer(i64::from(d.stops)),
+        Value::Real(round3(d.stop_s as f64 / 60.0)),
+        Value::Real(d.max_speed_kmh),
+        Value::Integer(i64::from(d.fixes)),
+        Value::Integer(i64::from(d.gaps)),
+        Value::Integer(i64::from(d.overspeeds)),
+        Value::Integer(d.first_fix_utc),
+        Value::Integer(d.last_fix_utc),
+    ]
+}
+
 /// Inserts one vehicle's analysis. `fence_ids[i]` is the `geocercas.id` of the engine's
 /// fence `i`.
 pub(super) fn insert(
@@ -84,57 +140,34 @@ pub(super) fn insert(
     config: &DetectionConfig,
     now_utc: i64,
 ) -> rusqlite::Result<()> {
-    let mut event = conn.prepare_cached(
-        "INSERT INTO eventos (vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    )?;
+    let mut event = conn.prepare_cached(&format!(
+        "INSERT INTO eventos ({EVENT_VALUE_COLUMNS}) VALUES ({})",
+        placeholders(EVENT_VALUES)
+    ))?;
     for e in event_rows(vehicle_id, analysis, fence_ids, config, now_utc) {
-        event.execute(params![
-            e.vehicle_id,
-            e.kind,
-            e.start_utc,
-            e.end_utc,
-            e.lat,
-            e.lon,
-            e.fence_id,
-            e.max_kmh,
-            e.limit_kmh,
-            e.long,
-            e.end_of_day,
-            e.engine_on,
-            e.from_data_start
-        ])?;
+        event.execute(params_from_iter(event_values(&e)))?;
     }
-    let mut day = conn.prepare_cached(
-        "INSERT INTO resumen_diario (vehiculo_id, fecha, km, km_gps, km_odometro, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad, primer_reporte_utc, ultimo_reporte_utc)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-    )?;
+    let mut day = conn.prepare_cached(&format!(
+        "INSERT INTO resumen_diario ({DAY_VALUE_COLUMNS}) VALUES ({})",
+        placeholders(DAY_VALUES)
+    ))?;
     for d in &analysis.days {
-        day.execute(params![
-            vehicle_id,
-            d.date.to_string(),
-            round3(d.km),
-            round3(d.km_gps),
-            d.km_odometer.map(round3),
-            d.first_move_utc,
-            d.last_move_utc,
-            round3(d.moving_s as f64 / 60.0),
-            d.stops,
-            round3(d.stop_s as f64 / 60.0),
-            d.max_speed_kmh,
-            d.fixes,
-            d.gaps,
-            d.overspeeds,
-            d.first_fix_utc,
-            d.last_fix_utc
-        ])?;
+        day.execute(params_from_iter(day_values(vehicle_id, d)))?;
     }
     Ok(())
 }
 
+/// `?1, ?2, …, ?n`.
+pub(super) fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One vehicle's detections as `eventos` rows, in the order they are stored: stops,
 /// overspeeds, signal gaps, geofence visits.
-fn event_rows<'a>(
+pub(super) fn event_rows<'a>(
     vehicle_id: i64,
     analysis: &'a Analysis,
     fence_ids: &'a [i64],

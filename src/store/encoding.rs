@@ -16,20 +16,55 @@ pub struct StoredRow {
     pub speed_kmh: f64,
     pub heading_deg: i64,
     pub ignition: bool,
+    /// [`NO_ODOMETER`] when the tracker sent none.
     pub odometer_m: i64,
+}
+
+/// `odometro_m` of a report without an odometer (a phone): the engine then measures the
+/// day's kilometres by GPS alone, as it does for an odometer it cannot trust.
+pub const NO_ODOMETER: i64 = -1;
+
+/// What a tracker said about one fix, in the units it is stored in or finer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    pub lat: f64,
+    pub lon: f64,
+    pub speed_kmh: f64,
+    pub heading_deg: f64,
+    pub ignition: bool,
+    pub odometer_m: Option<f64>,
+}
+
+impl StoredRow {
+    /// The stored form of a reading delivered `delay_s` after its fix: microdegrees, speed to
+    /// 0.1 km/h (the simulator's and most trackers' resolution, so a speed that travelled in
+    /// knots comes back as sent), whole degrees and metres.
+    pub fn encode(r: &Reading, delay_s: i64) -> StoredRow {
+        StoredRow {
+            delay_s,
+            lat_e6: (r.lat * 1e6).round() as i64,
+            lon_e6: (r.lon * 1e6).round() as i64,
+            speed_kmh: (r.speed_kmh * 10.0).round() / 10.0,
+            heading_deg: r.heading_deg.round() as i64 % 360,
+            ignition: r.ignition,
+            odometer_m: r
+                .odometer_m
+                .map_or(NO_ODOMETER, |m| (m.round() as i64).max(0)),
+        }
+    }
 }
 
 impl From<&Report> for StoredRow {
     fn from(r: &Report) -> Self {
-        StoredRow {
-            delay_s: r.received_utc - r.ts_utc,
-            lat_e6: (r.lat * 1e6).round() as i64,
-            lon_e6: (r.lon * 1e6).round() as i64,
+        let reading = Reading {
+            lat: r.lat,
+            lon: r.lon,
             speed_kmh: r.speed_kmh,
-            heading_deg: r.heading_deg.round() as i64 % 360,
+            heading_deg: r.heading_deg,
             ignition: r.ignition,
-            odometer_m: (r.odometer_km * 1000.0).round() as i64,
-        }
+            odometer_m: Some(r.odometer_km * 1000.0),
+        };
+        StoredRow::encode(&reading, r.received_utc - r.ts_utc)
     }
 }
 
@@ -43,7 +78,7 @@ impl StoredRow {
             speed_kmh: self.speed_kmh,
             heading_deg: self.heading_deg as f64,
             ignition: self.ignition,
-            odometer_m: Some(self.odometer_m),
+            odometer_m: (self.odometer_m >= 0).then_some(self.odometer_m),
         }
     }
 }

@@ -90,6 +90,8 @@ pub struct Meta {
     pub scenario: String,
     pub scenario_sha256: String,
     pub positions: Option<i64>,
+    /// The limit of a unit without its own (`limite_flota_kmh`).
+    pub fleet_limit_kmh: Option<f64>,
     pub analysis: AnalysisRecord,
 }
 
@@ -118,6 +120,7 @@ impl Meta {
             scenario: get(Key::Scenario).unwrap_or_default(),
             scenario_sha256: get(Key::ScenarioSha256).unwrap_or_default(),
             positions: number(get(Key::Positions)),
+            fleet_limit_kmh: get(Key::FleetLimitKmh).and_then(|v| v.parse().ok()),
             analysis: AnalysisRecord {
                 version: number(get(Key::AnalysisVersion)),
                 detection_sha256: get(Key::AnalysisDetectionSha256),
@@ -146,6 +149,26 @@ pub(super) fn write(conn: &Connection, entries: &[(Key, String)]) -> rusqlite::R
         put.execute([key.name(), value.as_str()])?;
     }
     Ok(())
+}
+
+/// Removes `keys`.
+pub(super) fn remove(conn: &Connection, keys: &[Key]) -> rusqlite::Result<()> {
+    let mut delete = conn.prepare_cached("DELETE FROM meta WHERE clave = ?1")?;
+    for key in keys {
+        delete.execute([key.name()])?;
+    }
+    Ok(())
+}
+
+/// What an empty live database records about itself: no scenario, no `ahora`.
+pub(super) fn of_live_database(new: &super::live::NewDatabase) -> Vec<(Key, String)> {
+    vec![
+        (Key::SchemaVersion, SCHEMA_VERSION.to_string()),
+        (Key::FlotaVersion, env!("CARGO_PKG_VERSION").to_owned()),
+        (Key::Zone, new.zone.name().to_owned()),
+        (Key::FleetLimitKmh, new.fleet_limit_kmh.to_string()),
+        (Key::Positions, "0".to_owned()),
+    ]
 }
 
 /// What a simulation of `world` that wrote `positions` rows records about itself.

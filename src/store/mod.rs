@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod coverage;
 pub mod encoding;
+pub mod live;
 pub mod meta;
 pub mod queries;
 pub mod reader;
@@ -15,7 +16,8 @@ pub mod schema;
 pub mod writer;
 
 pub use coverage::{AnalysisState, Covered, Unusable};
-pub use encoding::StoredRow;
+pub use encoding::{Reading, StoredRow};
+pub use live::{LiveTx, NewDatabase, RowChanges, Written};
 pub use meta::{AnalysisRecord, Meta};
 pub use queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 pub use reader::{Store, StoreError, StoredFence, StoredRoute, Vehicle};

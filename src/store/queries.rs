@@ -53,9 +53,9 @@ pub struct EventRow {
 const STOP: &str = EventKind::Stop.name();
 const VISIT: &str = EventKind::Visit.name();
 
-const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+pub(super) const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
 
-fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
+pub(super) fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
         vehicle_id: r.get(0)?,
         kind: r.get(1)?,

@@ -87,8 +87,18 @@ CREATE VIEW vista_posiciones AS
 SELECT p.vehiculo_id, v.placa, p.ts_utc, datetime(p.ts_utc, 'unixepoch') AS ts_utc_texto,
        p.secuencia, p.ts_utc + p.retraso_s AS recibido_utc,
        p.lat_e6 / 1e6 AS lat, p.lon_e6 / 1e6 AS lon, p.velocidad_kmh, p.rumbo_grados,
-       p.ignicion, p.odometro_m / 1000.0 AS odometro_km
+       p.ignicion, CASE WHEN p.odometro_m < 0 THEN NULL ELSE p.odometro_m / 1000.0 END AS odometro_km
 FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id;
+";
+
+/// Trackers known by their own id (an IMEI) rather than by their unit's plate: created by
+/// `flota recibir` and `flota importar` when missing (older files lack it; nothing else
+/// reads it).
+pub const DEVICES_DDL: &str = "
+CREATE TABLE IF NOT EXISTS dispositivos (
+    dispositivo TEXT PRIMARY KEY,
+    vehiculo_id INTEGER NOT NULL REFERENCES vehiculos(id)
+) WITHOUT ROWID;
 ";
 
 /// The detection engine's output tables and indexes, created when missing.

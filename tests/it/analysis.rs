@@ -65,7 +65,7 @@ fn detection_calls() -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn every_call() -> Vec<(&'static str, Value)> {
+pub fn every_call() -> Vec<(&'static str, Value)> {
     let mut calls = detection_calls();
     calls.push(("posicion_actual", json!({"placa": "P-123BCD"})));
     calls

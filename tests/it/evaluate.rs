@@ -199,3 +199,61 @@ fn bad_gate_and_tolerance_values_are_usage_errors() {
         );
     }
 }
+
+/// Another platform's export of the very same detections scores exactly as the database
+/// they came from: `--detecciones` reads what `evaluar` would read from `eventos`.
+#[test]
+fn another_platforms_csv_scores_like_the_database_it_came_from() {
+    let fixture = crate::ground_truth::fixture("minimo");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("detecciones.csv");
+    let conn = Connection::open(&fixture.db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT v.placa, e.tipo, e.inicio_utc, e.fin_utc, coalesce(g.nombre, ''), e.fin_de_jornada, e.desde_inicio_datos
+             FROM eventos e JOIN vehiculos v ON v.id = e.vehiculo_id LEFT JOIN geocercas g ON g.id = e.geocerca_id",
+        )
+        .unwrap();
+    let mut text =
+        String::from("placa;tipo;inicio;fin;geocerca;fin_de_jornada;desde_inicio_datos\n");
+    let rows = stmt
+        .query_map([], |r| {
+            let end: Option<i64> = r.get(3)?;
+            // Times as ISO 8601 with a zone, as another platform would write them.
+            let iso = |t: i64| chrono::DateTime::from_timestamp(t, 0).unwrap().to_rfc3339();
+            Ok(format!(
+                "{};{};{};{};{};{};{}\n",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                iso(r.get(2)?),
+                end.map(iso).unwrap_or_default(),
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, i64>(6)?
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        text.push_str(&row.unwrap());
+    }
+    std::fs::write(&csv, text).unwrap();
+    let truth = fixture.db.with_extension("verdad.jsonl");
+    let from_db = json_of(&evaluar(&fixture.db, &["--json"]));
+    let out = Command::new(flota_bin())
+        .arg("evaluar")
+        .arg("--detecciones")
+        .arg(&csv)
+        .arg("--verdad")
+        .arg(&truth)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let from_csv = json_of(&out);
+    assert_eq!(from_csv["tipos"], from_db["tipos"]);
+    assert!(
+        f1s(&from_db)
+            .iter()
+            .any(|(_, f1)| f1.is_some_and(|f| f > 0.5))
+    );
+    assert_eq!(from_csv["km"]["dias"], 0);
+}

@@ -59,7 +59,14 @@ pub struct Client {
 
 impl Client {
     pub fn new(db: &std::path::Path) -> Client {
-        let mut server = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
+        Client::with_args(db, &[])
+    }
+
+    /// A client of `flota servir --db DB` with `extra` flags (`--ahora`…).
+    pub fn with_args(db: &std::path::Path, extra: &[&str]) -> Client {
+        let mut args = vec!["servir", "--db", db.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut server = Server::spawn(flota_bin(), &args);
         server.initialize("2025-11-25");
         Client { server, next: 1 }
     }

@@ -57,11 +57,18 @@ mod geocoding;
 mod ground_truth;
 mod hardening;
 mod http_mock;
+#[cfg(unix)]
+mod import;
 mod in_process;
+mod ingest;
 mod kilometres;
+#[cfg(unix)]
+mod live;
 mod maps;
 mod paths;
 mod protocol;
+#[cfg(unix)]
+mod receive;
 mod redaction;
 mod rmcp_client;
 mod routes;
