@@ -243,6 +243,7 @@ fn main() {
             typed(SystemInfo),
             typed(Wait),
         ],
+        ..Service::default()
     };
     let verbose = std::env::args().any(|a| a == "--verbose");
     let options = ServeOptions {

@@ -25,6 +25,7 @@ pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig) -> mcp::Service {
         info: server_info(),
         instructions: Some(instructions(fleet)),
         tools: super::all(fleet, tiles),
+        ..mcp::Service::default()
     }
 }
 
