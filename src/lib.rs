@@ -17,6 +17,8 @@ pub mod geometry;
 pub mod map;
 pub mod mcp;
 pub mod plumbing;
+pub mod prompts;
+pub mod resources;
 pub mod scenario;
 pub mod settings;
 pub mod sim;

@@ -37,7 +37,7 @@ pub use crate::settings::Settings;
 /// The exit code of a verb that failed: 2 for options that contradict each other (bad usage,
 /// like a parse error), else 1.
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
-    if err.is::<simulate::PathConflict>() {
+    if err.is::<simulate::PathConflict>() || err.is::<crate::mcp::http::policy::Refused>() {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

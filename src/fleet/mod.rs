@@ -226,6 +226,14 @@ impl Fleet {
         &self.db
     }
 
+    /// A number that moves each time the database is (re)loaded: replaced, changed, or found
+    /// at last. Checks the file first, as [`Fleet::snapshot`] does.
+    pub fn generation(&self) -> u64 {
+        // A missing or unreadable database keeps the number: nothing new to announce.
+        let _ = self.snapshot();
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn store_error(&self, err: StoreError) -> ToolError {
         let message = match err {
             StoreError::Missing { .. } => format!(

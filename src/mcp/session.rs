@@ -144,7 +144,7 @@ impl<'a> Session<'a> {
                 let id = request.id.clone();
                 match self.request(request) {
                     Ok(Reply::Result(result)) => Action::Send(response_line(&id, &result)),
-                    Ok(Reply::Call(call)) => Action::Call(call),
+                    Ok(Reply::Call(call)) => Action::Call(*call),
                     Ok(Reply::Listen(filter)) => Action::Listen { id, filter },
                     Err(error) => Action::Send(error_line(Some(&id), &error)),
                 }
@@ -216,7 +216,7 @@ impl<'a> Session<'a> {
             "tools/call" => {
                 let version = self.era(modern, method)?;
                 let call = self.call(request.id, &params, request.params.as_deref(), version)?;
-                return Ok(Reply::Call(call));
+                return Ok(Reply::Call(Box::new(call)));
             }
             "subscriptions/listen" => {
                 if modern.is_none() {
@@ -509,7 +509,7 @@ impl<'a> Session<'a> {
 
 enum Reply {
     Result(Value),
-    Call(Call),
+    Call(Box<Call>),
     Listen(Value),
 }
 

@@ -17,6 +17,7 @@
 
 mod calls;
 pub mod guard;
+pub mod policy;
 mod sessions;
 mod streams;
 
@@ -562,9 +563,9 @@ fn initialize(shared: &Shared, body: &[u8]) -> Response {
 
 /// The session a `GET`/`DELETE` names, or the refusal: 405 in the stateless era, 400 without
 /// an id, 404 for one that ended.
-fn named_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+fn named_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<HttpSession>, Box<Response>> {
     if let Some(refusal) = shared.options.guard.check(headers) {
-        return Err(refusal);
+        return Err(Box::new(refusal));
     }
     let Some(id) = header_text(headers, "mcp-session-id") else {
         let modern = header_text(headers, "mcp-protocol-version")
@@ -575,19 +576,20 @@ fn named_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<HttpSession
         } else {
             StatusCode::BAD_REQUEST
         };
-        return Err((status, "falta la cabecera Mcp-Session-Id").into_response());
+        return Err(Box::new(
+            (status, "falta la cabecera Mcp-Session-Id").into_response(),
+        ));
     };
-    shared
-        .sessions
-        .get(id)
-        .ok_or_else(|| (StatusCode::NOT_FOUND, "la sesión no existe o terminó").into_response())
+    shared.sessions.get(id).ok_or_else(|| {
+        Box::new((StatusCode::NOT_FOUND, "la sesión no existe o terminó").into_response())
+    })
 }
 
 /// `GET`: the session's stream for server messages, or a lost stream resumed.
 async fn get_stream(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let session = match named_session(&shared, &headers) {
         Ok(session) => session,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if !accepts_sse(&headers) {
         return (
@@ -618,7 +620,7 @@ async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
             log_info!("sesión HTTP {} cerrada por el cliente", &session.id[..8]);
             StatusCode::OK.into_response()
         }
-        Err(refusal) => refusal,
+        Err(refusal) => *refusal,
     }
 }
 
