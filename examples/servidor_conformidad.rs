@@ -967,7 +967,10 @@ fn main() -> std::process::ExitCode {
     let mut options = HttpOptions::default();
     options.guard.token = token;
     options.guard.hosts = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
-    eprintln!("servidor de conformidad en http://{address}/mcp");
+    match listener.local_addr() {
+        Ok(bound) => eprintln!("servidor de conformidad en http://{bound}/mcp"),
+        Err(_) => eprintln!("servidor de conformidad en http://{address}/mcp"),
+    }
     match mcp::serve_http(service(), listener, options) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

@@ -45,6 +45,7 @@ mod fuzz_corpus;
 mod geocoding;
 mod ground_truth;
 mod hardening;
+mod http;
 mod http_mock;
 mod in_process;
 mod kilometres;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tokio::sync::oneshot;
 
 use super::sessions::{HttpSession, SessionPeer};
@@ -34,6 +34,17 @@ pub(super) enum Delivery {
 }
 
 impl Delivery {
+    /// Ends the exchange without an answer (the call was cancelled or never started): the
+    /// stream closes, a JSON waiter hears nothing.
+    fn close(&self) {
+        match self {
+            Delivery::Stream(writer) => writer.finish(),
+            Delivery::Json(slot) => {
+                slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            }
+        }
+    }
+
     fn deliver(&self, line: String) {
         match self {
             Delivery::Stream(writer) => {
@@ -128,14 +139,8 @@ pub(super) async fn run(
     drop(guard);
     match outcome {
         Ok(line) => json_response(StatusCode::OK, line, None),
-        Err(_) => json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            error_line(
-                None,
-                &RpcError::new(ErrorCode::InternalError, "el servidor se está deteniendo"),
-            ),
-            None,
-        ),
+        // Cancelled (nothing may be sent for it) or the server is stopping.
+        Err(_) => StatusCode::ACCEPTED.into_response(),
     }
 }
 
@@ -191,6 +196,8 @@ fn start(
         shared.deliveries.insert(&key, Arc::clone(&delivery));
         execute(&shared, session, &call, &key, size, &delivery, writer);
         shared.deliveries.remove(&key);
+        // Answered already, or never to be (cancelled, stopped): either way the exchange ends.
+        delivery.close();
         flag.store(true, Ordering::SeqCst);
     });
     over
