@@ -19,7 +19,8 @@ use crate::support::{Server, TIMEOUT, example_bin, flota_bin, modern_meta};
 pub struct HttpServer {
     child: Child,
     pub url: String,
-    pub stderr: Receiver<String>,
+    /// The rest of stderr, kept open so the server never blocks writing its log.
+    _stderr: Receiver<String>,
     /// Lines of stderr read before the address appeared.
     pub early: Vec<String>,
 }
@@ -51,9 +52,11 @@ impl HttpServer {
         let mut early = Vec::new();
         let until = Instant::now() + TIMEOUT;
         loop {
-            let line = rx
-                .recv_timeout(until.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("no address on stderr: {early:#?}"));
+            let Ok(line) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no address on stderr: {early:#?}");
+            };
             if let Some(at) = line.find("http://")
                 && line.trim_end().ends_with("/mcp")
             {
@@ -61,7 +64,7 @@ impl HttpServer {
                 return HttpServer {
                     child,
                     url,
-                    stderr: rx,
+                    _stderr: rx,
                     early,
                 };
             }
@@ -400,7 +403,7 @@ fn http_stream_resumes_after_a_dropped_connection() {
         .lines()
         .filter_map(|l| l.strip_prefix("id:"))
         .map(str::trim)
-        .last()
+        .next_back()
         .expect("an event id to resume from")
         .to_owned();
     let resumed = session
