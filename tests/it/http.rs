@@ -638,3 +638,31 @@ fn http_bodies_are_bounded() {
     assert_eq!(status(3), 200, "under the 4 MiB limit");
     assert_eq!(status(5), 413);
 }
+
+/// One call of every fleet tool on the `minimo` fixture, with arguments that find data.
+pub fn every_tool_once() -> Vec<(&'static str, Value)> {
+    vec![
+        ("posicion_actual", json!({"placa": "p 123 bcd"})),
+        ("unidades_detenidas", json!({"minutos_minimos": 0})),
+        (
+            "resumen_recorrido",
+            json!({"placa": "P-456DEF", "fecha": "ayer"}),
+        ),
+        (
+            "mapa_recorrido",
+            json!({"placa": "P-456DEF", "fecha": "ayer"}),
+        ),
+        (
+            "alertas",
+            json!({"fecha_inicio": "anteayer", "fecha_fin": "hoy"}),
+        ),
+        (
+            "verificar_geocerca",
+            json!({"placa": "P-123BCD", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"}),
+        ),
+        (
+            "reporte_kilometraje",
+            json!({"fecha_inicio": "anteayer", "fecha_fin": "hoy"}),
+        ),
+    ]
+}
