@@ -234,7 +234,7 @@ impl<'a> Session<'a> {
                     "tools/list" => self.list_tools(&params, version)?,
                     "prompts/list" => catalog::list_prompts(service, &params, version)?,
                     "prompts/get" => {
-                        let request = self.request_info(&params, version);
+                        let request = self.request_info(&params, version)?;
                         catalog::get_prompt(service, &params, &request, version)?
                     }
                     "resources/list" => catalog::list_resources(service, &params)?,
@@ -444,7 +444,7 @@ impl<'a> Session<'a> {
                 ));
             }
         };
-        let request = self.request_info(params, version);
+        let request = self.request_info(params, version)?;
         if version.is_modern()
             && let Some(missing) = missing_capabilities(
                 tools[tool].definition().requires.as_ref(),
@@ -486,14 +486,40 @@ impl<'a> Session<'a> {
         Some(self.state.log_level.unwrap_or(LogLevel::Info))
     }
 
-    fn request_info(&self, params: &Map<String, Value>, version: ProtocolVersion) -> RequestInfo {
+    /// What a call or prompt may read besides its arguments. In 2026-07-28 the answers to an
+    /// input request must be an object of result objects, and the state a string.
+    fn request_info(
+        &self,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<RequestInfo, RpcError> {
         if !version.is_modern() {
-            return RequestInfo {
+            return Ok(RequestInfo {
                 client_capabilities: self.state.client_capabilities.clone(),
                 ..RequestInfo::default()
-            };
+            });
         }
-        RequestInfo {
+        let responses = params.get("inputResponses").filter(|v| !v.is_null());
+        let well_formed = responses.is_none_or(|r| {
+            r.as_object()
+                .is_some_and(|answers| answers.values().all(Value::is_object))
+        });
+        if !well_formed {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "'inputResponses' debe ser un objeto cuyas respuestas son objetos",
+            ));
+        }
+        if params
+            .get("requestState")
+            .is_some_and(|s| !s.is_string() && !s.is_null())
+        {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "'requestState' debe ser el texto que devolvió el servidor",
+            ));
+        }
+        Ok(RequestInfo {
             client_capabilities: meta(params)
                 .and_then(|m| m.get(META_CAPABILITIES))
                 .cloned()
@@ -503,7 +529,7 @@ impl<'a> Session<'a> {
                 .get("requestState")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-        }
+        })
     }
 }
 
