@@ -79,6 +79,16 @@ fn serve_http(
         public_url: http.url_publica.clone(),
         origins: http.origen.clone(),
         authorization_servers: http.servidor_autorizacion.clone(),
+    })
+    .map_err(|refused| {
+        let hint = match refused {
+            policy::Refused::ExposedWithoutToken(_) => "indíquelo con --token o FLOTA_TOKEN",
+            policy::Refused::NoTokenExposed(_) => "quite --sin-token o escuche en 127.0.0.1",
+            policy::Refused::BadToken => "revise --token o FLOTA_TOKEN",
+            _ => "revise --http y --url-publica",
+        };
+        // Still a `Refused` underneath, so the exit code says it is a usage error.
+        anyhow::Error::new(refused).context(format!("no se sirve por HTTP ({hint})"))
     })?;
     let listener = std::net::TcpListener::bind(plan.address)
         .with_context(|| format!("no se pudo escuchar en {}", plan.address))?;

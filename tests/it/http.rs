@@ -583,7 +583,10 @@ fn an_exposed_endpoint_needs_a_chosen_token() {
     let refused = exposed.wait_with_output().unwrap();
     assert_eq!(refused.status.code(), Some(2));
     let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(said.contains("indique un token con --token"), "{said}");
+    assert!(
+        said.contains("indíquelo con --token o FLOTA_TOKEN"),
+        "{said}"
+    );
 
     // On loopback a token is made up and shown once; it is the one that works.
     let server = HttpServer::flota(&[]);

@@ -43,11 +43,11 @@ pub enum Refused {
     #[error("dirección HTTP inválida '{0}': use por ejemplo 127.0.0.1:8765")]
     Address(String),
     #[error(
-        "escuchar en {0} expone los datos fuera de esta máquina: indique un token con --token \
-         o FLOTA_TOKEN (y use HTTPS delante, con un proxy inverso)"
+        "escuchar en {0} expone los datos fuera de esta máquina: hace falta un token elegido \
+         por el operador (y HTTPS delante, con un proxy inverso)"
     )]
     ExposedWithoutToken(String),
-    #[error("--sin-token solo se admite en una dirección local (127.0.0.1, ::1), no en {0}")]
+    #[error("servir sin token solo se admite en una dirección local (127.0.0.1, ::1), no en {0}")]
     NoTokenExposed(String),
     #[error("el token no puede estar vacío ni contener espacios")]
     BadToken,
