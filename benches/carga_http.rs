@@ -98,6 +98,8 @@ impl Connection {
     }
 }
 
+// The caller kills and waits for the child once the run is over.
+#[allow(clippy::zombie_processes)]
 fn start_server(db: &str) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flota"))
         .args([
