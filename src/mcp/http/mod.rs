@@ -409,8 +409,11 @@ async fn stateless(
     if let Err((status, error)) = check_modern_headers(&shared.service, headers, message) {
         return error_response(status, id, &error);
     }
-    let mut session = Session::new(&shared.service);
-    let action = session.handle(jsonrpc::classify(body));
+    let action = {
+        let (shared, body) = (Arc::clone(&shared), body.to_vec());
+        off_the_runtime(move || Session::new(&shared.service).handle(jsonrpc::classify(&body)))
+            .await
+    };
     match action {
         Action::Send(line) => json_response(modern_status(&line), line, None),
         Action::Nothing | Action::Cancel(_) => StatusCode::ACCEPTED.into_response(),
@@ -419,6 +422,18 @@ async fn stateless(
             calls::run(shared, None, call, body.len(), sse).await
         }
         Action::Listen { id, filter } => listen(&shared, id.get(), &filter),
+    }
+}
+
+/// Runs `handle` (which may read the application's data: a resource, a prompt's checks) on a
+/// blocking thread, so the runtime's few threads keep serving other connections.
+async fn off_the_runtime(handle: impl FnOnce() -> Action + Send + 'static) -> Action {
+    match tokio::task::spawn_blocking(handle).await {
+        Ok(action) => action,
+        Err(_) => Action::Send(error_line(
+            None,
+            &RpcError::new(ErrorCode::InternalError, "la petición falló internamente"),
+        )),
     }
 }
 
@@ -502,11 +517,15 @@ async fn legacy(
         return StatusCode::ACCEPTED.into_response();
     }
     let action = {
-        let mut state = session.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut protocol = Session::resume(&shared.service, std::mem::take(&mut *state));
-        let action = protocol.handle(jsonrpc::classify(body));
-        *state = protocol.into_state();
-        action
+        let (shared, session, body) = (Arc::clone(&shared), Arc::clone(&session), body.to_vec());
+        off_the_runtime(move || {
+            let mut state = session.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut protocol = Session::resume(&shared.service, std::mem::take(&mut *state));
+            let action = protocol.handle(jsonrpc::classify(&body));
+            *state = protocol.into_state();
+            action
+        })
+        .await
     };
     match action {
         Action::Send(line) => json_response(StatusCode::OK, line, None),
