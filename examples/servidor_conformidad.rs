@@ -940,6 +940,7 @@ fn service() -> Service {
         dynamic_lists: true,
         resources_version: None,
         changes,
+        extensions: None,
     }
 }
 

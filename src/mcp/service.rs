@@ -96,6 +96,10 @@ pub struct Service {
     pub resources_version: Option<ResourcesVersion>,
     /// Changes announced by the application.
     pub changes: Changes,
+    /// Protocol extensions offered, announced as `capabilities.extensions` (e.g.
+    /// `{"io.modelcontextprotocol/ui": {}}`); what the client offers is in each call's
+    /// `RequestInfo::client_capabilities["extensions"]`.
+    pub extensions: Option<Value>,
 }
 
 /// How long a modern client may cache a list: the sets never change while the process lives,
@@ -133,6 +137,9 @@ impl Service {
         }
         if self.logging {
             capabilities["logging"] = json!({});
+        }
+        if let Some(extensions) = &self.extensions {
+            capabilities["extensions"] = extensions.clone();
         }
         capabilities
     }

@@ -789,6 +789,33 @@ mod tests {
     }
 
     #[test]
+    fn extensions_are_offered_and_the_clients_reach_the_tools() {
+        let mut service = service();
+        service.extensions = Some(json!({"io.modelcontextprotocol/ui": {}}));
+        let mut session = Session::new(&service);
+        let init = INIT.replace(
+            r#""capabilities":{}"#,
+            r#""capabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}"#,
+        );
+        let Action::Send(line) = session.handle(classify(init.as_bytes())) else {
+            panic!("no answer");
+        };
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            answer["result"]["capabilities"]["extensions"],
+            json!({"io.modelcontextprotocol/ui": {}})
+        );
+        session.handle(classify(INITIALIZED.as_bytes()));
+        let info = session
+            .request_info(&Map::new(), ProtocolVersion::V2025_06_18)
+            .unwrap();
+        assert_eq!(
+            info.client_capabilities["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"][0],
+            "text/html;profile=mcp-app"
+        );
+    }
+
+    #[test]
     fn cancellation_and_ping() {
         let out = run(&[
             r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
