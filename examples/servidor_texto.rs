@@ -3,7 +3,8 @@
 //! Four tools over stdio: `analizar_texto`, `calcular_estadisticas`, `informacion_sistema`
 //! (the course server's original three) and `esperar`, a slow tool that shows progress and
 //! cancellation. Each tool is a [`TypedTool`]: typed parameters, typed output, schemas derived
-//! from the types. Try it: `cargo run --example servidor_texto < examples/requests.jsonl`.
+//! from the types. Try it: `cargo run --example servidor_texto < examples/requests.jsonl`, or
+//! over HTTP with `--http 127.0.0.1:8770` (plus `--limite-llamada SEGUNDOS`).
 #![allow(clippy::print_stderr)]
 
 use std::time::{Duration, Instant};
@@ -243,13 +244,39 @@ fn main() {
             typed(SystemInfo),
             typed(Wait),
         ],
+        ..Service::default()
     };
-    let verbose = std::env::args().any(|a| a == "--verbose");
+    let args: Vec<String> = std::env::args().collect();
+    let value_of = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let call_timeout = match value_of("--limite-llamada").map(|s| s.parse::<f64>()) {
+        Some(Ok(seconds)) if seconds > 0.0 => Some(Duration::from_secs_f64(seconds)),
+        Some(_) => None,
+        None => ServeOptions::default().call_timeout,
+    };
     let options = ServeOptions {
-        verbose,
+        verbose: args.iter().any(|a| a == "--verbose"),
+        call_timeout,
         ..ServeOptions::default()
     };
-    if let Err(err) = mcp::serve_stdio(service, std::io::stdin(), std::io::stdout(), options) {
+    // `--http 127.0.0.1:PUERTO`: the same service over Streamable HTTP, without a token (a
+    // local example); the address actually bound is printed on stderr.
+    let outcome = match value_of("--http") {
+        Some(address) => std::net::TcpListener::bind(address).and_then(|listener| {
+            eprintln!("escuchando en http://{}/mcp", listener.local_addr()?);
+            let mut http = mcp::HttpOptions {
+                serve: options,
+                ..mcp::HttpOptions::default()
+            };
+            http.guard.hosts = vec!["127.0.0.1".into(), "localhost".into()];
+            mcp::serve_http(service, listener, http)
+        }),
+        None => mcp::serve_stdio(service, std::io::stdin(), std::io::stdout(), options),
+    };
+    if let Err(err) = outcome {
         eprintln!("error: {err}");
         std::process::exit(1);
     }

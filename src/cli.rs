@@ -252,6 +252,54 @@ pub struct ServeArgs {
     pub limite_llamada: Option<f64>,
     #[arg(short, long, help = "Registra en stderr cada mensaje que entra y sale")]
     pub verbose: bool,
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// `flota servir --http`: the remote endpoint and who may reach it.
+#[derive(Debug, Args, Default)]
+pub struct HttpArgs {
+    #[arg(
+        long,
+        value_name = "DIRECCIÓN",
+        help = "Sirve por HTTP (Streamable HTTP, ruta /mcp) en vez de stdio, p. ej. 127.0.0.1:8765; un puerto solo = local"
+    )]
+    pub http: Option<String>,
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "http",
+        help = "Token Bearer exigido en cada petición (por defecto $FLOTA_TOKEN, o uno generado que se muestra una vez)"
+    )]
+    pub token: Option<String>,
+    #[arg(
+        long = "sin-token",
+        requires = "http",
+        conflicts_with = "token",
+        help = "Sin token (solo en una dirección local; p. ej. para el Inspector o la suite de conformidad)"
+    )]
+    pub sin_token: bool,
+    #[arg(
+        long = "url-publica",
+        value_name = "URL",
+        requires = "http",
+        help = "URL pública del servicio detrás de un proxy inverso con TLS, p. ej. https://flota.ejemplo.org/mcp"
+    )]
+    pub url_publica: Option<String>,
+    #[arg(
+        long = "origen",
+        value_name = "URL",
+        requires = "http",
+        help = "Origen de navegador permitido además de los locales (repetible)"
+    )]
+    pub origen: Vec<String>,
+    #[arg(
+        long = "servidor-autorizacion",
+        value_name = "URL",
+        requires = "http",
+        help = "Servidor de autorización OAuth que se anuncia en los metadatos RFC 9728 (repetible)"
+    )]
+    pub servidor_autorizacion: Vec<String>,
 }
 
 /// Seconds: a non-negative number, at most a day.

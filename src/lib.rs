@@ -18,6 +18,8 @@ pub mod ingest;
 pub mod map;
 pub mod mcp;
 pub mod plumbing;
+pub mod prompts;
+pub mod resources;
 pub mod scenario;
 pub mod settings;
 pub mod sim;

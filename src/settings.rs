@@ -56,6 +56,8 @@ pub struct Settings {
     pub no_color: bool,
     /// The history file of `flota cliente`'s line editor, from `XDG_STATE_HOME` or `HOME`.
     pub client_history: Option<PathBuf>,
+    /// `FLOTA_TOKEN`: the bearer token of `flota servir --http` when `--token` is not given.
+    pub token: Option<String>,
 }
 
 /// The directions services the environment names; each value trimmed, blank = unset.
@@ -114,6 +116,7 @@ impl Settings {
                 vars.raw("XDG_STATE_HOME"),
                 vars.raw("HOME"),
             ),
+            token: vars.trimmed("FLOTA_TOKEN"),
         }
     }
 

@@ -72,8 +72,30 @@ pub fn fields(schema: &Value) -> Vec<Field> {
     fields
 }
 
+/// `{anyOf: [{type: T, …}, {type: "null"}], description}` (how servers spell an optional
+/// value in one type per schema) read as the `T` schema with the outer description.
+fn without_null_branch(property: &Value) -> Value {
+    let Some(branches) = property["anyOf"].as_array() else {
+        return property.clone();
+    };
+    let mut typed = branches.iter().filter(|b| b["type"] != "null");
+    let (Some(Value::Object(branch)), None) = (typed.next(), typed.next()) else {
+        return property.clone();
+    };
+    let mut merged = branch.clone();
+    if let Some(outer) = property.as_object() {
+        for (key, value) in outer {
+            if key != "anyOf" {
+                merged.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+    Value::Object(merged)
+}
+
 impl Field {
     fn new(name: &str, property: &Value, required: bool) -> Field {
+        let property = &without_null_branch(property);
         let choices: Vec<Value> = property["enum"]
             .as_array()
             .map(|c| c.iter().filter(|v| !v.is_null()).cloned().collect())
@@ -287,10 +309,26 @@ mod tests {
     }
 
     #[test]
+    fn optional_values_spelled_with_any_of_keep_their_kind() {
+        let tipo = field(
+            "tipo",
+            json!({"description": "Tipo", "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]}),
+        );
+        assert_eq!(tipo.kind, Kind::Choice(vec![json!("a"), json!("b")]));
+        assert_eq!(tipo.description.as_deref(), Some("Tipo"));
+        let minutos = field(
+            "minutos",
+            json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}),
+        );
+        assert_eq!(minutos.kind, Kind::Integer);
+        assert_eq!(convert("30", &minutos.schema), Ok(json!(30)));
+    }
+
+    #[test]
     fn required_fields_come_first() {
         let schema = json!({
             "properties": {
-                "tipo": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                "tipo": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]},
                 "fecha_inicio": {"type": "string"},
                 "fecha_fin": {"type": "string"},
             },

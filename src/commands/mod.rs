@@ -43,7 +43,10 @@ pub use crate::settings::Settings;
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
     if let Some(stopped) = err.downcast_ref::<simulate::Interrupted>() {
         ExitCode::from(stopped.exit_code())
-    } else if err.is::<simulate::PathConflict>() || err.is::<receive::ReceiveUsage>() {
+    } else if err.is::<simulate::PathConflict>()
+        || err.is::<receive::ReceiveUsage>()
+        || err.is::<crate::mcp::http::policy::Refused>()
+    {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

@@ -1,10 +1,12 @@
-//! `flota servir`: the fleet's MCP service on this process's stdin and stdout.
+//! `flota servir`: the fleet's MCP service on this process's stdin and stdout, or over HTTP.
 //!
 //! Owns the verb: which database, "now", the geocoder and the map tiles (from the flags and
-//! [`Settings`]), the time limit per call, and which transport carries the protocol. Today
-//! that is stdio: the streams are taken over from [`Io`] and handed to the core for the rest
-//! of the process. The service itself (identity, instructions, tools) is
-//! [`crate::tools::service`]'s. Nothing here writes to stdout.
+//! [`Settings`]), the time limit per call, and which transport carries the protocol: stdio
+//! (the streams are taken over from [`Io`] and handed to the core for the rest of the
+//! process), or Streamable HTTP with `--http` (who may connect is decided by
+//! `mcp::http::policy`; a generated token is shown once on stderr). The service itself
+//! (identity, instructions, tools, prompts, resources) is [`crate::tools::service`]'s.
+//! Nothing here writes to stdout.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,7 +17,12 @@ use crate::cli::ServeArgs;
 use crate::fleet::Fleet;
 use crate::fleet::places::Geocoder;
 use crate::log_info;
-use crate::mcp::{self, ServeOptions};
+use std::io::Write;
+
+use anyhow::Context;
+
+use crate::mcp::http::policy;
+use crate::mcp::{self, HttpOptions, ServeOptions};
 use crate::plumbing::clock::Clock;
 use crate::plumbing::log::{self, Level};
 use crate::tools;
@@ -46,11 +53,62 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
         ..ServeOptions::default()
     };
     let service = tools::service(&fleet, settings.tiles.clone());
+    if let Some(address) = args.http.http.clone() {
+        return serve_http(service, address, &args, io, settings, options);
+    }
     let stdout = io.take_stdout();
     match io.take_stdin() {
         Stdin::Process(stdin) => mcp::serve_stdio(service, stdin, stdout, options)?,
         Stdin::Other(input) => mcp::serve(service, input, stdout, options)?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--http`: the address and who may reach it, then the endpoint until SIGTERM/SIGINT.
+fn serve_http(
+    service: mcp::Service,
+    address: String,
+    args: &ServeArgs,
+    io: &mut Io,
+    settings: &Settings,
+    options: ServeOptions,
+) -> anyhow::Result<ExitCode> {
+    let http = &args.http;
+    let plan = policy::plan(&policy::Request {
+        address,
+        token: http.token.clone().or_else(|| settings.token.clone()),
+        no_token: http.sin_token,
+        public_url: http.url_publica.clone(),
+        origins: http.origen.clone(),
+        authorization_servers: http.servidor_autorizacion.clone(),
+    })
+    .map_err(|refused| {
+        let hint = match refused {
+            policy::Refused::ExposedWithoutToken(_) => "indíquelo con --token o FLOTA_TOKEN",
+            policy::Refused::NoTokenExposed(_) => "quite --sin-token o escuche en 127.0.0.1",
+            policy::Refused::BadToken => "revise --token o FLOTA_TOKEN",
+            _ => "revise --http y --url-publica",
+        };
+        // Still a `Refused` underneath, so the exit code says it is a usage error.
+        anyhow::Error::new(refused).context(format!("no se sirve por HTTP ({hint})"))
+    })?;
+    let listener = std::net::TcpListener::bind(plan.address)
+        .with_context(|| format!("no se pudo escuchar en {}", plan.address))?;
+    let local = listener.local_addr().unwrap_or(plan.address);
+    if let Some(token) = &plan.generated_token {
+        // Shown once: whoever started the server hands it to the clients.
+        let _ = writeln!(
+            io.stderr,
+            "flota servir: token de acceso (se muestra solo ahora): {token}"
+        );
+    }
+    log_info!("MCP por HTTP en http://{local}/mcp");
+    let options = HttpOptions {
+        guard: plan.guard,
+        serve: options,
+        ..HttpOptions::default()
+    };
+    mcp::serve_http(service, listener, options)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,6 +154,7 @@ mod tests {
             ahora: None,
             limite_llamada: None,
             verbose: false,
+            http: crate::cli::HttpArgs::default(),
         };
         let code = run(args, &mut io, &Settings::from_lookup(&|_| None)).unwrap();
         assert_eq!(code, ExitCode::SUCCESS);

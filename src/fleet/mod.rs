@@ -277,6 +277,8 @@ pub struct Fleet {
     /// Idle read-only connections, tagged with the file generation they were opened on.
     pool: Mutex<Vec<(u64, Store)>>,
     generation: std::sync::atomic::AtomicU64,
+    /// Loads of another file than the last one (a database replaced, or found at last).
+    replaced: std::sync::atomic::AtomicU64,
     pub geocoder: Geocoder,
 }
 
@@ -294,6 +296,7 @@ impl Fleet {
             loaded: Mutex::new(None),
             pool: Mutex::new(Vec::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
+            replaced: std::sync::atomic::AtomicU64::new(0),
             geocoder,
         }
     }
@@ -312,6 +315,15 @@ impl Fleet {
             return Ok(());
         };
         now_utc(self.ahora, &meta, &self.clock).map(|_| ())
+    }
+
+    /// A number that moves each time another database file is loaded (replaced by a rename,
+    /// or found at last); writes into the same file do not move it. Checks the file first, as
+    /// [`Fleet::snapshot`] does.
+    pub fn generation(&self) -> u64 {
+        // A missing or unreadable database keeps the number: nothing new to announce.
+        let _ = self.snapshot();
+        self.replaced.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn store_error(&self, err: StoreError) -> ToolError {
@@ -350,9 +362,14 @@ impl Fleet {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+        let another_file = slot.as_ref().is_none_or(|loaded| loaded.file != file);
         let loaded = self.load(file)?;
         let snapshot = Arc::clone(&loaded.snapshot);
         *slot = Some(loaded);
+        if another_file {
+            self.replaced
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         Ok(snapshot)
     }
 

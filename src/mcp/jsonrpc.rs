@@ -16,7 +16,7 @@ pub type RawId = Box<RawValue>;
 
 /// Error codes used on the wire.
 ///
-/// The five standard JSON-RPC codes plus the one MCP 2026-07-28 code this server needs. New
+/// The five standard JSON-RPC codes plus the MCP codes this server needs. New
 /// implementations must not use -32000…-32019, and -32020…-32099 belong to the MCP spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -27,6 +27,12 @@ pub enum ErrorCode {
     InternalError,
     /// MCP 2026-07-28: the request's `_meta` names a protocol version the server lacks.
     UnsupportedProtocolVersion,
+    /// MCP ≤ 2025-11-25: `resources/read` of an unknown URI.
+    ResourceNotFound,
+    /// MCP 2026-07-28: an HTTP header disagrees with the body (or is missing).
+    HeaderMismatch,
+    /// MCP 2026-07-28: the call needs a client capability the request did not declare.
+    MissingClientCapability,
 }
 
 impl ErrorCode {
@@ -38,6 +44,9 @@ impl ErrorCode {
             ErrorCode::InvalidParams => -32602,
             ErrorCode::InternalError => -32603,
             ErrorCode::UnsupportedProtocolVersion => -32022,
+            ErrorCode::ResourceNotFound => -32002,
+            ErrorCode::HeaderMismatch => -32020,
+            ErrorCode::MissingClientCapability => -32021,
         }
     }
 
@@ -50,6 +59,9 @@ impl ErrorCode {
             ErrorCode::InvalidParams => "Invalid params",
             ErrorCode::InternalError => "Internal error",
             ErrorCode::UnsupportedProtocolVersion => "Unsupported protocol version",
+            ErrorCode::ResourceNotFound => "Resource not found",
+            ErrorCode::HeaderMismatch => "Header mismatch",
+            ErrorCode::MissingClientCapability => "Missing required client capability",
         }
     }
 }

@@ -1,32 +1,48 @@
-//! A hand-written Model Context Protocol server core over stdio: JSON-RPC 2.0, both protocol
-//! eras (the `initialize` handshake of 2024-11-05 … 2025-11-25, and the stateless 2026-07-28),
-//! and tools handed in as trait objects.
+//! A hand-written Model Context Protocol server core over stdio and Streamable HTTP: JSON-RPC
+//! 2.0, both protocol eras (the `initialize` handshake of 2024-11-05 … 2025-11-25, and the
+//! stateless 2026-07-28), and tools, prompts and resources handed in as trait objects.
 //!
 //! **Invariant:** nothing here knows what the tools are about. The application builds a
-//! [`Service`] (identity, instructions, `Vec<Box<dyn Tool>>`) and calls [`serve`]. A test
-//! greps this folder for domain words to keep it that way.
+//! [`Service`] (identity, instructions, `Vec<Box<dyn Tool>>`, prompts, resources) and calls
+//! [`serve`] or [`serve_http`]. A test greps this folder for domain words to keep it that way.
 //!
 //! Layers, bottom up: [`transport`] (bytes and lines), [`jsonrpc`] (messages and ids),
 //! [`version`] (what each revision allows), [`schema`] (derived schemas and validation),
-//! [`tool`] (the tool contract), [`session`] (the state machine), `in_flight` (which calls
-//! run and what may still be written for them), [`server`] (threads and the bounded
-//! shutdown), [`stdio`] (the process's stdin/stdout, hang-up and signals).
+//! [`tool`], [`prompt`], [`resource`] (the contracts), [`service`] (what the application
+//! hands in, running a call), `catalog` (prompts, resources, completions), [`session`] (the
+//! state machine), `in_flight` (which calls run and what may still be written for them),
+//! [`server`] (threads and the bounded shutdown), [`stdio`] (the process's stdin/stdout,
+//! hang-up and signals), [`http`] (Streamable HTTP: sessions, streams, authentication).
 
+mod catalog;
+pub mod http;
 mod in_flight;
 pub mod jsonrpc;
+pub mod logging;
+pub mod prompt;
+pub mod resource;
 pub mod schema;
 pub mod server;
+pub mod service;
 pub mod session;
+mod sinks;
 pub mod stdio;
 pub mod tool;
 pub mod transport;
 pub mod version;
 
+pub use http::{HttpOptions, serve_http};
+pub use logging::LogLevel;
+pub use prompt::{Prompt, PromptArgument, PromptDefinition, PromptMessage, PromptReply, Role};
+pub use resource::{
+    Body, Resource, ResourceContents, ResourceDefinition, ResourceError, ResourceTemplate,
+    TemplateDefinition,
+};
 pub use server::{ServeOptions, serve};
-pub use session::{ServerInfo, Service};
+pub use service::{ServerInfo, Service};
 pub use stdio::serve_stdio;
 pub use tool::{
-    Annotations, CallContext, Content, Reply, Tool, ToolDefinition, ToolError, ToolResult,
-    TypedTool, current_call_cancelled, typed,
+    Annotations, CallContext, Content, InputRequired, Peer, Reply, RequestInfo, Tool,
+    ToolDefinition, ToolError, ToolResult, TypedTool, current_call_cancelled, typed,
 };
 pub use version::ProtocolVersion;

@@ -43,7 +43,67 @@ fn root_schema_for<T: JsonSchema>(settings: SchemaSettings) -> Value {
         object.remove("$defs");
     }
     standard_formats(&mut value);
+    single_types(&mut value);
     value
+}
+
+/// Keywords that describe a value without constraining it: they stay outside an `anyOf`.
+const DESCRIBING: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Rewrites `type: [T, "null"]` (schemars' spelling of `Option<T>`) as
+/// `anyOf: [{type: T, …its constraints}, {type: "null"}]`: the same values, but every
+/// schema has one `type`, which clients mapping schemas onto single-type dialects (Gemini's
+/// OpenAPI subset, the Inspector's `--strict` check) accept. An `enum` keeps its non-null
+/// values in the `T` branch.
+fn single_types(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            for child in object.values_mut() {
+                single_types(child);
+            }
+            let Some(Value::Array(types)) = object.get("type") else {
+                return;
+            };
+            let names: Vec<String> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            object.remove("type");
+            let (outer, constraints): (Map<String, Value>, Map<String, Value>) =
+                std::mem::take(object)
+                    .into_iter()
+                    .partition(|(key, _)| DESCRIBING.contains(&key.as_str()));
+            let branches: Vec<Value> = names
+                .iter()
+                .map(|name| {
+                    let mut branch = Map::new();
+                    branch.insert("type".into(), Value::String(name.clone()));
+                    if name != "null" {
+                        for (key, value) in &constraints {
+                            branch.insert(key.clone(), value.clone());
+                        }
+                        if let Some(Value::Array(values)) = branch.get_mut("enum") {
+                            values.retain(|v| !v.is_null());
+                        }
+                    }
+                    Value::Object(branch)
+                })
+                .collect();
+            *object = outer;
+            object.insert("anyOf".into(), Value::Array(branches));
+        }
+        Value::Array(items) => items.iter_mut().for_each(single_types),
+        _ => {}
+    }
 }
 
 /// Replaces schemars' OpenAPI-style numeric formats (`uint`, `int32`, `double`…), which JSON
@@ -314,6 +374,14 @@ fn check_combinators(
             branches.iter().map(|b| check(b, value, path)).collect();
         let passing = results.iter().filter(|r| r.is_ok()).count();
         if passing == 0 {
+            // A value of none of the branches' types: say which types (`entero o null`).
+            let branch_types: Option<Vec<Value>> =
+                branches.iter().map(|b| b.get("type").cloned()).collect();
+            if let Some(names) = branch_types
+                && names.iter().all(Value::is_string)
+            {
+                check_type(&Value::Array(names), value, path)?;
+            }
             // `Option<T>` derives to anyOf [T, null]: report why the value is not a T.
             let non_null: Vec<&Result<(), Violation>> = branches
                 .iter()
@@ -488,6 +556,65 @@ mod tests {
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
+
+    /// Every `type` in `schema`, recursively.
+    fn types(schema: &Value, found: &mut Vec<Value>) {
+        match schema {
+            Value::Object(object) => {
+                if let Some(t) = object.get("type") {
+                    found.push(t.clone());
+                }
+                object.values().for_each(|v| types(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| types(v, found)),
+            _ => {}
+        }
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Clase {
+        #[serde(rename = "uno")]
+        Uno,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Optional {
+        /// Minutos
+        #[schemars(range(min = 0, max = 10))]
+        minutos: Option<u32>,
+        clase: Option<Clase>,
+    }
+
+    #[test]
+    fn optional_values_are_anyof_with_null_and_one_type_each() {
+        let schema = input_schema_for::<Optional>();
+        let mut found = Vec::new();
+        types(&schema, &mut found);
+        assert!(found.iter().all(Value::is_string), "{schema}");
+        let minutos = &schema["properties"]["minutos"];
+        assert_eq!(minutos["description"], "Minutos");
+        assert_eq!(
+            minutos["anyOf"],
+            json!([{"type": "integer", "minimum": 0, "maximum": 10}, {"type": "null"}])
+        );
+        // Nothing lost: the same values pass and fail as before.
+        for (value, ok) in [
+            (json!({}), true),
+            (json!({"minutos": null}), true),
+            (json!({"minutos": 4}), true),
+            (json!({"minutos": 11}), false),
+            (json!({"minutos": "4"}), false),
+            (json!({"clase": "uno"}), true),
+            (json!({"clase": null}), true),
+            (json!({"clase": "dos"}), false),
+        ] {
+            assert_eq!(validate(&schema, &value).is_ok(), ok, "{value}");
+        }
+        let refusal = validate(&schema, &json!({"minutos": 11})).unwrap_err();
+        assert_eq!(refusal.path, "minutos", "the message names the argument");
+    }
 
     #[derive(Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]

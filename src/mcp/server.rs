@@ -22,12 +22,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use serde_json::value::RawValue;
-
 use super::in_flight::{Admission, InFlight, Limits};
 use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
-use super::session::{Action, Call, Service, Session};
+use super::service::{Call, List, Service};
+use super::session::{Action, Session};
+use super::sinks;
 use super::tool::CallContext;
 use super::transport::{DEFAULT_MAX_LINE_BYTES, Line, LineReader, Outbox, spawn_writer};
 use crate::{log_debug, log_error, log_info, log_warn};
@@ -140,8 +139,8 @@ where
     R: BufRead + Send + 'static,
     W: io::Write + Send + 'static,
 {
-    for name in service.duplicate_tool_names() {
-        log_warn!("herramienta registrada dos veces: {name}");
+    for name in service.duplicate_names() {
+        log_warn!("registrado dos veces: {name}");
     }
     let service = Arc::new(service);
     let verbose = options.verbose;
@@ -173,8 +172,20 @@ where
             .spawn(move || watchdog(&in_flight, &outbox, &stop))?;
     }
 
+    let ready = Arc::new(AtomicBool::new(false));
+    if List::ALL.iter().any(|l| service.announces(*l)) {
+        let service = Arc::clone(&service);
+        let outbox = outbox.clone();
+        let ready = Arc::clone(&ready);
+        let stop = Arc::clone(&watchdog_stop);
+        std::thread::Builder::new()
+            .name("mcp-recursos".into())
+            .spawn(move || watch_resources(&service, &outbox, &ready, &stop))?;
+    }
+
     let stopping = Arc::new(AtomicBool::new(false));
     let reader = Reader {
+        ready,
         service: Arc::clone(&service),
         in_flight: Arc::clone(&in_flight),
         outbox: outbox.clone(),
@@ -273,6 +284,8 @@ struct Reader {
     options: ServeOptions,
     /// Set when the session is over: nothing read from then on is acted upon.
     stopping: Arc<AtomicBool>,
+    /// Set once the handshake is complete: server notifications may go out.
+    ready: Arc<AtomicBool>,
 }
 
 impl Reader {
@@ -302,7 +315,10 @@ impl Reader {
                 log_info!("← {}", abbreviate(&String::from_utf8_lossy(&bytes)));
             }
             let size = bytes.len();
-            match session.handle(jsonrpc::classify(&bytes)) {
+            let action = session.handle(jsonrpc::classify(&bytes));
+            self.ready
+                .store(session.state().is_ready(), Ordering::Relaxed);
+            match action {
                 Action::Send(line) => send(&self.outbox, line),
                 Action::Nothing => {}
                 Action::Cancel(key) => {
@@ -310,6 +326,7 @@ impl Reader {
                         log_debug!("llamada {key} cancelada por el cliente");
                     }
                 }
+                Action::Listen { id, .. } => send(&self.outbox, Session::cannot_listen(&id)),
                 Action::Call(call) => {
                     if !self.admit(call, size) {
                         return;
@@ -380,6 +397,38 @@ fn send(outbox: &Outbox, line: String) {
     let _ = outbox.send(line);
 }
 
+/// How often the resource list's version is asked for.
+const RESOURCES_POLL: Duration = Duration::from_secs(1);
+
+/// Sends `notifications/…/list_changed` when one of the service's lists changes (its
+/// version moves). A change seen before the handshake is complete is announced once it is:
+/// the client may have read the list in between.
+fn watch_resources(service: &Service, outbox: &Outbox, ready: &AtomicBool, stop: &AtomicBool) {
+    let mut last = service.list_versions();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(RESOURCES_POLL);
+        let now = service.list_versions();
+        let ready = ready.load(Ordering::Relaxed);
+        for list in List::ALL {
+            let i = list as usize;
+            if now[i] == last[i] || !service.announces(list) {
+                last[i] = now[i];
+                continue;
+            }
+            if !ready {
+                continue;
+            }
+            log_info!(
+                "cambió una lista ({}): se avisa al cliente",
+                list.notification()
+            );
+            let params = serde_json::json!({});
+            send(outbox, notification_line(list.notification(), &params));
+            last[i] = now[i];
+        }
+    }
+}
+
 /// Answers calls that outlive their deadline, and marks them cancelled. Polls: at most 64
 /// calls are in flight, and a limit is measured in seconds.
 fn watchdog(in_flight: &InFlight, outbox: &Outbox, stop: &AtomicBool) {
@@ -390,6 +439,38 @@ fn watchdog(in_flight: &InFlight, outbox: &Outbox, stop: &AtomicBool) {
             send(outbox, line);
         });
     }
+}
+
+/// What the tool of `job` sees: its cancellation, and progress and log messages that go out
+/// through `outbox` while the call is live.
+fn call_context(
+    service: &Service,
+    job: &Job,
+    in_flight: &Arc<InFlight>,
+    outbox: &Outbox,
+) -> CallContext {
+    let out = outbox.clone();
+    let send: sinks::Send = Arc::new(move |line| send(&out, line));
+    let progress = job.call.progress_token.as_ref().map(|token| {
+        sinks::progress(
+            token.clone(),
+            job.key.clone(),
+            Arc::clone(in_flight),
+            Arc::clone(&send),
+        )
+    });
+    let log = job.call.log_level.map(|minimum| {
+        sinks::log(
+            minimum,
+            service.info.name.clone(),
+            job.key.clone(),
+            Arc::clone(in_flight),
+            Arc::clone(&send),
+        )
+    });
+    CallContext::new(Arc::clone(&job.cancelled), progress)
+        .with_log(log)
+        .with_request(job.call.request.clone())
 }
 
 fn worker(
@@ -406,15 +487,7 @@ fn worker(
                 Err(_) => return,
             }
         };
-        let progress = job.call.progress_token.as_ref().map(|token| {
-            progress_sink(
-                token.clone(),
-                job.key.clone(),
-                Arc::clone(in_flight),
-                outbox.clone(),
-            )
-        });
-        let ctx = CallContext::new(Arc::clone(&job.cancelled), progress);
+        let ctx = call_context(service, &job, in_flight, outbox);
         let started = Instant::now();
         if job.cancelled.load(Ordering::Relaxed) {
             // Cancelled or timed out while queued: already answered (or never to be).
@@ -443,50 +516,6 @@ fn worker(
     }
 }
 
-/// Builds the progress callback of one call: echoes the token, keeps values increasing, and
-/// goes silent once the call is answered or cancelled.
-fn progress_sink(
-    token: Box<RawValue>,
-    key: String,
-    in_flight: Arc<InFlight>,
-    outbox: Outbox,
-) -> super::tool::ProgressSink {
-    let last = Mutex::new(f64::NEG_INFINITY);
-    Box::new(
-        move |progress: f64, total: Option<f64>, message: Option<&str>| {
-            let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
-            if !progress.is_finite() || progress <= *last {
-                return;
-            }
-            in_flight.while_live(&key, || {
-                *last = progress;
-                let params = ProgressParams {
-                    progress_token: &token,
-                    progress,
-                    total,
-                    message,
-                };
-                send(
-                    &outbox,
-                    notification_line("notifications/progress", &params),
-                );
-            });
-        },
-    )
-}
-
-/// `notifications/progress` params; the token stays raw so its JSON type and digits survive.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProgressParams<'a> {
-    progress_token: &'a RawValue,
-    progress: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    total: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
-}
-
 /// Shortens a line for the log; map images make lines of hundreds of KB.
 fn abbreviate(line: &str) -> String {
     const MAX: usize = 2000;
@@ -503,7 +532,7 @@ fn abbreviate(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::session::ServerInfo;
+    use crate::mcp::service::ServerInfo;
     use crate::mcp::transport::WRITER_QUEUE;
     use crate::mcp::transport::tests::unread;
 
@@ -526,8 +555,7 @@ mod tests {
                 version: "0".into(),
                 title: "T".into(),
             },
-            instructions: None,
-            tools: Vec::new(),
+            ..Service::default()
         };
         let (done, returned) = mpsc::channel();
         std::thread::spawn(move || {

@@ -3,70 +3,65 @@
 //! Owns the lifecycle of both eras. Legacy clients (2024-11-05 … 2025-11-25) go through
 //! `initialize` → `notifications/initialized`; modern ones (2026-07-28) put the protocol
 //! version in every request's `_meta` and need no handshake. [`Session::handle`] turns one
-//! classified message into an [`Action`]; running a tool call is [`Service::execute`], which a
-//! worker thread invokes. Neither does I/O, so both are tested with plain values.
+//! classified message into an [`Action`]; running a tool call is
+//! [`Service::execute`](super::Service::execute), which a worker thread invokes. Neither does
+//! I/O, so both are tested with plain values. A transport that keeps sessions between
+//! requests (HTTP) stores the [`SessionState`] and resumes it.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::catalog;
 use super::jsonrpc::{ErrorCode, Incoming, RawId, Request, RpcError, error_line, response_line};
-use super::schema;
-use super::tool::{CallContext, Tool, ToolError, ToolResult, arguments_or_empty};
+use super::logging::LogLevel;
+use super::service::{Call, LIST_TTL_MS, Service, tool_json};
+use super::tool::{RequestInfo, arguments_or_empty};
 use super::version::ProtocolVersion;
 use crate::log_info;
 
-/// `serverInfo`: who the server is.
-#[derive(Debug, Clone)]
-pub struct ServerInfo {
-    pub name: String,
-    pub version: String,
-    pub title: String,
-}
-
-/// What the application hands the core: identity, guidance for the model, and the tools.
-pub struct Service {
-    pub info: ServerInfo,
-    /// Sent as `instructions` in `initialize` and `server/discover`.
-    pub instructions: Option<String>,
-    pub tools: Vec<Box<dyn Tool>>,
-}
-
-/// How long a modern client may cache `tools/list` and `server/discover`: the tool set never
-/// changes while the process lives.
-const LIST_TTL_MS: u64 = 3_600_000;
-
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(super) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 const META_PREFIX: &str = "io.modelcontextprotocol/";
 
-/// Methods this server answers; anything else is `-32601` in every state.
+/// Methods this server may answer; anything else is `-32601` in every state.
 const METHODS: &[&str] = &[
     "initialize",
     "ping",
     "server/discover",
     "tools/list",
     "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Methods 2026-07-28 removed: a request that carries the modern `_meta` gets `-32601`.
+const REMOVED_IN_MODERN: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Lifecycle {
+    #[default]
     New,
     /// `initialize` answered; waiting for `notifications/initialized`.
     Initializing(ProtocolVersion),
     Ready(ProtocolVersion),
-}
-
-/// A tool call to run on a worker.
-#[derive(Debug)]
-pub struct Call {
-    pub id: RawId,
-    pub tool: usize,
-    pub arguments: Value,
-    pub version: ProtocolVersion,
-    pub progress_token: Option<RawId>,
 }
 
 /// What the transport must do with one incoming message.
@@ -80,20 +75,67 @@ pub enum Action {
     Call(Call),
     /// `notifications/cancelled` for the request whose raw id text is given.
     Cancel(String),
+    /// `subscriptions/listen` (2026-07-28): keep a stream open for the list-changed
+    /// notifications `filter` asks for. Transports that cannot stream answer with
+    /// [`Session::cannot_listen`].
+    Listen { id: RawId, filter: Value },
 }
 
-/// One client connection's protocol state.
+/// One client's protocol state, apart from the service, so a transport can keep it between
+/// requests.
+#[derive(Debug, Clone, Default)]
+pub struct SessionState {
+    lifecycle: Lifecycle,
+    /// `logging/setLevel`'s level (legacy); `None` until set.
+    log_level: Option<LogLevel>,
+    /// URIs the client subscribed to.
+    subscriptions: BTreeSet<String>,
+    /// The capabilities the client declared in `initialize`.
+    client_capabilities: Value,
+}
+
+impl SessionState {
+    /// The negotiated version once `initialize` was answered.
+    pub fn version(&self) -> Option<ProtocolVersion> {
+        match self.lifecycle {
+            Lifecycle::New => None,
+            Lifecycle::Initializing(v) | Lifecycle::Ready(v) => Some(v),
+        }
+    }
+
+    /// Whether the handshake is complete (server notifications may be sent).
+    pub fn is_ready(&self) -> bool {
+        matches!(self.lifecycle, Lifecycle::Ready(_))
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub fn subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.contains(uri)
+    }
+}
+
+/// One client connection's protocol state, bound to the service it talks to.
 pub struct Session<'a> {
     service: &'a Service,
-    lifecycle: Lifecycle,
+    state: SessionState,
 }
 
 impl<'a> Session<'a> {
     pub fn new(service: &'a Service) -> Self {
-        Session {
-            service,
-            lifecycle: Lifecycle::New,
-        }
+        Session::resume(service, SessionState::default())
+    }
+
+    /// Continues a session whose state the transport kept.
+    pub fn resume(service: &'a Service, state: SessionState) -> Self {
+        Session { service, state }
+    }
+
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    pub fn into_state(self) -> SessionState {
+        self.state
     }
 
     pub fn handle(&mut self, incoming: Incoming) -> Action {
@@ -102,15 +144,16 @@ impl<'a> Session<'a> {
                 let id = request.id.clone();
                 match self.request(request) {
                     Ok(Reply::Result(result)) => Action::Send(response_line(&id, &result)),
-                    Ok(Reply::Call(call)) => Action::Call(call),
+                    Ok(Reply::Call(call)) => Action::Call(*call),
+                    Ok(Reply::Listen(filter)) => Action::Listen { id, filter },
                     Err(error) => Action::Send(error_line(Some(&id), &error)),
                 }
             }
             Incoming::Notification(notification) => {
                 match notification.method.as_str() {
                     "notifications/initialized" => {
-                        if let Lifecycle::Initializing(version) = self.lifecycle {
-                            self.lifecycle = Lifecycle::Ready(version);
+                        if let Lifecycle::Initializing(version) = self.state.lifecycle {
+                            self.state.lifecycle = Lifecycle::Ready(version);
                         }
                     }
                     "notifications/cancelled" => {
@@ -127,34 +170,87 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The answer to a `subscriptions/listen` on a transport that cannot keep a stream open.
+    pub fn cannot_listen(id: &RawValue) -> String {
+        error_line(
+            Some(id),
+            &RpcError::new(
+                ErrorCode::MethodNotFound,
+                "'subscriptions/listen' solo está disponible por HTTP",
+            ),
+        )
+    }
+
+    /// Whether the service offers what `method` is about (else it is unknown here).
+    fn offers(&self, method: &str) -> bool {
+        let service = self.service;
+        let has_resources = !service.resources.is_empty() || !service.templates.is_empty();
+        match method {
+            "prompts/list" | "prompts/get" => !service.prompts.is_empty(),
+            "resources/list" | "resources/templates/list" | "resources/read" => has_resources,
+            "resources/subscribe" | "resources/unsubscribe" => has_resources && service.subscribe,
+            "completion/complete" => !service.prompts.is_empty() || !service.templates.is_empty(),
+            "logging/setLevel" => service.logging,
+            other => METHODS.contains(&other),
+        }
+    }
+
     fn request(&mut self, request: Request) -> Result<Reply, RpcError> {
         let method = request.method.as_str();
-        if !METHODS.contains(&method) {
-            return Err(RpcError::new(
-                ErrorCode::MethodNotFound,
-                format!("método desconocido: {method}"),
-            ));
+        if !METHODS.contains(&method) || !self.offers(method) {
+            return Err(unknown_method(method));
         }
         let params = parse_params(request.params.as_deref())?;
         let modern = modern_version(&params)?;
-        match method {
-            "initialize" => self.initialize(&params).map(Reply::Result),
-            "ping" => Ok(Reply::Result(complete(json!({}), modern))),
-            "server/discover" => Ok(Reply::Result(self.discover())),
-            "tools/list" => {
-                let version = self.era(modern, method)?;
-                self.list_tools(&params, version).map(Reply::Result)
-            }
+        if modern.is_some() && REMOVED_IN_MODERN.contains(&method) {
+            return Err(RpcError::new(
+                ErrorCode::MethodNotFound,
+                format!("'{method}' no existe en la versión 2026-07-28 del protocolo"),
+            ));
+        }
+        let service = self.service;
+        let result = match method {
+            "initialize" => self.initialize(&params)?,
+            "ping" => json!({}),
+            "server/discover" => return Ok(Reply::Result(self.discover())),
             "tools/call" => {
                 let version = self.era(modern, method)?;
-                self.call(request.id, &params, request.params.as_deref(), version)
-                    .map(Reply::Call)
+                let call = self.call(request.id, &params, request.params.as_deref(), version)?;
+                return Ok(Reply::Call(Box::new(call)));
             }
-            _ => Err(RpcError::new(
-                ErrorCode::MethodNotFound,
-                format!("método desconocido: {method}"),
-            )),
-        }
+            "subscriptions/listen" => {
+                if modern.is_none() {
+                    return Err(RpcError::new(
+                        ErrorCode::MethodNotFound,
+                        "'subscriptions/listen' es de la versión 2026-07-28 del protocolo",
+                    ));
+                }
+                let filter = params.get("notifications").cloned().unwrap_or(json!({}));
+                return Ok(Reply::Listen(filter));
+            }
+            _ => {
+                let version = self.era(modern, method)?;
+                let result = match method {
+                    "tools/list" => self.list_tools(&params, version)?,
+                    "prompts/list" => catalog::list_prompts(service, &params, version)?,
+                    "prompts/get" => {
+                        let request = self.request_info(&params, version)?;
+                        catalog::get_prompt(service, &params, &request, version)?
+                    }
+                    "resources/list" => catalog::list_resources(service, &params)?,
+                    "resources/templates/list" => catalog::list_templates(service, &params)?,
+                    "resources/read" => catalog::read_resource(service, &params, version)?,
+                    "completion/complete" => catalog::complete(service, &params)?,
+                    "logging/setLevel" => self.set_level(&params)?,
+                    "resources/subscribe" | "resources/unsubscribe" => {
+                        self.subscription(method, &params)?
+                    }
+                    _ => return Err(unknown_method(method)),
+                };
+                return Ok(Reply::Result(modern_fields(method, result, version)));
+            }
+        };
+        Ok(Reply::Result(result))
     }
 
     /// The version a request is served at: its own `_meta` version (modern), or the one the
@@ -167,7 +263,7 @@ impl<'a> Session<'a> {
         if let Some(version) = modern {
             return Ok(version);
         }
-        match self.lifecycle {
+        match self.state.lifecycle {
             Lifecycle::Ready(version) => Ok(version),
             Lifecycle::Initializing(_) => Err(RpcError::new(
                 ErrorCode::InvalidRequest,
@@ -187,7 +283,7 @@ impl<'a> Session<'a> {
     }
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        if self.lifecycle != Lifecycle::New {
+        if self.state.lifecycle != Lifecycle::New {
             return Err(RpcError::new(
                 ErrorCode::InvalidRequest,
                 "la sesión ya está inicializada: 'initialize' solo se acepta una vez",
@@ -218,11 +314,12 @@ impl<'a> Session<'a> {
             .map(|info| info.to_string())
             .unwrap_or_else(|| "(sin clientInfo)".into());
         log_info!("initialize: cliente {client} pidió {requested}, se acuerda {version}");
-        self.lifecycle = Lifecycle::Initializing(version);
+        self.state.lifecycle = Lifecycle::Initializing(version);
+        self.state.client_capabilities = params.get("capabilities").cloned().unwrap_or(json!({}));
         let mut result = json!({
             "protocolVersion": version.as_str(),
-            "capabilities": capabilities(),
-            "serverInfo": self.server_info(),
+            "capabilities": self.service.capabilities(),
+            "serverInfo": self.service.server_info_json(),
         });
         if let Some(instructions) = &self.service.instructions {
             result["instructions"] = Value::String(instructions.clone());
@@ -230,19 +327,14 @@ impl<'a> Session<'a> {
         Ok(result)
     }
 
-    fn server_info(&self) -> Value {
-        let info = &self.service.info;
-        json!({"name": info.name, "version": info.version, "title": info.title})
-    }
-
     fn discover(&self) -> Value {
         let mut result = json!({
             "resultType": "complete",
             "supportedVersions": ProtocolVersion::all_strs(),
-            "capabilities": capabilities(),
+            "capabilities": self.service.capabilities(),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "public",
-            "_meta": {"io.modelcontextprotocol/serverInfo": self.server_info()},
+            "_meta": {"io.modelcontextprotocol/serverInfo": self.service.server_info_json()},
         });
         if let Some(instructions) = &self.service.instructions {
             result["instructions"] = Value::String(instructions.clone());
@@ -268,13 +360,41 @@ impl<'a> Session<'a> {
             .iter()
             .map(|tool| tool_json(tool.as_ref(), version))
             .collect();
-        let mut result = json!({"tools": tools});
-        if version.is_modern() {
-            result["resultType"] = json!("complete");
-            result["ttlMs"] = json!(LIST_TTL_MS);
-            result["cacheScope"] = json!("public");
+        Ok(json!({"tools": tools}))
+    }
+
+    fn set_level(&mut self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .and_then(LogLevel::parse)
+            .ok_or_else(|| {
+                RpcError::new(
+                    ErrorCode::InvalidParams,
+                    format!("'level' debe ser uno de: {}", LogLevel::names().join(", ")),
+                )
+            })?;
+        self.state.log_level = Some(level);
+        Ok(json!({}))
+    }
+
+    fn subscription(
+        &mut self,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "falta 'uri' (un texto)",
+            ));
+        };
+        if method == "resources/subscribe" {
+            self.state.subscriptions.insert(uri.to_owned());
+        } else {
+            self.state.subscriptions.remove(uri);
         }
-        Ok(result)
+        Ok(json!({}))
     }
 
     fn call(
@@ -299,18 +419,9 @@ impl<'a> Session<'a> {
                 ));
             }
         };
-        let Some(tool) = self
-            .service
-            .tools
-            .iter()
-            .position(|t| t.definition().name == *name)
-        else {
-            let names: Vec<&str> = self
-                .service
-                .tools
-                .iter()
-                .map(|t| t.definition().name.as_str())
-                .collect();
+        let tools = &self.service.tools;
+        let Some(tool) = tools.iter().position(|t| t.definition().name == *name) else {
+            let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
                 format!(
@@ -333,144 +444,146 @@ impl<'a> Session<'a> {
                 ));
             }
         };
+        let request = self.request_info(params, version)?;
+        if version.is_modern()
+            && let Some(missing) = missing_capabilities(
+                tools[tool].definition().requires.as_ref(),
+                &request.client_capabilities,
+            )
+        {
+            return Err(RpcError::with_data(
+                ErrorCode::MissingClientCapability,
+                json!({"requiredCapabilities": missing}),
+            ));
+        }
         Ok(Call {
             id,
             tool,
             arguments,
             version,
             progress_token: progress_token(raw_params),
+            log_level: self.call_log_level(params, version),
+            request,
+        })
+    }
+
+    /// Which log messages a call may send: per request in 2026-07-28 (none unless asked),
+    /// the session's level in the legacy era (info until `logging/setLevel`).
+    fn call_log_level(
+        &self,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Option<LogLevel> {
+        if !self.service.logging {
+            return None;
+        }
+        if version.is_modern() {
+            return meta(params)
+                .and_then(|m| m.get(META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(LogLevel::parse);
+        }
+        Some(self.state.log_level.unwrap_or(LogLevel::Info))
+    }
+
+    /// What a call or prompt may read besides its arguments. In 2026-07-28 the answers to an
+    /// input request must be an object of result objects, and the state a string.
+    fn request_info(
+        &self,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<RequestInfo, RpcError> {
+        if !version.is_modern() {
+            return Ok(RequestInfo {
+                client_capabilities: self.state.client_capabilities.clone(),
+                ..RequestInfo::default()
+            });
+        }
+        let responses = params.get("inputResponses").filter(|v| !v.is_null());
+        let well_formed = responses.is_none_or(|r| {
+            r.as_object()
+                .is_some_and(|answers| answers.values().all(Value::is_object))
+        });
+        if !well_formed {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "'inputResponses' debe ser un objeto cuyas respuestas son objetos",
+            ));
+        }
+        if params
+            .get("requestState")
+            .is_some_and(|s| !s.is_string() && !s.is_null())
+        {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "'requestState' debe ser el texto que devolvió el servidor",
+            ));
+        }
+        Ok(RequestInfo {
+            client_capabilities: meta(params)
+                .and_then(|m| m.get(META_CAPABILITIES))
+                .cloned()
+                .unwrap_or(json!({})),
+            input_responses: params.get("inputResponses").cloned(),
+            request_state: params
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 }
 
 enum Reply {
     Result(Value),
-    Call(Call),
+    Call(Box<Call>),
+    Listen(Value),
 }
 
-impl Service {
-    /// Runs a call to completion and returns the response line.
-    pub fn execute(&self, call: &Call, ctx: &CallContext) -> String {
-        match self.run(call, ctx) {
-            Ok(result) => response_line(&call.id, &result_json(&result, call.version)),
-            Err(error) => error_line(Some(&call.id), &error),
+fn unknown_method(method: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::MethodNotFound,
+        format!("método desconocido: {method}"),
+    )
+}
+
+/// Adds what 2026-07-28 requires of a result: `resultType`, and caching hints on lists and
+/// reads (a read is private: it may hold the operator's data, and it may change).
+fn modern_fields(method: &str, mut result: Value, version: ProtocolVersion) -> Value {
+    if !version.is_modern() {
+        return result;
+    }
+    if result.get("resultType").is_some() {
+        // An input-required answer: no caching hints, it is not a result yet.
+        return result;
+    }
+    result["resultType"] = json!("complete");
+    match method {
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            result["ttlMs"] = json!(LIST_TTL_MS);
+            result["cacheScope"] = json!("public");
         }
-    }
-
-    fn run(&self, call: &Call, ctx: &CallContext) -> Result<ToolResult, RpcError> {
-        let Some(tool) = self.tools.get(call.tool) else {
-            return Err(RpcError::new(
-                ErrorCode::InternalError,
-                "herramienta inexistente",
-            ));
-        };
-        let definition = tool.definition();
-        let outcome = match schema::validate(&definition.input_schema, &call.arguments) {
-            Err(violation) => Err(ToolError::InvalidArguments(format!(
-                "{}: {violation}",
-                definition.name
-            ))),
-            Ok(()) => tool.call(call.arguments.clone(), ctx),
-        };
-        match outcome {
-            Ok(result) => Ok(result),
-            Err(ToolError::Failed(message)) => Ok(ToolResult::failure(message)),
-            Err(ToolError::InvalidArguments(message)) => {
-                if call.version.argument_errors_are_results() {
-                    Ok(ToolResult::failure(message))
-                } else {
-                    Err(RpcError::new(ErrorCode::InvalidParams, message))
-                }
-            }
+        "resources/read" => {
+            result["ttlMs"] = json!(0);
+            result["cacheScope"] = json!("private");
         }
-    }
-
-    /// The answer a call gets when it outlives the server's time limit: a tool failure the
-    /// model can read and act on, in the call's protocol version.
-    pub fn timeout_line(&self, call: &Call, limit: std::time::Duration) -> String {
-        let name = self
-            .tools
-            .get(call.tool)
-            .map_or("?", |t| t.definition().name.as_str());
-        let message = format!(
-            "La herramienta '{name}' superó el límite de {} s por llamada y se canceló. \
-             Pruebe con un rango de fechas más corto o una consulta más acotada.",
-            format_seconds(limit)
-        );
-        response_line(
-            &call.id,
-            &result_json(&ToolResult::failure(message), call.version),
-        )
-    }
-
-    /// Every tool name, to check uniqueness when the service is built.
-    pub fn duplicate_tool_names(&self) -> Vec<String> {
-        let mut seen = HashSet::new();
-        self.tools
-            .iter()
-            .map(|t| t.definition().name.clone())
-            .filter(|name| !seen.insert(name.clone()))
-            .collect()
-    }
-}
-
-/// `30`, `0.5`: seconds as a person writes them.
-fn format_seconds(limit: std::time::Duration) -> String {
-    let seconds = limit.as_secs_f64();
-    if seconds.fract() == 0.0 {
-        format!("{seconds:.0}")
-    } else {
-        format!("{seconds:.1}")
-    }
-}
-
-fn capabilities() -> Value {
-    // Only what is implemented: declaring `logging` would make Inspector send setLevel.
-    json!({"tools": {"listChanged": false}})
-}
-
-/// Adds `resultType` to a result served in the modern era.
-fn complete(mut result: Value, modern: Option<ProtocolVersion>) -> Value {
-    if modern.is_some() {
-        result["resultType"] = json!("complete");
+        _ => {}
     }
     result
 }
 
-fn tool_json(tool: &dyn Tool, version: ProtocolVersion) -> Value {
-    let d = tool.definition();
-    let mut entry = json!({
-        "name": d.name,
-        "description": d.description,
-        "inputSchema": d.input_schema,
-    });
-    if version.has_structured_output() {
-        entry["title"] = json!(d.title);
-        if let Some(output) = &d.output_schema {
-            entry["outputSchema"] = output.clone();
-        }
-    }
-    if version.has_annotations() {
-        entry["annotations"] = d.annotations.to_json(&d.title);
-    }
-    entry
+/// The part of `required` (a `ClientCapabilities` object) that `declared` lacks, if any.
+fn missing_capabilities(required: Option<&Value>, declared: &Value) -> Option<Value> {
+    let required = required?.as_object()?;
+    let missing: Map<String, Value> = required
+        .iter()
+        .filter(|(name, _)| declared.get(name.as_str()).is_none_or(Value::is_null))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    (!missing.is_empty()).then_some(Value::Object(missing))
 }
 
-fn result_json(result: &ToolResult, version: ProtocolVersion) -> Value {
-    let content: Vec<Value> = result.content.iter().map(|c| c.to_json()).collect();
-    let mut out = json!({"content": content});
-    if version.has_structured_output()
-        && let Some(structured) = &result.structured
-    {
-        out["structuredContent"] = structured.clone();
-    }
-    if result.is_error {
-        out["isError"] = json!(true);
-    }
-    if version.is_modern() {
-        out["resultType"] = json!("complete");
-    }
-    out
+fn meta(params: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    params.get("_meta").and_then(Value::as_object)
 }
 
 fn parse_params(raw: Option<&RawValue>) -> Result<Map<String, Value>, RpcError> {
@@ -496,8 +609,10 @@ fn parse_params(raw: Option<&RawValue>) -> Result<Map<String, Value>, RpcError> 
 }
 
 /// The modern era is selected per request by `_meta["io.modelcontextprotocol/protocolVersion"]`.
-fn modern_version(params: &Map<String, Value>) -> Result<Option<ProtocolVersion>, RpcError> {
-    let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+pub(super) fn modern_version(
+    params: &Map<String, Value>,
+) -> Result<Option<ProtocolVersion>, RpcError> {
+    let Some(meta) = meta(params) else {
         return Ok(None);
     };
     let Some(requested) = meta.get(META_VERSION) else {
@@ -563,6 +678,7 @@ fn cancelled_request_id(raw_params: Option<&RawValue>) -> Option<String> {
 mod tests {
     use super::super::jsonrpc::classify;
     use super::*;
+    use crate::mcp::ServerInfo;
 
     fn service() -> Service {
         Service {
@@ -572,7 +688,7 @@ mod tests {
                 title: "Prueba".into(),
             },
             instructions: Some("instrucciones".into()),
-            tools: Vec::new(),
+            ..Service::default()
         }
     }
 
@@ -587,6 +703,7 @@ mod tests {
                 Action::Nothing => "-".into(),
                 Action::Call(call) => format!("call {}", call.tool),
                 Action::Cancel(id) => format!("cancel {id}"),
+                Action::Listen { .. } => "listen".into(),
             })
             .collect()
     }
@@ -672,6 +789,33 @@ mod tests {
                 "prueba"
             );
         }
+    }
+
+    #[test]
+    fn extensions_are_offered_and_the_clients_reach_the_tools() {
+        let mut service = service();
+        service.extensions = Some(json!({"io.modelcontextprotocol/ui": {}}));
+        let mut session = Session::new(&service);
+        let init = INIT.replace(
+            r#""capabilities":{}"#,
+            r#""capabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}"#,
+        );
+        let Action::Send(line) = session.handle(classify(init.as_bytes())) else {
+            panic!("no answer");
+        };
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            answer["result"]["capabilities"]["extensions"],
+            json!({"io.modelcontextprotocol/ui": {}})
+        );
+        session.handle(classify(INITIALIZED.as_bytes()));
+        let info = session
+            .request_info(&Map::new(), ProtocolVersion::V2025_06_18)
+            .unwrap();
+        assert_eq!(
+            info.client_capabilities["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"][0],
+            "text/html;profile=mcp-app"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io::{self, BufReader, Write};
 use std::sync::mpsc::{self, Sender};
 
 use super::server::{self, Event, ServeOptions};
-use super::session::Service;
+use super::service::Service;
 
 /// Serves one client over this process's stdin/stdout until stdin ends, the client hangs up
 /// while not reading, or SIGTERM/SIGINT arrives; then shuts down within a bounded time (see

@@ -14,6 +14,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::logging::LogLevel;
+use super::resource::ResourceContents;
 use super::schema;
 
 /// Hints about a tool's behaviour (MCP `ToolAnnotations`); clients treat them as untrusted.
@@ -55,6 +57,11 @@ pub struct ToolDefinition {
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub annotations: Annotations,
+    /// Sent as `_meta` in `tools/list` (e.g. a view the client may show with the result).
+    pub meta: Option<Value>,
+    /// Client capabilities the tool cannot work without (a `ClientCapabilities` object, e.g.
+    /// `{"sampling": {}}`): a 2026-07-28 request that lacks one is refused with `-32021`.
+    pub requires: Option<Value>,
 }
 
 /// One block of a tool result's `content`.
@@ -66,6 +73,13 @@ pub enum Content {
         data_base64: String,
         mime_type: String,
     },
+    /// Base64 sound plus its MIME type (e.g. `audio/wav`).
+    Audio {
+        data_base64: String,
+        mime_type: String,
+    },
+    /// An embedded resource.
+    Resource(ResourceContents),
 }
 
 impl Content {
@@ -76,6 +90,13 @@ impl Content {
                 data_base64,
                 mime_type,
             } => json!({"type": "image", "data": data_base64, "mimeType": mime_type}),
+            Content::Audio {
+                data_base64,
+                mime_type,
+            } => json!({"type": "audio", "data": data_base64, "mimeType": mime_type}),
+            Content::Resource(contents) => {
+                json!({"type": "resource", "resource": contents.to_json()})
+            }
         }
     }
 }
@@ -86,15 +107,49 @@ pub struct ToolResult {
     pub content: Vec<Content>,
     pub structured: Option<Value>,
     pub is_error: bool,
+    /// 2026-07-28 only: instead of a result, ask the client for input first (the client calls
+    /// again with `inputResponses` and this `requestState`).
+    pub input_required: Option<InputRequired>,
+}
+
+/// An `InputRequiredResult` (2026-07-28): what the client must ask its user or model, keyed
+/// by names the tool chooses, and the state to send back with the answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequired {
+    /// `{key: {method, params}}`.
+    pub input_requests: Value,
+    pub request_state: Option<String>,
+}
+
+impl ToolResult {
+    /// Plain content blocks, no structured output.
+    pub fn content(content: Vec<Content>) -> Self {
+        ToolResult {
+            content,
+            structured: None,
+            is_error: false,
+            input_required: None,
+        }
+    }
+
+    /// An input-required answer (2026-07-28).
+    pub fn input_required(input_requests: Value, request_state: Option<String>) -> Self {
+        ToolResult {
+            input_required: Some(InputRequired {
+                input_requests,
+                request_state,
+            }),
+            ..ToolResult::content(Vec::new())
+        }
+    }
 }
 
 impl ToolResult {
     /// A business failure: one Spanish sentence the model can act on.
     pub fn failure(message: impl Into<String>) -> Self {
         ToolResult {
-            content: vec![Content::Text(message.into())],
-            structured: None,
             is_error: true,
+            ..ToolResult::content(vec![Content::Text(message.into())])
         }
     }
 }
@@ -108,6 +163,14 @@ pub enum ToolError {
     /// The tool ran and the answer is "no" (unknown key, no data...): an `isError` result.
     #[error("{0}")]
     Failed(String),
+    /// The call needs a client capability the request did not declare (2026-07-28,
+    /// `-32021`); the value is the `ClientCapabilities` object that is missing.
+    #[error("falta una capacidad del cliente: {0}")]
+    MissingClientCapability(Value),
+    /// The request itself is unacceptable (e.g. a tampered `requestState`), not merely its
+    /// arguments' values: always a `-32602` error, in every version.
+    #[error("{0}")]
+    Rejected(String),
 }
 
 /// A tool as the server sees it.
@@ -154,10 +217,36 @@ impl Drop for CurrentCall {
 /// Sends one progress notification; supplied by the server.
 pub type ProgressSink = Box<dyn Fn(f64, Option<f64>, Option<&str>) + Send + Sync>;
 
-/// What a running call can see of its request: cancellation and progress.
+/// Sends one `notifications/message` (level, data) if the client asked for that level;
+/// supplied by the transport.
+pub type LogSink = Box<dyn Fn(LogLevel, Value) + Send + Sync>;
+
+/// Asks the client something (`sampling/createMessage`, `elicitation/create`, `roots/list`)
+/// and waits for its answer; supplied by a transport that can carry requests to the client.
+pub trait Peer: Send + Sync {
+    /// The client's result, or a Spanish reason (no way to ask, an error, no answer in time).
+    fn request(&self, method: &str, params: Value) -> Result<Value, String>;
+}
+
+/// What the request said besides the arguments.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInfo {
+    /// The client's declared capabilities (from `initialize`, or the request's `_meta`).
+    pub client_capabilities: Value,
+    /// 2026-07-28: the answers to an earlier input-required result, by key.
+    pub input_responses: Option<Value>,
+    /// 2026-07-28: the state an earlier input-required result handed out.
+    pub request_state: Option<String>,
+}
+
+/// What a running call can see of its request: cancellation, progress, logging, the client.
 pub struct CallContext {
     cancelled: Arc<AtomicBool>,
     progress: Option<ProgressSink>,
+    log: Option<LogSink>,
+    peer: Option<Arc<dyn Peer>>,
+    request: RequestInfo,
+    disconnect: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl CallContext {
@@ -165,6 +254,62 @@ impl CallContext {
         CallContext {
             cancelled,
             progress,
+            log: None,
+            peer: None,
+            request: RequestInfo::default(),
+            disconnect: None,
+        }
+    }
+
+    /// What [`CallContext::drop_connection`] does (a transport that streams answers sets it).
+    pub fn with_disconnect(mut self, disconnect: Option<Box<dyn Fn() + Send + Sync>>) -> Self {
+        self.disconnect = disconnect;
+        self
+    }
+
+    /// Closes the connection the answer would travel on, without ending the call: the client
+    /// resumes the stream later (Streamable HTTP's polling). No-op elsewhere.
+    pub fn drop_connection(&self) {
+        if let Some(disconnect) = &self.disconnect {
+            disconnect();
+        }
+    }
+
+    /// Where `log` sends its messages.
+    pub fn with_log(mut self, log: Option<LogSink>) -> Self {
+        self.log = log;
+        self
+    }
+
+    /// Who `ask` asks.
+    pub fn with_peer(mut self, peer: Option<Arc<dyn Peer>>) -> Self {
+        self.peer = peer;
+        self
+    }
+
+    pub fn with_request(mut self, request: RequestInfo) -> Self {
+        self.request = request;
+        self
+    }
+
+    /// What the request said besides the arguments.
+    pub fn request(&self) -> &RequestInfo {
+        &self.request
+    }
+
+    /// Sends a log message to the client, if it asked for this level (else nothing).
+    pub fn log(&self, level: LogLevel, data: Value) {
+        if let Some(log) = &self.log {
+            log(level, data);
+        }
+    }
+
+    /// Asks the client and waits for the answer (legacy sessions over a transport that
+    /// carries requests to the client); `Err` with a Spanish reason otherwise.
+    pub fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
+        match &self.peer {
+            Some(peer) => peer.request(method, params),
+            None => Err("este transporte no puede hacer preguntas al cliente".into()),
         }
     }
 
@@ -206,6 +351,10 @@ pub trait TypedTool: Send + Sync + 'static {
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
     }
+    /// `_meta` of the tool's definition.
+    fn meta(&self) -> Option<Value> {
+        None
+    }
 
     fn call(
         &self,
@@ -239,6 +388,8 @@ pub fn typed<T: TypedTool>(tool: T) -> Box<dyn Tool> {
         input_schema: schema::input_schema_for::<T::Params>(),
         output_schema: Some(schema::output_schema_for::<T::Output>()),
         annotations: tool.annotations(),
+        meta: tool.meta(),
+        requires: None,
     };
     Box::new(Typed { tool, definition })
 }
@@ -281,9 +432,8 @@ impl<T: TypedTool> Tool for Typed<T> {
         let mut content = vec![Content::Text(text)];
         content.extend(reply.extra);
         Ok(ToolResult {
-            content,
             structured: Some(structured),
-            is_error: false,
+            ..ToolResult::content(content)
         })
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Owns the wiring between the generic core (`mcp`) and the fleet: the server's identity, the
 //! `initialize` instructions (the fleet, its zone, the data window, today's date, how to name
-//! things) and the tool list. `flota servir` and the fuzz harness build the same service here.
+//! things), the tool list, and the prompts and resources (`crate::prompts`,
+//! `crate::resources`), whose list is announced again when the database is replaced. `flota servir` and the fuzz harness build the same service here.
 
 use std::sync::Arc;
 
@@ -25,6 +26,11 @@ pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig) -> mcp::Service {
         info: server_info(),
         instructions: Some(instructions(fleet)),
         tools: super::all(fleet, tiles),
+        prompts: crate::prompts::all(fleet),
+        resources: crate::resources::all(fleet),
+        templates: crate::resources::templates(fleet),
+        resources_version: Some(crate::resources::version(fleet)),
+        ..mcp::Service::default()
     }
 }
 

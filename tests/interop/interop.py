@@ -5,8 +5,10 @@ where TARGET_DIR holds `flota` and `examples/servidor_texto` (e.g. target/debug)
 
 Checks the low-level ClientSession (legacy handshake, outputSchema validation on every
 structured result, progress, ping; all seven flota tools on a freshly simulated `minimo`
-scenario, including the map's PNG image block) and the high-level Client in auto mode (server/discover
-probe, then the 2026-07-28 era). Exits non-zero on the first failure.
+scenario, including the map's PNG image block), the high-level Client in auto mode (server/discover
+probe, then the 2026-07-28 era), and the Streamable HTTP client against `flota servir --http`
+(with the token: every tool, a resource, a prompt, a completion; without it: refused). Exits
+non-zero on the first failure.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 TARGET = Path(sys.argv[1] if len(sys.argv) > 1 else "target/debug").resolve()
 FLOTA = str(TARGET / "flota")
@@ -34,6 +39,17 @@ def check(condition: bool, what: str) -> None:
     if not condition:
         raise AssertionError(what)
     print(f"  ok  {what}")
+
+
+TOOL_CALLS = {
+    "posicion_actual": {"placa": "p 123 bcd"},
+    "unidades_detenidas": {"minutos_minimos": 0},
+    "resumen_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
+    "mapa_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
+    "alertas": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
+    "verificar_geocerca": {"placa": "P-123BCD", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"},
+    "reporte_kilometraje": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
+}
 
 
 async def example_with_client_session() -> None:
@@ -93,15 +109,7 @@ async def flota_with_client_session(db: str) -> None:
             check(True, "ping")
             # Every tool once: the SDK validates each structuredContent against the tool's
             # outputSchema and raises if it does not conform.
-            calls = {
-                "posicion_actual": {"placa": "p 123 bcd"},
-                "unidades_detenidas": {"minutos_minimos": 0},
-                "resumen_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
-                "mapa_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
-                "alertas": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
-                "verificar_geocerca": {"placa": "P-123BCD", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"},
-                "reporte_kilometraje": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
-            }
+            calls = TOOL_CALLS
             for name, arguments in calls.items():
                 res = await session.call_tool(name, arguments)
                 check(not res.is_error and res.structured_content is not None, f"{name}: structured result conforms")
@@ -144,10 +152,72 @@ def simulate_minimo(folder: str) -> str:
     return db
 
 
+
+
+def start_http(db: str, token: str) -> tuple[subprocess.Popen, str]:
+    """`flota servir --http` on a free loopback port; returns the process and its URL."""
+    env = dict(ENV, FLOTA_TILES_URL="no", FLOTA_LOG="info")
+    process = subprocess.Popen(
+        [FLOTA, "servir", "--db", db, "--http", "127.0.0.1:0", "--token", token],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if "http://" in line and line.rstrip().endswith("/mcp"):
+            # Keep reading its log, or a full pipe would block the server.
+            threading.Thread(target=lambda: process.stderr.read(), daemon=True).start()
+            return process, line[line.index("http://"):].strip()
+    process.kill()
+    raise AssertionError("flota servir --http did not say where it listens")
+
+
+async def flota_over_http(db: str) -> None:
+    print("ClientSession over Streamable HTTP against flota servir --http")
+    token = "interop-secreto"
+    process, url = start_http(db, token)
+    try:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                check(init.server_info.name == "flota", "serverInfo.name over HTTP")
+                tools = (await session.list_tools()).tools
+                check(len(tools) == 7, f"{len(tools)} tools listed over HTTP")
+                for name, arguments in TOOL_CALLS.items():
+                    res = await session.call_tool(name, arguments)
+                    check(not res.is_error and res.structured_content is not None, f"{name} over HTTP")
+                resources = (await session.list_resources()).resources
+                check([str(r.uri) for r in resources] == ["flota://unidades", "flota://geocercas", "flota://datos"], "resources listed")
+                read_back = await session.read_resource("flota://unidades")
+                roster = json.loads(read_back.contents[0].text)
+                check(roster["total"] == 3, "flota://unidades read")
+                prompt = await session.get_prompt("informe_diario", {"fecha": "ayer"})
+                check(len(prompt.messages) >= 1 and "reporte_kilometraje" in prompt.messages[0].content.text, "informe_diario prompt")
+        # Without the token the server answers 401 and the client cannot even initialize.
+        refused = False
+        try:
+            async with streamable_http_client(url) as (read, write):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(10):
+                        await session.initialize()
+        except BaseException:  # the SDK raises inside a task group (an ExceptionGroup)
+            refused = True
+        check(refused, "refused without the token")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 async def main() -> None:
     await example_with_client_session()
     with tempfile.TemporaryDirectory() as folder:
-        await flota_with_client_session(simulate_minimo(folder))
+        db = simulate_minimo(folder)
+        await flota_with_client_session(db)
+        await flota_over_http(db)
     await auto_mode(EXAMPLE, [], "analizar_texto")
     await auto_mode(FLOTA, ["servir", "--db", "/nonexistent/flota.db"], None)
     print("interop: all checks passed")

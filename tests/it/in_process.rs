@@ -74,6 +74,7 @@ fn service() -> Service {
         },
         instructions: None,
         tools: vec![typed(Boom)],
+        ..Service::default()
     }
 }
 

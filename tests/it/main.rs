@@ -56,6 +56,7 @@ mod fuzz_corpus;
 mod geocoding;
 mod ground_truth;
 mod hardening;
+mod http;
 mod http_mock;
 #[cfg(unix)]
 mod import;

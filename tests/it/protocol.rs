@@ -47,9 +47,16 @@ fn handshake_answers_once_with_the_requested_version() {
     let init = server.recv();
     assert_eq!(init["id"], 1);
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    // Declared: what is implemented. No `logging` (clients would send setLevel), and the
+    // resource list is announced again when the database is replaced.
     assert_eq!(
         init["result"]["capabilities"],
-        json!({"tools": {"listChanged": false}})
+        json!({
+            "tools": {"listChanged": false},
+            "prompts": {"listChanged": false},
+            "resources": {"subscribe": false, "listChanged": true},
+            "completions": {}
+        })
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "flota");
     assert!(init["result"]["serverInfo"]["title"].is_string());
@@ -107,11 +114,16 @@ fn lifecycle_errors_are_immediate() {
         r#"{"jsonrpc":"2.0","id":3,"method":"initialize"}"#,
         error(json!(3), -32602),
     );
-    // Unknown methods are -32601 in every state.
+    // Unknown methods are -32601 in every state; known ones wait for the handshake.
+    check(
+        false,
+        r#"{"jsonrpc":"2.0","id":4,"method":"sampling/createMessage"}"#,
+        error(json!(4), -32601),
+    );
     check(
         false,
         r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#,
-        error(json!(4), -32601),
+        error(json!(4), -32600),
     );
     check(
         true,

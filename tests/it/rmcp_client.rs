@@ -82,3 +82,51 @@ async fn rmcp_discover_lifecycle_speaks_the_modern_era() {
     assert_eq!(res.structured_content.unwrap()["palabras"], 3);
     client.cancel().await.unwrap();
 }
+
+/// rmcp's Streamable HTTP client against `flota servir --http`: with the token it connects,
+/// lists and calls every tool, reads a resource and gets a prompt; without it, it is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn rmcp_over_streamable_http() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let server = crate::http::HttpServer::flota(&["--token", "rmcp-secreto"]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+        .auth_header("rmcp-secreto");
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = ().serve(transport).await.unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "flota");
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 7);
+    for (name, args) in crate::http::every_tool_once() {
+        let res = client
+            .call_tool(CallToolRequestParams::new(name).with_arguments(arguments(args)))
+            .await
+            .unwrap();
+        assert_ne!(res.is_error, Some(true), "{name}: {res:?}");
+    }
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("flota://unidades"))
+        .await
+        .unwrap();
+    assert_eq!(read.contents.len(), 1);
+    let prompt = client
+        .get_prompt(
+            GetPromptRequestParams::new("estado_unidad")
+                .with_arguments(arguments(json!({"placa": "p123bcd"}))),
+        )
+        .await
+        .unwrap();
+    assert!(!prompt.messages.is_empty());
+    client.cancel().await.unwrap();
+
+    let refused = StreamableHttpClientTransport::from_uri(server.url.clone());
+    assert!(
+        ().serve(refused).await.is_err(),
+        "connected without the token"
+    );
+}

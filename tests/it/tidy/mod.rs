@@ -225,39 +225,39 @@ fn nothing_else_prints() {
 /// Only `src/plumbing/net.rs` makes outbound HTTP requests: its errors are Spanish and carry
 /// no URL, and the bodies it hands back have the request's secrets scrubbed. Any other file
 /// naming the HTTP client or TLS crates could hold (and print) a library error with the URL
-/// and its key in it. The HTTP *server* crate (hyper, under axum) is allowed where flota
-/// serves HTTP — the receiver's server, `src/ingest/server.rs` — and nowhere else.
+/// and its key in it. Serving HTTP is another matter: the server crates (axum, hyper, tower)
+/// may appear only in the transports that listen — the MCP endpoint (`src/mcp/http/`) and the
+/// trackers' receiver (`src/ingest/`) — and there they never see an outbound URL or key.
 #[test]
 fn only_net_speaks_http() {
-    let clients = ["reqwest", "ureq", "rustls", "http_body"];
-    let servers = ["hyper"];
-    let serving = ["src/ingest/server.rs"];
+    let client_crates = ["reqwest", "ureq", "rustls"];
+    let server_crates = ["hyper", "http_body", "axum", "tower"];
+    let listens = |relative: &str| {
+        relative.starts_with("src/mcp/http/") || relative.starts_with("src/ingest/")
+    };
     let mut hits = Vec::new();
     for dir in ["src", "examples", "benches"] {
         for file in rust_files(&root().join(dir)) {
             let relative = file.strip_prefix(root()).unwrap().display().to_string();
-            if relative == "src/plumbing/net.rs" {
-                continue;
-            }
-            let crates: Vec<&str> = if serving.contains(&relative.as_str()) {
-                clients.to_vec()
-            } else {
-                clients.iter().chain(&servers).copied().collect()
-            };
             let text = std::fs::read_to_string(&file).unwrap();
             for (number, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");
-                for name in &crates {
-                    if code.contains(&format!("{name}::")) || code.contains(&format!("{name};")) {
-                        hits.push(format!("{relative}:{}: {}", number + 1, line.trim()));
-                    }
+                let names = |name: &str| {
+                    code.contains(&format!("{name}::")) || code.contains(&format!("{name};"))
+                };
+                let client =
+                    relative != "src/plumbing/net.rs" && client_crates.iter().any(|n| names(n));
+                let server = !listens(&relative) && server_crates.iter().any(|n| names(n));
+                if client || server {
+                    hits.push(format!("{relative}:{}: {}", number + 1, line.trim()));
                 }
             }
         }
     }
     assert!(
         hits.is_empty(),
-        "HTTP outside src/plumbing/net.rs: {hits:#?}"
+        "HTTP crates outside src/plumbing/net.rs (clients) or the listening transports \
+         (servers): {hits:#?}"
     );
 }
 
