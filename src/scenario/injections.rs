@@ -648,7 +648,7 @@ fn random_room(
     let candidates = frame
         .units
         .iter()
-        .map(|u| past_workdays(u).count())
+        .map(|u| past_workdays(u, frame.ahora_utc).count())
         .sum::<usize>();
     for (name, count) in [
         ("exceso_velocidad", r.exceso_velocidad),
@@ -657,19 +657,22 @@ fn random_room(
     ] {
         if count as usize > candidates {
             return check.key(name).fail(format!(
-                "{RANDOM} {name} = {count}: solo hay {candidates} unidades-día disponibles (días anteriores a --ahora)"
+                "{RANDOM} {name} = {count}: solo hay {candidates} unidades-día disponibles (días anteriores a --ahora con el turno ya terminado)"
             ));
         }
     }
     Ok(())
 }
 
-/// A unit's working days before its day of `ahora`: where random injections may land.
-pub fn past_workdays(unit: &Unit) -> impl Iterator<Item = NaiveDate> + '_ {
+/// A unit's working days before its day of `ahora` whose shift surely ends by `ahora_utc`
+/// (a night shift from yesterday may still be on): where random injections may land.
+pub fn past_workdays(unit: &Unit, ahora_utc: i64) -> impl Iterator<Item = NaiveDate> + '_ {
     let today = unit.today();
     unit.days
         .iter()
-        .filter(move |d| d.shift.is_some() && Some(d.date) < today)
+        .filter(move |d| {
+            Some(d.date) < today && d.shift.is_some_and(|s| s.latest_end_utc() <= ahora_utc)
+        })
         .map(|d| d.date)
 }
 

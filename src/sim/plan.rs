@@ -92,13 +92,13 @@ pub fn plan(world: &World) -> Vec<Vec<Planned>> {
 }
 
 /// The unit-days random injections may land on: each unit's working days before its day of
-/// `ahora`.
+/// `ahora` whose shift is surely over by then.
 fn past_unit_days(world: &World) -> Vec<(usize, NaiveDate)> {
     world
         .units
         .iter()
         .enumerate()
-        .flat_map(|(u, unit)| past_workdays(unit).map(move |d| (u, d)))
+        .flat_map(|(u, unit)| past_workdays(unit, world.ahora_utc).map(move |d| (u, d)))
         .collect()
 }
 

@@ -79,8 +79,14 @@ fn service() -> Service {
 }
 
 /// Runs a whole session over `input`; returns the stdout lines.
+/// Serves `input` to its end. Calls still running then get a generous grace: these tests are
+/// about answers, not shutdown, and a loaded machine may be slow to run them.
 fn run(input: Vec<u8>) -> Vec<String> {
-    run_with(input, ServeOptions::default())
+    let options = ServeOptions {
+        stop_grace: std::time::Duration::from_secs(20),
+        ..ServeOptions::default()
+    };
+    run_with(input, options)
 }
 
 fn run_with(input: Vec<u8>, options: ServeOptions) -> Vec<String> {
