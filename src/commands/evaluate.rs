@@ -104,7 +104,9 @@ fn run_grid(args: EvaluateArgs, io: &mut Io) -> anyhow::Result<ExitCode> {
     );
     bar.finish_and_clear();
     drop(scratch);
-    let Some(runs) = runs? else {
+    // A run stopped by the signal fails with its own words; the grid says it once.
+    let runs = if interrupt.asked() { None } else { runs? };
+    let Some(runs) = runs else {
         return Err(Interrupted {
             signal: interrupt.signal().unwrap_or(2),
             kept: format!("no se escribió nada en {}", flags.salida.display()),

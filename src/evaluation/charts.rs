@@ -254,7 +254,11 @@ fn line_panels(
                 xs.iter().copied().fold(f64::INFINITY, f64::min),
                 xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             );
-            let pad = ((x_max - x_min) * 0.08).max(0.5);
+            let pad = if x_max > x_min {
+                (x_max - x_min) * 0.08
+            } else {
+                0.5
+            };
             let mut plot = ChartBuilder::on(area)
                 .margin(8)
                 .x_label_area_size(36)

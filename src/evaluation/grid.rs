@@ -75,30 +75,35 @@ impl Noise {
         }
     }
 
-    /// The overrides in words, shortest first: `σ 15 m, deriva 10 m, saltos 0,5 %`.
+    /// Each override in words, in the grid's key order (`None` for a key not overridden).
+    fn parts(&self) -> [Option<String>; KEYS] {
+        let metres = |v: Option<f64>, word: &str| v.map(|v| format!("{word} {} m", number(v)));
+        let percent =
+            |v: Option<f64>, word: &str| v.map(|v| format!("{word} {} %", number(v * 100.0)));
+        [
+            metres(self.sigma_m, "σ"),
+            metres(self.deriva_sigma_m, "deriva"),
+            self.deriva_tau_s.map(|v| format!("τ {} s", number(v))),
+            percent(self.saltos_probabilidad, "saltos"),
+            metres(self.saltos_m, "saltos de"),
+            percent(self.duplicados_probabilidad, "duplicados"),
+            percent(self.retrasados_probabilidad, "tardíos"),
+        ]
+    }
+
+    /// The overrides in words: `σ 15 m, deriva 10 m, saltos 0,5 %`.
     pub fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(v) = self.sigma_m {
-            parts.push(format!("σ {} m", number(v)));
-        }
-        if let Some(v) = self.deriva_sigma_m {
-            parts.push(format!("deriva {} m", number(v)));
-        }
-        if let Some(v) = self.deriva_tau_s {
-            parts.push(format!("τ {} s", number(v)));
-        }
-        if let Some(v) = self.saltos_probabilidad {
-            parts.push(format!("saltos {} %", number(v * 100.0)));
-        }
-        if let Some(v) = self.saltos_m {
-            parts.push(format!("saltos de {} m", number(v)));
-        }
-        if let Some(v) = self.duplicados_probabilidad {
-            parts.push(format!("duplicados {} %", number(v * 100.0)));
-        }
-        if let Some(v) = self.retrasados_probabilidad {
-            parts.push(format!("tardíos {} %", number(v * 100.0)));
-        }
+        self.label_of(&[true; KEYS])
+    }
+
+    /// The overrides of the keys `shown` in words.
+    fn label_of(&self, shown: &[bool; KEYS]) -> String {
+        let parts: Vec<String> = self
+            .parts()
+            .into_iter()
+            .zip(shown)
+            .filter_map(|(part, shown)| part.filter(|_| *shown))
+            .collect();
         if parts.is_empty() {
             "ruido del escenario".to_owned()
         } else {
@@ -107,8 +112,13 @@ impl Noise {
     }
 }
 
+/// The noise keys a grid can vary.
+const KEYS: usize = 7;
+
 /// A number as people write it here: no trailing zeros, a decimal comma.
 pub fn number(value: f64) -> String {
+    // A tick a rounding error below zero is zero, not "-0".
+    let value = if value.abs() < 5e-5 { 0.0 } else { value };
     let text = format!("{:.4}", value);
     let text = text.trim_end_matches('0').trim_end_matches('.');
     text.replace('.', ",")
@@ -454,47 +464,113 @@ pub struct GridReport {
 }
 
 impl GridReport {
-    /// The Spanish table: one line per point and event type, then the kilometres.
+    /// Which noise keys take more than one value over the grid.
+    fn varying(&self) -> [bool; KEYS] {
+        let mut varying = [false; KEYS];
+        if let Some(first) = self.puntos.first() {
+            let first = first.punto.ruido.parts();
+            for point in &self.puntos {
+                for (k, part) in point.punto.ruido.parts().iter().enumerate() {
+                    varying[k] |= *part != first[k];
+                }
+            }
+        }
+        varying
+    }
+
+    /// A point in words, naming only the noise keys that vary over the grid.
+    fn point_label(&self, point: &Point) -> String {
+        let noise = point.ruido.label_of(&self.varying());
+        match &point.rastreador {
+            Some(profile) => format!("{}, {noise}, rastreador {profile}", point.escenario),
+            None => format!("{}, {noise}", point.escenario),
+        }
+    }
+
+    /// The Spanish table: the noise common to every point, then one line per point.
     pub fn table(&self) -> String {
+        let varying = self.varying();
+        let fixed = self.puntos.first().map_or(String::new(), |p| {
+            p.punto.ruido.label_of(&varying.map(|v| !v))
+        });
+        let fixed_noise = if fixed == "ruido del escenario" {
+            "ninguno; el resto del ruido, el de cada escenario".to_owned()
+        } else {
+            format!("{fixed}; el resto, el de cada escenario")
+        };
         let mut out = format!(
-            "Matriz de fidelidad: {} puntos × {} semillas = {} ejecuciones (tolerancia ±{} s)\n",
+            "Matriz de fidelidad: {} puntos × {} semillas = {} ejecuciones (tolerancia ±{} s)\n\
+             Ruido fijado en toda la matriz: {fixed_noise}\n\
+             F1 con las semillas sumadas (entre paréntesis, el de la peor semilla); p95 del error de\n\
+             inicio/fin de las paradas que aciertan (peor semilla); error de km solo GPS por unidad-día\n\
+             (p95 / máximo); km fantasma por cada 8 h detenida.\n\n",
             self.puntos.len(),
             self.semillas.len(),
             self.ejecuciones,
             self.tolerancia_s
         );
-        out.push_str(
-            "F1 sumando las semillas (peor semilla entre paréntesis); p95 del error de inicio/fin (peor semilla)\n\n",
-        );
-        for point in &self.puntos {
-            out.push_str(&point.punto.label());
-            out.push('\n');
-            for t in &point.tipos {
-                out.push_str(&format!(
-                    "  {:<18} F1 {} ({}{})  VP {} FP {} FN {}  p95 {}/{}\n",
-                    t.tipo,
-                    fixed(t.f1),
-                    fixed(t.f1_peor),
-                    t.semilla_peor
-                        .map_or(String::new(), |s| format!(", semilla {s}")),
-                    t.verdaderos_positivos,
-                    t.falsos_positivos,
-                    t.falsos_negativos,
-                    seconds(t.p95_inicio_s),
-                    seconds(t.p95_fin_s),
-                ));
+        let labels: Vec<String> = self
+            .puntos
+            .iter()
+            .map(|p| p.punto.ruido.label_of(&varying))
+            .collect();
+        let scenario_width = self
+            .puntos
+            .iter()
+            .map(|p| p.punto.escenario.chars().count())
+            .chain(std::iter::once(9))
+            .max()
+            .unwrap_or(9);
+        let noise_width = labels
+            .iter()
+            .map(|l| l.chars().count())
+            .chain([5])
+            .max()
+            .unwrap_or(5);
+        let kinds: Vec<&str> = self
+            .puntos
+            .first()
+            .map(|p| p.tipos.iter().map(|t| t.tipo.as_str()).collect())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:<scenario_width$}  {:<noise_width$}",
+            "escenario", "ruido"
+        ));
+        for kind in &kinds {
+            out.push_str(&format!("  {kind:<17}"));
+        }
+        out.push_str("  p95 parada  km GPS        fantasma\n");
+        for (point, label) in self.puntos.iter().zip(&labels) {
+            out.push_str(&format!(
+                "{:<scenario_width$}  {:<noise_width$}",
+                point.punto.escenario, label
+            ));
+            for kind in &kinds {
+                let cell =
+                    point
+                        .score(kind)
+                        .map_or("–".to_owned(), |t| match (t.f1, t.f1_peor) {
+                            (Some(f1), Some(worst)) => format!("{f1:.3} ({worst:.3})"),
+                            _ => "no aplica".to_owned(),
+                        });
+                out.push_str(&format!("  {cell:<17}"));
             }
+            let stops = point.score("parada");
             let km = &point.km;
             out.push_str(&format!(
-                "  km solo GPS: {} días, error mediana {} / p95 {} / máx {}; km fantasma detenida {:.3} km en {:.0} h ({} por 8 h)\n",
-                km.dias,
-                percent(km.error_gps_mediana_pct),
-                percent(km.error_gps_p95_pct),
-                percent(km.error_gps_max_pct),
-                km.fantasma_km,
-                km.horas_detenida,
+                "  {:<10}  {:<12}  {}\n",
+                format!(
+                    "{}/{}",
+                    seconds(stops.and_then(|t| t.p95_inicio_s)),
+                    seconds(stops.and_then(|t| t.p95_fin_s))
+                ),
+                format!(
+                    "{}/{}",
+                    percent(km.error_gps_p95_pct),
+                    percent(km.error_gps_max_pct)
+                ),
                 km.fantasma_km_por_8h
-                    .map_or("no aplica".to_owned(), |v| format!("{v:.4} km")),
+                    .map_or("–".to_owned(), |v| format!("{v:.3} km")),
             ));
         }
         out
@@ -520,7 +596,7 @@ impl GridReport {
                     })
                     .collect();
                 (!below.is_empty())
-                    .then(|| format!("  {}: {}", point.punto.label(), below.join("; ")))
+                    .then(|| format!("  {}: {}", self.point_label(&point.punto), below.join("; ")))
             })
             .collect();
         (!failing.is_empty()).then(|| {
@@ -534,16 +610,12 @@ impl GridReport {
     }
 }
 
-fn fixed(value: Option<f64>) -> String {
-    value.map_or("no aplica".to_owned(), |v| format!("{v:.4}"))
-}
-
 fn seconds(value: Option<i64>) -> String {
     value.map_or("–".to_owned(), |v| format!("{v} s"))
 }
 
 fn percent(value: Option<f64>) -> String {
-    value.map_or("–".to_owned(), |v| format!("{v:.2} %"))
+    value.map_or("–".to_owned(), |v| format!("{v:.1} %"))
 }
 
 #[cfg(test)]
@@ -659,7 +731,14 @@ mod tests {
 
     #[test]
     fn numbers_are_written_the_spanish_way() {
-        for (value, text) in [(5.0, "5"), (0.5, "0,5"), (0.125, "0,125"), (200.0, "200")] {
+        for (value, text) in [
+            (5.0, "5"),
+            (0.5, "0,5"),
+            (0.125, "0,125"),
+            (200.0, "200"),
+            (-0.0, "0"),
+            (-1e-9, "0"),
+        ] {
             assert_eq!(number(value), text, "{value}");
         }
     }
