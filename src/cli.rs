@@ -179,7 +179,7 @@ pub struct EvaluateArgs {
         long = "f1-minimo",
         value_name = "X",
         value_parser = parse_fraction,
-        help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1): una barrera para CI"
+        help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1; con --matriz, el de la peor semilla de cada punto, nombrándolos): una barrera para CI"
     )]
     pub f1_minimo: Option<f64>,
     /// Boxed: the grid's flags would make every `Verb` as large as they are.
@@ -206,28 +206,28 @@ pub struct GridArgs {
         help = "Con --matriz: fin de los datos, hora local de la zona de cada escenario (por defecto: ahora, al minuto)"
     )]
     pub ahora: Option<WallTime>,
-    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: ruido blanco de posición, metros (lista: 5,15,25)")]
+    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: ruido blanco de posición, metros (p. ej. 5,15,25)")]
     pub sigma: Option<Levels>,
-    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: deriva correlacionada, metros (lista: 0,10,20)")]
+    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: deriva correlacionada, metros (p. ej. 0,10,20)")]
     pub deriva: Option<Levels>,
-    #[arg(long, value_name = "S,…", value_parser = parse_seconds_list, requires = "escenarios", help = "Con --matriz: tiempo de correlación de la deriva, segundos (lista: 120)")]
+    #[arg(long, value_name = "S,…", value_parser = parse_seconds_list, requires = "escenarios", help = "Con --matriz: tiempo de correlación de la deriva, segundos (p. ej. 120)")]
     pub tau: Option<Levels>,
-    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de salto por reporte, de 0 a 1 o en % (lista: 0,0.5%,1%)")]
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de salto por reporte, de 0 a 1 o en % (p. ej. 0,0.5%,1%)")]
     pub saltos: Option<Levels>,
-    #[arg(long = "salto-m", value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: tamaño de un salto, metros (lista: 200)")]
+    #[arg(long = "salto-m", value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: tamaño de un salto, metros (p. ej. 200)")]
     pub salto_m: Option<Levels>,
-    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte duplicado (lista: 3%)")]
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte duplicado (p. ej. 3%)")]
     pub duplicados: Option<Levels>,
-    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte entregado tarde (lista: 5%)")]
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte entregado tarde (p. ej. 5%)")]
     pub retrasados: Option<Levels>,
-    #[arg(long, value_name = "S-S", value_parser = parse_delay, requires = "escenarios", help = "Con --matriz: retraso de un reporte tardío, segundos (rango: 30-600)")]
+    #[arg(long, value_name = "S-S", value_parser = parse_delay, requires = "escenarios", help = "Con --matriz: retraso de un reporte tardío, segundos (rango, p. ej. 30-600)")]
     pub retraso: Option<[f64; 2]>,
     #[arg(
         long,
         value_name = "N-M,…",
         value_parser = parse_seeds,
         requires = "escenarios",
-        help = "Con --matriz: semillas (lista y rangos: 1-20 o 1,4,10; por defecto la de cada escenario)"
+        help = "Con --matriz: semillas (lista y rangos: 1-20 o 1,4,10; por defecto 1-5)"
     )]
     pub semillas: Option<Seeds>,
     #[arg(
