@@ -179,9 +179,204 @@ pub struct EvaluateArgs {
         long = "f1-minimo",
         value_name = "X",
         value_parser = parse_fraction,
-        help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1): una barrera para CI"
+        help = "Termina con código 1 si el F1 de algún tipo queda por debajo de X (0 a 1; con --matriz, el de la peor semilla de cada punto, nombrándolos): una barrera para CI"
     )]
     pub f1_minimo: Option<f64>,
+    /// Boxed: the grid's flags would make every `Verb` as large as they are.
+    #[command(flatten)]
+    pub matriz: Box<GridArgs>,
+}
+
+/// `flota evaluar --matriz`: the fidelity grid (docs/deteccion.md). Every noise list given is
+/// a dimension of the grid; a key not given keeps each scenario's own `[ruido]` value.
+#[derive(Debug, Args)]
+pub struct GridArgs {
+    #[arg(
+        long = "matriz",
+        value_name = "ESCENARIO.toml",
+        conflicts_with_all = ["detecciones", "verdad"],
+        help = "Modo matriz: simula el escenario (repetible) en cada punto de la matriz de ruido y cada semilla, puntúa cada ejecución y escribe la tabla, matriz.json y los gráficos PNG en --salida"
+    )]
+    pub escenarios: Vec<PathBuf>,
+    #[arg(
+        long,
+        value_name = "AAAA-MM-DDTHH:MM",
+        value_parser = parse_ahora,
+        requires = "escenarios",
+        help = "Con --matriz: fin de los datos, hora local de la zona de cada escenario (por defecto: ahora, al minuto)"
+    )]
+    pub ahora: Option<WallTime>,
+    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: ruido blanco de posición, metros (p. ej. 5,15,25)")]
+    pub sigma: Option<Levels>,
+    #[arg(long, value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: deriva correlacionada, metros (p. ej. 0,10,20)")]
+    pub deriva: Option<Levels>,
+    #[arg(long, value_name = "S,…", value_parser = parse_seconds_list, requires = "escenarios", help = "Con --matriz: tiempo de correlación de la deriva, segundos (p. ej. 120)")]
+    pub tau: Option<Levels>,
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de salto por reporte, de 0 a 1 o en % (p. ej. 0,0.5%,1%)")]
+    pub saltos: Option<Levels>,
+    #[arg(long = "salto-m", value_name = "M,…", value_parser = parse_metres_list, requires = "escenarios", help = "Con --matriz: tamaño de un salto, metros (p. ej. 200)")]
+    pub salto_m: Option<Levels>,
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte duplicado (p. ej. 3%)")]
+    pub duplicados: Option<Levels>,
+    #[arg(long, value_name = "P,…", value_parser = parse_probability_list, requires = "escenarios", help = "Con --matriz: probabilidad de reporte entregado tarde (p. ej. 5%)")]
+    pub retrasados: Option<Levels>,
+    #[arg(long, value_name = "S-S", value_parser = parse_delay, requires = "escenarios", help = "Con --matriz: retraso de un reporte tardío, segundos (rango, p. ej. 30-600)")]
+    pub retraso: Option<[f64; 2]>,
+    #[arg(
+        long,
+        value_name = "N-M,…",
+        value_parser = parse_seeds,
+        requires = "escenarios",
+        help = "Con --matriz: semillas (lista y rangos: 1-20 o 1,4,10; por defecto 1-5)"
+    )]
+    pub semillas: Option<Seeds>,
+    #[arg(
+        long,
+        value_name = "CARPETA",
+        default_value = "matriz",
+        requires = "escenarios",
+        help = "Con --matriz: carpeta de matriz.json y los gráficos (f1_ruido.png, error_km.png, km_fantasma.png)"
+    )]
+    pub salida: PathBuf,
+}
+
+/// One noise key's levels on the grid, as given (`--sigma 5,15,25`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels(pub Vec<f64>);
+
+/// The grid's seeds, as given (`--semillas 1-20`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seeds(pub Vec<u64>);
+
+/// Most values one grid list may hold, and most seeds: a slip (`1-2000000`) is refused
+/// rather than run for days.
+const MAX_LEVELS: usize = 50;
+const MAX_SEEDS: usize = 10_000;
+
+/// A comma-separated list of non-negative numbers, each checked by `one`, none twice.
+fn parse_list(text: &str, one: impl Fn(&str) -> Result<f64, String>) -> Result<Levels, String> {
+    let mut values = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!(
+                "'{text}' tiene un elemento vacío: escriba valores separados por comas, p. ej. 5,15,25"
+            ));
+        }
+        let value = one(item)?;
+        if values.contains(&value) {
+            return Err(format!("'{item}' está repetido en '{text}'"));
+        }
+        values.push(value);
+    }
+    if values.len() > MAX_LEVELS {
+        return Err(format!(
+            "'{text}' tiene {} valores: como mucho {MAX_LEVELS}",
+            values.len()
+        ));
+    }
+    Ok(Levels(values))
+}
+
+/// A finite number from 0 to `max`, named `what` in the error.
+fn bounded(item: &str, max: f64, what: &str) -> Result<f64, String> {
+    match item.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=max).contains(&v) => Ok(v),
+        Ok(_) => Err(format!(
+            "'{item}' está fuera de rango: use {what} de 0 a {max}"
+        )),
+        Err(_) => Err(format!("'{item}' no es un número ({what} de 0 a {max})")),
+    }
+}
+
+/// Metres of noise: `5,15,25`.
+pub fn parse_metres_list(text: &str) -> Result<Levels, String> {
+    parse_list(text, |item| bounded(item, 10_000.0, "metros"))
+}
+
+/// Seconds: `60,120`. A correlation time of 0 means nothing: at least 1 s.
+pub fn parse_seconds_list(text: &str) -> Result<Levels, String> {
+    parse_list(text, |item| {
+        let v = bounded(item, 86_400.0, "segundos")?;
+        if v < 1.0 {
+            return Err(format!(
+                "'{item}' está fuera de rango: use segundos de 1 a 86400"
+            ));
+        }
+        Ok(v)
+    })
+}
+
+/// Probabilities, as fractions or percentages: `0,0.005,1%`.
+pub fn parse_probability_list(text: &str) -> Result<Levels, String> {
+    parse_list(text, |item| match item.strip_suffix('%') {
+        Some(percent) => bounded(percent.trim(), 100.0, "un porcentaje").map(|v| v / 100.0),
+        None => bounded(item, 1.0, "una probabilidad"),
+    })
+}
+
+/// A delay range in seconds: `30-600`.
+pub fn parse_delay(text: &str) -> Result<[f64; 2], String> {
+    let Some((low, high)) = text.split_once('-') else {
+        return Err(format!(
+            "'{text}' no es un rango de segundos MIN-MAX (p. ej. 30-600)"
+        ));
+    };
+    let (low, high) = (
+        bounded(low.trim(), 86_400.0, "segundos")?,
+        bounded(high.trim(), 86_400.0, "segundos")?,
+    );
+    if low > high {
+        return Err(format!(
+            "'{text}' va al revés: el mínimo va primero (p. ej. 30-600)"
+        ));
+    }
+    Ok([low, high])
+}
+
+/// Seeds as a list of numbers and ranges: `1-20`, `1,4,10`, `1-5,9`; none twice.
+pub fn parse_seeds(text: &str) -> Result<Seeds, String> {
+    let mut seeds: Vec<u64> = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        let number = |t: &str| {
+            t.trim().parse::<u64>().map_err(|_| {
+                format!(
+                    "'{}' no es una semilla (un número entero no negativo)",
+                    t.trim()
+                )
+            })
+        };
+        let (first, last) = match item.split_once('-') {
+            Some((a, b)) => (number(a)?, number(b)?),
+            None if item.is_empty() => {
+                return Err(format!(
+                    "'{text}' tiene un elemento vacío: escriba semillas y rangos separados por comas, p. ej. 1-20 o 1,4,10"
+                ));
+            }
+            None => {
+                let n = number(item)?;
+                (n, n)
+            }
+        };
+        if first > last {
+            return Err(format!(
+                "el rango '{item}' va al revés: escriba {last}-{first}"
+            ));
+        }
+        if last - first >= MAX_SEEDS as u64 || seeds.len() + (last - first) as usize >= MAX_SEEDS {
+            return Err(format!(
+                "'{text}' son demasiadas semillas: como mucho {MAX_SEEDS}"
+            ));
+        }
+        for seed in first..=last {
+            if seeds.contains(&seed) {
+                return Err(format!("la semilla {seed} está repetida en '{text}'"));
+            }
+            seeds.push(seed);
+        }
+    }
+    Ok(Seeds(seeds))
 }
 
 /// An integer from `low` to `high`, refused in Spanish (clap's own integer parsers answer
@@ -1121,5 +1316,102 @@ mod tests {
         check("a:14.5", Err("faltan lat,lon"));
         check("a:95,-90.5", Err("la latitud '95'"));
         check("a:14.5,x", Err("la longitud 'x'"));
+    }
+
+    #[test]
+    fn grid_lists_parse_and_bad_ones_name_the_culprit() {
+        let check =
+            |parser: fn(&str) -> Result<Levels, String>, text: &str, want: Result<&[f64], &str>| {
+                match (parser(text), want) {
+                    (Ok(got), Ok(want)) => assert_eq!(got.0, want, "{text}"),
+                    (Err(e), Err(needle)) => assert!(e.contains(needle), "{text}: {e}"),
+                    (got, want) => panic!("{text}: {got:?} vs {want:?}"),
+                }
+            };
+        check(parse_metres_list, "5,15,25", Ok(&[5.0, 15.0, 25.0]));
+        check(parse_metres_list, " 0 , 10,20 ", Ok(&[0.0, 10.0, 20.0]));
+        check(parse_metres_list, "7.5", Ok(&[7.5]));
+        check(
+            parse_metres_list,
+            "5,,25",
+            Err("'5,,25' tiene un elemento vacío"),
+        );
+        check(
+            parse_metres_list,
+            "5,quince",
+            Err("'quince' no es un número"),
+        );
+        check(parse_metres_list, "-5", Err("'-5' está fuera de rango"));
+        check(parse_metres_list, "5,NaN", Err("'NaN' está fuera de rango"));
+        check(
+            parse_metres_list,
+            "5,15,5",
+            Err("'5' está repetido en '5,15,5'"),
+        );
+        check(
+            parse_probability_list,
+            "0,0.005,0.01",
+            Ok(&[0.0, 0.005, 0.01]),
+        );
+        check(
+            parse_probability_list,
+            "0,0.5%,1 %",
+            Ok(&[0.0, 0.005, 0.01]),
+        );
+        check(parse_probability_list, "3%", Ok(&[0.03]));
+        check(
+            parse_probability_list,
+            "1.5",
+            Err("'1.5' está fuera de rango: use una probabilidad"),
+        );
+        check(
+            parse_probability_list,
+            "150%",
+            Err("'150' está fuera de rango: use un porcentaje"),
+        );
+        check(parse_probability_list, "x%", Err("'x' no es un número"));
+        check(parse_seconds_list, "60,120", Ok(&[60.0, 120.0]));
+        check(
+            parse_seconds_list,
+            "0",
+            Err("'0' está fuera de rango: use segundos de 1"),
+        );
+        let many: String = (0..51).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        check(
+            parse_metres_list,
+            &many,
+            Err("tiene 51 valores: como mucho 50"),
+        );
+    }
+
+    #[test]
+    fn grid_seeds_and_delays_parse_and_bad_ones_name_the_culprit() {
+        let check = |text: &str, want: Result<&[u64], &str>| match (parse_seeds(text), want) {
+            (Ok(got), Ok(want)) => assert_eq!(got.0, want, "{text}"),
+            (Err(e), Err(needle)) => assert!(e.contains(needle), "{text}: {e}"),
+            (got, want) => panic!("{text}: {got:?} vs {want:?}"),
+        };
+        check("1-5", Ok(&[1, 2, 3, 4, 5]));
+        check("3", Ok(&[3]));
+        check("1,4,10", Ok(&[1, 4, 10]));
+        check("1-3, 9", Ok(&[1, 2, 3, 9]));
+        check("7-7", Ok(&[7]));
+        check("20-1", Err("el rango '20-1' va al revés: escriba 1-20"));
+        check("1-x", Err("'x' no es una semilla"));
+        check("-3", Err("'' no es una semilla"));
+        check("1,,2", Err("'1,,2' tiene un elemento vacío"));
+        check("1-5,3", Err("la semilla 3 está repetida en '1-5,3'"));
+        check("1-2000000", Err("demasiadas semillas"));
+        check("0-18446744073709551615", Err("demasiadas semillas"));
+        assert_eq!(parse_delay("30-600"), Ok([30.0, 600.0]));
+        assert_eq!(parse_delay(" 0 - 0 "), Ok([0.0, 0.0]));
+        for (text, needle) in [
+            ("600-30", "'600-30' va al revés"),
+            ("30", "'30' no es un rango de segundos"),
+            ("30-mucho", "'mucho' no es un número"),
+        ] {
+            let e = parse_delay(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 }

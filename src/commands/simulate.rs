@@ -311,9 +311,17 @@ impl Options {
 /// Simulates, analyses and writes both files; the previous ones stay until both new ones are
 /// complete.
 pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
+    check_paths(&options.db, &options.truth)?;
+    let world = scenario::load(&options.scenario, options.ahora)?;
+    simulate_world(options, world)
+}
+
+/// [`simulate`] on a scenario already loaded (and perhaps changed: `flota evaluar --matriz`
+/// overrides its noise); `options.scenario` only names it in messages.
+pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary> {
     let started = Instant::now();
     check_paths(&options.db, &options.truth)?;
-    let (simulation, config) = load(options)?;
+    let (simulation, config) = prepare(options, world)?;
     let world = &simulation.world;
     let mut outputs = Outputs::open(options, world)?;
     let bar = progress_bar(
@@ -356,8 +364,7 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
 }
 
 /// The checked scenario (with `--semilla`) ready to run, and the detection thresholds it sets.
-fn load(options: &Options) -> anyhow::Result<(Simulation, DetectionConfig)> {
-    let mut world = scenario::load(&options.scenario, options.ahora)?;
+fn prepare(options: &Options, mut world: World) -> anyhow::Result<(Simulation, DetectionConfig)> {
     if let Some(seed) = options.seed {
         world.seed = seed;
     }

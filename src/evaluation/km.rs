@@ -32,6 +32,9 @@ pub struct KmScore {
     pub error_medio_gps_pct: f64,
     pub error_max_gps_pct: f64,
     pub peor_dia_gps: String,
+    /// Every judged day's GPS-only error, percent (for the grid's distribution; not printed).
+    #[serde(skip)]
+    pub errores_gps_pct: Vec<f64>,
 }
 
 /// Stored kilometres of one vehicle-day, keyed by (plate, local date).
@@ -73,6 +76,7 @@ pub fn score(truth: &[TruthEvent], days: &DayKms, silent: &UnitDays, lossy: &Uni
         error_medio_gps_pct,
         error_max_gps_pct,
         peor_dia_gps,
+        errores_gps_pct: gps.iter().map(|g| g.0).collect(),
     }
 }
 
@@ -87,17 +91,28 @@ fn summary(errors: &[(f64, &str)]) -> (f64, f64, String) {
     (mean, max, day)
 }
 
-/// Metres the distance rule adds inside true stops of ten minutes or more, and how many stops
-/// were checked.
+/// What the distance rule adds inside true stops of ten minutes or more.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phantom {
+    pub metres: f64,
+    /// Stops checked.
+    pub stops: usize,
+    /// Time checked (each stop less its margins), seconds.
+    pub seconds: i64,
+}
+
+/// Metres the distance rule adds inside true stops of ten minutes or more, how many stops and
+/// how long were checked.
 pub fn phantom_m(
     store: &Store,
     truth: &[TruthEvent],
     ids: &HashMap<String, i64>,
     config: &DetectionConfig,
     now_utc: i64,
-) -> Result<(f64, usize), StoreError> {
+) -> Result<Phantom, StoreError> {
     let mut metres = 0.0;
     let mut checked = 0;
+    let mut seconds = 0;
     for event in truth {
         let TruthEvent::Parada {
             placa,
@@ -123,8 +138,13 @@ pub fn phantom_m(
             },
         )?;
         checked += 1;
+        seconds += end - start - 2 * PHANTOM_MARGIN_S;
     }
-    Ok((metres, checked))
+    Ok(Phantom {
+        metres,
+        stops: checked,
+        seconds,
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! accumulated while truly parked. This is the only code besides the tests that reads the
 //! truth log.
 
+pub mod charts;
 pub mod external;
+pub mod grid;
 pub mod intervals;
 pub mod km;
 pub mod matching;
@@ -49,6 +51,8 @@ pub struct Evaluation {
     /// Kilometres the engine would count inside true stops of ten minutes or more.
     pub km_fantasma_detenida: f64,
     pub paradas_revisadas_km_fantasma: usize,
+    /// Hours of those stops the phantom kilometres were looked for in.
+    pub horas_revisadas_km_fantasma: f64,
 }
 
 impl Evaluation {
@@ -177,7 +181,7 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         .flatten()
         .collect();
     let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
-    let (phantom_m, checked) = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
+    let phantom = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
 
     Ok(Evaluation {
         base: db.display().to_string(),
@@ -186,8 +190,9 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         tolerancia_s: options.tolerance_s,
         tipos,
         km: km::score(truth, &days, &silent, &lossy),
-        km_fantasma_detenida: phantom_m / 1000.0,
-        paradas_revisadas_km_fantasma: checked,
+        km_fantasma_detenida: phantom.metres / 1000.0,
+        paradas_revisadas_km_fantasma: phantom.stops,
+        horas_revisadas_km_fantasma: phantom.seconds as f64 / 3600.0,
     })
 }
 
@@ -248,6 +253,7 @@ pub fn run_external(
         km: km::score(&[], &DayKms::new(), &[], &[]),
         km_fantasma_detenida: 0.0,
         paradas_revisadas_km_fantasma: 0,
+        horas_revisadas_km_fantasma: 0.0,
     })
 }
 

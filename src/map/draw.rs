@@ -107,8 +107,8 @@ pub fn band_rgb(band: usize) -> (u8, u8, u8) {
 
 static FONTS: Once = Once::new();
 
-/// Registers DejaVu Sans with plotters, once per process.
-fn register_fonts() {
+/// Registers DejaVu Sans with plotters, once per process (the grid's charts use it too).
+pub fn register_fonts() {
     FONTS.call_once(|| {
         // Both faces are valid TrueType files compiled into the binary; a failure would
         // only mean text is missing, which `Canvas::text` reports as a drawing error.

@@ -18,9 +18,9 @@ pub mod scene;
 pub mod simplify;
 pub mod tiles;
 
-pub use draw::{BAND_SHARES, HEIGHT, WIDTH, band, band_rgb};
+pub use draw::{BAND_SHARES, HEIGHT, WIDTH, band, band_rgb, register_fonts};
 pub use marks::{Mark, MarkKind};
-pub use png_io::PNG_BUDGET_BYTES;
+pub use png_io::{PNG_BUDGET_BYTES, encode as encode_png};
 pub use scene::Scene;
 pub use tiles::{Offline, TileConfig, TileFetcher, TileStats};
 

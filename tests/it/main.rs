@@ -15,6 +15,8 @@
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
 //! - `changeover`: date words and ranges on the days the clocks change, a fleet in two zones;
 //! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
+//! - `fidelity_grid`: `flota evaluar --matriz`: a reduced noise grid as a regression gate, the
+//!   gate failing by name, the files, bad grid flags;
 //! - `kilometres`: GPS-only kilometres (odometer ignored) per unit-day, other seeds, Madrid;
 //! - `geocoding`: online addresses against loopback mock services, and their fallback;
 //! - `maps`: `mapa_recorrido` offline and over loopback tiles, and `flota exportar`;
@@ -51,6 +53,7 @@ mod client_terminal;
 mod docs;
 mod evaluate;
 mod example_server;
+mod fidelity_grid;
 mod flood;
 mod fuzz_corpus;
 mod geocoding;
