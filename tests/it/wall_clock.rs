@@ -404,7 +404,13 @@ fn check_unit(
         })
         .collect();
     // Every shift starts inside its window on the wall clock of the day it belongs to, and
-    // ends within the tolerance of its drawn length.
+    // ends within the tolerance of its drawn length: not after it by more than
+    // `SHIFT_TOLERANCE_S`, not before it by more than the shortest loop of its routes.
+    let shortfall_s = unit
+        .routes
+        .iter()
+        .map(|r| flota::scenario::shortfall_limit_s(&world.routes[*r], &world.behaviour))
+        .fold(0.0, f64::max);
     for (date, start, end, planned_end) in &shifts {
         let rule = unit.shift_for(*date);
         let shown = calendar::local(zone, *start);
@@ -423,6 +429,13 @@ fn check_unit(
                 "{} {date}: ended {} min after its planned end",
                 unit.plate,
                 (end - planned_end) / 60
+            );
+            prop_assert!(
+                (planned_end - end) as f64 <= shortfall_s,
+                "{} {date}: ended {} min before its planned end (at most {:.0} min)",
+                unit.plate,
+                (planned_end - end) / 60,
+                shortfall_s / 60.0
             );
         }
     }
