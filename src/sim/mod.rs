@@ -22,7 +22,7 @@ pub use agent::{MIN_TRUTH_STOP_S, Unhonoured};
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
 pub use plan::Planned;
-pub use roads::{Roads, out_and_back};
+pub use roads::Roads;
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::scenario::World;
