@@ -17,9 +17,18 @@ use crate::geometry::route::{Route, RouteStop};
 pub struct Roads {
     pub routes: Vec<Route>,
     pub courses: Vec<Course>,
-    /// Per world route: `(k, index)` of the route serving its first `k` delivery stops and
-    /// returning, for `k` from 1 to one less than its deliveries, shortest first.
-    pub shortened: Vec<Vec<(usize, usize)>>,
+    /// Per world route, its shortened loops, longest first.
+    pub shortened: Vec<Vec<Shortened>>,
+}
+
+/// A shortened loop of a world route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shortened {
+    /// Its index in [`Roads::routes`].
+    pub route: usize,
+    /// The world route's deliveries it serves (0-based, in the world route's order), in the
+    /// order it serves them.
+    pub deliveries: Vec<usize>,
 }
 
 impl Roads {
@@ -28,14 +37,21 @@ impl Roads {
         let mut shortened = Vec::with_capacity(routes.len());
         for route in routes {
             let deliveries = route.stops.len().saturating_sub(2);
-            let mut indices = Vec::new();
+            let mut loops: Vec<(Route, Vec<usize>)> = Vec::new();
             for served in 1..deliveries {
-                if let Some(partial) = out_and_back(route, served) {
-                    indices.push((served, all.len()));
-                    all.push(partial);
-                }
+                loops.extend(out_and_back(route, served));
+                loops.extend(back_and_forth(route, served));
             }
-            shortened.push(indices);
+            loops.sort_by(|a, b| b.0.length_m().total_cmp(&a.0.length_m()));
+            let mut these = Vec::with_capacity(loops.len());
+            for (partial, served) in loops {
+                these.push(Shortened {
+                    route: all.len(),
+                    deliveries: served,
+                });
+                all.push(partial);
+            }
+            shortened.push(these);
         }
         let courses = all.iter().map(|r| Course::new(r, fences)).collect();
         Roads {
@@ -46,18 +62,52 @@ impl Roads {
     }
 }
 
-/// `route` driven from its depot to its delivery stop number `served` (1-based), serving the
-/// stops before it on the way, then back to the depot along the same streets. `None` when the
-/// stop sits at the depot itself.
-pub fn out_and_back(route: &Route, served: usize) -> Option<Route> {
-    let turn = route.stops.get(served)?;
-    let turn_m = turn.along_m;
-    if turn_m <= 0.0 {
-        return None;
-    }
+/// `route` driven from its depot to its delivery number `served` (1-based), serving the ones
+/// before it on the way, then back to the depot along the same streets; with the deliveries it
+/// serves. `None` when that stop sits at the depot itself.
+pub fn out_and_back(route: &Route, served: usize) -> Option<(Route, Vec<usize>)> {
+    let turn_m = route.stops.get(served)?.along_m;
     let index = route.segment_index(turn_m);
     let mut outward: Vec<LatLon> = route.points[..=index].to_vec();
     outward.push(route.at(turn_m).0);
+    let stops = route.stops[1..=served].to_vec();
+    let partial = there_and_back(route, outward, stops, &route.stops[0], "hasta")?;
+    Some((partial, (0..served).collect()))
+}
+
+/// `route` driven backwards from the depot at its end to its last `served` deliveries,
+/// serving them from the last, then forwards back to the depot; with the deliveries it serves.
+/// `None` when the farthest of them sits at the depot itself.
+pub fn back_and_forth(route: &Route, served: usize) -> Option<(Route, Vec<usize>)> {
+    let deliveries = route.stops.len().checked_sub(2)?;
+    let first = deliveries.checked_sub(served)? + 1;
+    let turn_m = route.stops.get(first)?.along_m;
+    let length = route.length_m();
+    let index = route.segment_index(turn_m);
+    let mut outward: Vec<LatLon> = route.points[index + 1..].iter().rev().copied().collect();
+    outward.push(route.at(turn_m).0);
+    let stops = route.stops[first..=deliveries]
+        .iter()
+        .rev()
+        .map(|stop| RouteStop {
+            along_m: length - stop.along_m,
+            ..stop.clone()
+        })
+        .collect();
+    let depot = route.stops.last()?;
+    let partial = there_and_back(route, outward, stops, depot, "desde el final hasta")?;
+    Some((partial, (first - 1..deliveries).rev().collect()))
+}
+
+/// The route along `outward` and back, serving `stops` (placed along `outward`; the last one
+/// is the turn) between two visits to `depot`.
+fn there_and_back(
+    route: &Route,
+    mut outward: Vec<LatLon>,
+    mut stops: Vec<RouteStop>,
+    depot: &RouteStop,
+    how: &str,
+) -> Option<Route> {
     outward.dedup();
     if outward.len() < 2 {
         return None;
@@ -74,16 +124,23 @@ pub fn out_and_back(route: &Route, served: usize) -> Option<Route> {
     }
     let headings = points.windows(2).map(|p| bearing_deg(p[0], p[1])).collect();
     let share = total / route.length_m();
-    let depot = &route.stops[0];
-    let mut stops: Vec<RouteStop> = route.stops[..=served].to_vec();
+    let turn = stops.last_mut()?;
     // The turn is exactly half-way, whatever the rounding of the point placed there.
-    stops[served].along_m = half_m;
+    turn.along_m = half_m;
+    let name = format!("{} ({how} {})", route.name, turn.name);
+    stops.insert(
+        0,
+        RouteStop {
+            along_m: 0.0,
+            ..depot.clone()
+        },
+    );
     stops.push(RouteStop {
         along_m: total,
         ..depot.clone()
     });
     Some(Route {
-        name: format!("{} (hasta {})", route.name, turn.name),
+        name,
         source: route.source.clone(),
         polyline: String::new(),
         points,
@@ -100,25 +157,68 @@ mod tests {
     use super::*;
     use crate::scenario::embedded;
 
+    fn route(index: usize) -> Route {
+        let (name, text) = embedded::ROUTES[index];
+        Route::parse(text, std::path::Path::new(name)).unwrap()
+    }
+
+    /// A shortened loop goes out to its turn, serves its stops where the route has them, and
+    /// comes back to the depot by the same streets.
+    fn check(route: &Route, partial: &Route, served: &[usize]) {
+        let turn = &route.stops[*served.last().unwrap() + 1];
+        assert_eq!(partial.stops.len(), served.len() + 2);
+        for (k, d) in served.iter().enumerate() {
+            let stop = &partial.stops[k + 1];
+            assert_eq!(stop.name, route.stops[d + 1].name);
+            let here = partial.at(stop.along_m).0;
+            assert!(distance_m(here, route.at(route.stops[d + 1].along_m).0) < 0.5);
+        }
+        let half = partial.length_m() / 2.0;
+        assert!((partial.stops[served.len()].along_m - half).abs() < 0.01);
+        assert!(distance_m(partial.at(half).0, route.at(turn.along_m).0) < 0.01);
+        let start = partial.at(0.0).0;
+        assert!(distance_m(partial.at(partial.length_m()).0, start) < 0.01);
+        let speed = partial.base_speed_kmh() - route.base_speed_kmh();
+        assert!(speed.abs() < 1e-9);
+    }
+
     #[test]
-    fn an_out_and_back_turns_at_its_stop_and_ends_at_the_depot() {
-        let (name, text) = embedded::ROUTES[0];
-        let route = Route::parse(text, std::path::Path::new(name)).unwrap();
-        let route = &route;
-        let deliveries = route.stops.len() - 2;
-        assert!(deliveries >= 2, "{}", route.name);
-        for served in 1..deliveries {
-            let partial = out_and_back(route, served).unwrap();
-            let turn_m = route.stops[served].along_m;
-            assert!((partial.length_m() - 2.0 * turn_m).abs() < 1.0, "{served}");
-            assert_eq!(partial.stops.len(), served + 2);
-            assert_eq!(partial.stops[served].name, route.stops[served].name);
-            let end = partial.at(partial.length_m()).0;
-            assert!(distance_m(end, route.depot()) < 0.01);
-            let far = partial.at(turn_m).0;
-            assert!(distance_m(far, route.at(turn_m).0) < 0.01);
-            let speed = partial.base_speed_kmh() - route.base_speed_kmh();
-            assert!(speed.abs() < 1e-9);
+    fn shortened_loops_turn_at_their_last_stop_and_end_where_they_began() {
+        for index in 0..embedded::ROUTES.len() {
+            let route = route(index);
+            let deliveries = route.stops.len() - 2;
+            for served in 1..deliveries {
+                let (there, which) = out_and_back(&route, served).unwrap();
+                assert_eq!(which, (0..served).collect::<Vec<_>>());
+                check(&route, &there, &which);
+                assert_eq!(there.at(0.0).0, route.depot());
+                let (back, which) = back_and_forth(&route, served).unwrap();
+                assert_eq!(which.len(), served);
+                assert_eq!(which[0], deliveries - 1);
+                check(&route, &back, &which);
+                assert_eq!(back.at(0.0).0, *route.points.last().unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn roads_list_each_route_s_shortened_loops_longest_first() {
+        let routes: Vec<Route> = (0..embedded::ROUTES.len()).map(route).collect();
+        let roads = Roads::new(&routes, &[]);
+        assert_eq!(roads.routes.len(), roads.courses.len());
+        for (index, route) in routes.iter().enumerate() {
+            let deliveries = route.stops.len() - 2;
+            let these = &roads.shortened[index];
+            assert_eq!(
+                these.len(),
+                2 * deliveries.saturating_sub(1),
+                "{}",
+                route.name
+            );
+            for pair in these.windows(2) {
+                let (a, b) = (&roads.routes[pair[0].route], &roads.routes[pair[1].route]);
+                assert!(a.length_m() >= b.length_m());
+            }
         }
     }
 }

@@ -6,9 +6,9 @@
 //! injected long stop that will fall on it), not only the driving, whose part is the route's
 //! routed time times `margen_vuelta`, the allowance for a slow driver and traffic. When the
 //! drawn loop does not fit, the longest one that does is driven instead — the whole loop after
-//! a shorter wait, else out to as many of its stops as fit and back (`roads.rs`) — with the
-//! depot wait stretched within its range towards the shift's end, so that shifts end close to
-//! their drawn length rather than up to a loop early.
+//! a shorter wait, else a shortened loop that serves its first or its last stops and returns
+//! (`roads.rs`) — with the depot wait stretched within its range towards the shift's end, so
+//! that shifts end close to their drawn length rather than up to a loop early.
 
 use rand::RngExt;
 use rand_distr::Exp;
@@ -16,6 +16,7 @@ use rand_distr::Exp;
 use super::{Agent, Halt, HaltKind, LIGHT_CLEARANCE_M};
 use crate::scenario::{InjectionKind, LongStopAt};
 use crate::sim::Sink;
+use crate::sim::roads::Shortened;
 
 /// The next loop, drawn ahead.
 #[derive(Debug, Clone)]
@@ -32,9 +33,10 @@ pub(super) struct LoopPlan {
 impl<S: Sink> Agent<'_, S> {
     /// The loop to drive next with `left_ms` of the shift left, given the one drawn: the drawn
     /// one if it fits after its drawn wait; otherwise the longest that fits after a wait in
-    /// `espera_deposito_min` — the whole loop, then out to its second-to-last stop and back,
-    /// and so on down to its first stop — with the wait as long as its range and the time left
-    /// allow. `None` when not even the first stop fits.
+    /// `espera_deposito_min` — the whole loop, then its shortened loops from the longest (out to
+    /// some of its first stops and back, or backwards to some of its last and forwards again)
+    /// — with the wait as long as its range and the time left allow. `None` when not even the
+    /// shortest fits.
     pub(super) fn fitting_loop(&mut self, drawn: LoopPlan, left_ms: i64) -> Option<LoopPlan> {
         if self.needed_ms(&drawn, drawn.wait_ms) <= left_ms {
             return Some(drawn);
@@ -42,7 +44,7 @@ impl<S: Sink> Agent<'_, S> {
         let [lo, hi] = self.world.behaviour.espera_deposito_min;
         let (shortest, longest) = ((lo * 60_000.0) as i64, (hi * 60_000.0) as i64);
         let all = self.shortened;
-        let mut shorter = all[drawn.route].iter().rev();
+        let mut shorter = all[drawn.route].iter();
         let mut plan = drawn.clone();
         loop {
             if self.needed_ms(&plan, shortest) <= left_ms {
@@ -54,8 +56,7 @@ impl<S: Sink> Agent<'_, S> {
                 };
                 return Some(plan);
             }
-            let &(served, route) = shorter.next()?;
-            plan = self.shortened_plan(&drawn, served, route);
+            plan = self.shortened_plan(&drawn, shorter.next()?);
         }
     }
 
@@ -71,21 +72,26 @@ impl<S: Sink> Agent<'_, S> {
         needed
     }
 
-    /// `full` shortened to its first `served` deliveries on `route` (an out-and-back): the
-    /// same deliveries with their dwells up to the turn, and lights drawn for this pass as for
-    /// any loop (a light is a halt of one pass, not a fixture of the street).
-    fn shortened_plan(&mut self, full: &LoopPlan, served: usize, route: usize) -> LoopPlan {
+    /// `full` shortened (`roads.rs`): the deliveries it serves with their drawn dwells, and
+    /// lights drawn for this pass as for any loop (a light is a halt of one pass, not a
+    /// fixture of the street).
+    fn shortened_plan(&mut self, full: &LoopPlan, shortened: &Shortened) -> LoopPlan {
+        let route = shortened.route;
         let road = &self.routes[route];
-        let (turn_m, length) = (road.stops[served].along_m, road.length_m());
-        let mut halts: Vec<Halt> = full
+        let length = road.length_m();
+        let drawn: Vec<&Halt> = full
             .halts
             .iter()
             .filter(|h| matches!(h.kind, HaltKind::Delivery { .. }))
-            .take(served)
-            .cloned()
             .collect();
-        if let Some(turn) = halts.last_mut() {
-            turn.along_m = turn_m;
+        let mut halts: Vec<Halt> = Vec::with_capacity(shortened.deliveries.len() + 8);
+        for (k, &delivery) in shortened.deliveries.iter().enumerate() {
+            if let Some(halt) = drawn.get(delivery) {
+                halts.push(Halt {
+                    along_m: road.stops[k + 1].along_m,
+                    kind: halt.kind.clone(),
+                });
+            }
         }
         self.add_traffic_lights(&mut halts, length);
         halts.push(Halt {

@@ -26,7 +26,7 @@ use super::Sink;
 use super::gnss::{Report, Tracker, TrueSample};
 use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
-use super::roads::Roads;
+use super::roads::{Roads, Shortened};
 use super::truth::{StopReason, TruthEvent};
 use crate::geometry::earth::LatLon;
 use crate::geometry::route::Route;
@@ -174,7 +174,7 @@ pub struct Agent<'a, S: Sink> {
     routes: &'a [Route],
     courses: &'a [super::course::Course],
     /// Per world route, its shortened loops (see [`Roads`]).
-    shortened: &'a [Vec<(usize, usize)>],
+    shortened: &'a [Vec<Shortened>],
     unit: &'a Unit,
     plan: &'a [Planned],
     sink: &'a mut S,
