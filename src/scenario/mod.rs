@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 pub use error::{ScenarioError, line_column};
 pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
 pub use injections::{SPEEDING_CLEARANCE_M, past_workdays, running_shift};
-pub use shifts::{SHIFT_TOLERANCE_S, longest_loop_s};
+pub use shifts::{SHIFT_TOLERANCE_S, longest_loop_s, shortfall_limit_s};
 
 use crate::geometry::geofence::Geofence;
 use crate::geometry::route::Route;

@@ -193,6 +193,31 @@ pub fn longest_loop_s(route: &Route, behaviour: &BehaviourFile) -> f64 {
     route.routed_duration_s * behaviour.margen_vuelta + dwell_s + lights_s
 }
 
+/// How much earlier than its planned end a shift driving `route` may end, seconds: a unit
+/// goes home only when not even the shortest loop it could drive fits after the shortest depot
+/// wait — out to the route's first delivery and back, or backwards to its last and forwards
+/// again (the whole loop for a route with a single delivery). Counted at the longest dwell,
+/// with the driving at its routed time times the margin and, since lights are a random count,
+/// twice their expected number plus four at the longest wait (the drawn waits average well
+/// below the longest, so what the simulator draws stays below that but for odds far below one
+/// in a million). The simulator plans each loop the same way with its drawn values.
+pub fn shortfall_limit_s(route: &Route, behaviour: &BehaviourFile) -> f64 {
+    let wait_s = behaviour.espera_deposito_min[0] * 60.0;
+    let stops = &route.stops;
+    if stops.len() < 4 {
+        return wait_s + longest_loop_s(route, behaviour);
+    }
+    let length = route.length_m();
+    let reach_m = stops[1]
+        .along_m
+        .min(length - stops[stops.len() - 2].along_m);
+    let dwell_s = behaviour.espera_parada_min[1] * 1.4 * 60.0;
+    let expected = behaviour.semaforos_por_km * 2.0 * reach_m / 1000.0;
+    let lights_s = (2.0 * expected + 4.0) * behaviour.semaforo_s[1];
+    let driving_s = route.routed_duration_s * 2.0 * reach_m / length * behaviour.margen_vuelta;
+    wait_s + driving_s + dwell_s + lights_s
+}
+
 /// The first loop always runs: with the longest waits at the depot before and after it, it
 /// must fit in the shortest shift of every working weekday.
 pub(super) fn first_loop_fits(

@@ -15,12 +15,14 @@ mod course;
 mod gnss;
 mod plan;
 mod rng;
+mod roads;
 pub mod truth;
 
 pub use agent::{MIN_TRUTH_STOP_S, Unhonoured};
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
 pub use plan::Planned;
+pub use roads::Roads;
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::scenario::World;
@@ -33,31 +35,24 @@ pub trait Sink {
     fn truth(&mut self, event: TruthEvent);
 }
 
-/// A world prepared for simulation: per-route courses and the injection plan.
+/// A world prepared for simulation: its routes with their shortened loops and courses, and
+/// the injection plan.
 pub struct Simulation {
     pub world: World,
-    pub courses: Vec<Course>,
+    pub roads: Roads,
     pub plan: Vec<Vec<Planned>>,
 }
 
 impl Simulation {
     pub fn new(world: World) -> Simulation {
-        let courses = world
-            .routes
-            .iter()
-            .map(|route| Course::new(route, &world.fences))
-            .collect();
+        let roads = Roads::new(&world.routes, &world.fences);
         let plan = plan::plan(&world);
-        Simulation {
-            world,
-            courses,
-            plan,
-        }
+        Simulation { world, roads, plan }
     }
 
     /// Simulates one unit over the whole period; returns the injections its days gave no
     /// chance to happen (the caller refuses the scenario for them).
     pub fn run_unit(&self, unit: usize, sink: &mut impl Sink) -> Vec<Unhonoured> {
-        agent::Agent::new(&self.world, &self.courses, unit, &self.plan[unit], sink).run()
+        agent::Agent::new(&self.world, &self.roads, unit, &self.plan[unit], sink).run()
     }
 }

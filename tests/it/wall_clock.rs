@@ -404,7 +404,13 @@ fn check_unit(
         })
         .collect();
     // Every shift starts inside its window on the wall clock of the day it belongs to, and
-    // ends within the tolerance of its drawn length.
+    // ends within the tolerance of its drawn length: not after it by more than
+    // `SHIFT_TOLERANCE_S`, not before it by more than the shortest loop of its routes.
+    let shortfall_s = unit
+        .routes
+        .iter()
+        .map(|r| flota::scenario::shortfall_limit_s(&world.routes[*r], &world.behaviour))
+        .fold(0.0, f64::max);
     for (date, start, end, planned_end) in &shifts {
         let rule = unit.shift_for(*date);
         let shown = calendar::local(zone, *start);
@@ -423,6 +429,13 @@ fn check_unit(
                 "{} {date}: ended {} min after its planned end",
                 unit.plate,
                 (end - planned_end) / 60
+            );
+            prop_assert!(
+                (planned_end - end) as f64 <= shortfall_s,
+                "{} {date}: ended {} min before its planned end (at most {:.0} min)",
+                unit.plate,
+                (planned_end - end) / 60,
+                shortfall_s / 60.0
             );
         }
     }
@@ -669,4 +682,49 @@ fn the_dates_around_each_change_are_found() {
         NaiveDate::from_ymd_opt(2026, 10, 25).unwrap().weekday(),
         chrono::Weekday::Sun
     );
+}
+
+/// The shipped scenarios at their `--ahora`: every finished shift ends within the tolerance of
+/// its drawn length, as in the property test.
+#[test]
+fn shipped_shifts_end_within_the_tolerance() {
+    use crate::simulation::{ahora_of, scenario_path};
+    for name in ["semana", "minimo", "ruidoso", "cambio_hora", "dos_zonas"] {
+        let ahora = WallTime::parse(ahora_of(name)).unwrap();
+        let world =
+            flota::scenario::load(&Source::File(scenario_path(name)), Ahora::Local(ahora)).unwrap();
+        let simulation = Simulation::new(world);
+        let world = &simulation.world;
+        let mut finished = 0;
+        for (index, unit) in world.units.iter().enumerate() {
+            let mut out = Collected::default();
+            simulation.run_unit(index, &mut out);
+            let shortfall_s = unit
+                .routes
+                .iter()
+                .map(|r| flota::scenario::shortfall_limit_s(&world.routes[*r], &world.behaviour))
+                .fold(0.0, f64::max);
+            for event in &out.truth {
+                let TruthEvent::Jornada {
+                    fecha,
+                    fin_utc: Some(end),
+                    fin_previsto_utc: planned_end,
+                    ..
+                } = event
+                else {
+                    continue;
+                };
+                finished += 1;
+                let early_s = (planned_end - end) as f64;
+                assert!(
+                    early_s <= shortfall_s && -early_s <= flota::scenario::SHIFT_TOLERANCE_S as f64,
+                    "{name} {} {fecha}: ended {:.1} min before its planned end (at most {:.1})",
+                    unit.plate,
+                    early_s / 60.0,
+                    shortfall_s / 60.0
+                );
+            }
+        }
+        assert!(finished > 0, "{name}");
+    }
 }

@@ -23,12 +23,13 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::Sink;
-use super::course::Course;
 use super::gnss::{Report, Tracker, TrueSample};
 use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
+use super::roads::{Roads, Shortened};
 use super::truth::{StopReason, TruthEvent};
 use crate::geometry::earth::LatLon;
+use crate::geometry::route::Route;
 use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
 use loops::LoopPlan;
 
@@ -169,7 +170,11 @@ struct Day {
 
 pub struct Agent<'a, S: Sink> {
     world: &'a World,
-    courses: &'a [Course],
+    /// The world's routes (same indices) and their shortened loops.
+    routes: &'a [Route],
+    courses: &'a [super::course::Course],
+    /// Per world route, its shortened loops (see [`Roads`]).
+    shortened: &'a [Vec<Shortened>],
     unit: &'a Unit,
     plan: &'a [Planned],
     sink: &'a mut S,
@@ -230,7 +235,7 @@ pub struct Agent<'a, S: Sink> {
 impl<'a, S: Sink> Agent<'a, S> {
     pub fn new(
         world: &'a World,
-        courses: &'a [Course],
+        roads: &'a Roads,
         unit_index: usize,
         plan: &'a [Planned],
         sink: &'a mut S,
@@ -250,7 +255,9 @@ impl<'a, S: Sink> Agent<'a, S> {
         let start_ms = day_starts_ms[0];
         Agent {
             world,
-            courses,
+            routes: &roads.routes,
+            courses: &roads.courses,
+            shortened: &roads.shortened,
             unit,
             plan,
             sink,
@@ -329,7 +336,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
         // Parked at the depot, engine off, since before the data starts.
         let start_ms = self.now_ms;
-        self.heading_deg = self.world.routes[self.route].at(0.0).1;
+        self.heading_deg = self.routes[self.route].at(0.0).1;
         self.open_stop(start_ms, StopReason::FinDeTurno, "depósito".into(), true);
         for fence in self.courses[self.route].fences_at(0.0).collect::<Vec<_>>() {
             self.visits[fence] = Some(None);
@@ -521,7 +528,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         };
         self.close_stop(self.now_ms);
         self.move_to_route_start(next.route);
-        let length = self.world.routes[self.route].length_m();
+        let length = self.routes[self.route].length_m();
         self.halts = next.halts.into();
         self.left_halt_at_m = 0.0;
         if loop_index == 0 {
@@ -572,24 +579,16 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
     }
 
-    /// At the depot after a loop: plan the next one and go if all of it fits before the
-    /// shift's planned end (an injected long stop still to come counts, when its time falls
-    /// in the loop); otherwise the day ends.
+    /// At the depot after a loop: plan the next one and go if it, or a shortened one, fits
+    /// before the shift's planned end (`fitting_loop`); otherwise the day ends.
     fn at_depot(&mut self) {
         let Some(day) = &self.day else { return };
         let (loops, shift_end_ms) = (day.loops, day.shift_end_ms);
         let now = self.now_ms;
-        let next = self.plan_loop(loops, self.world.behaviour.espera_deposito_min);
-        let depart_ms = now + next.wait_ms;
-        let mut planned_ms = next.planned_ms;
-        if let Some((at_ms, dwell_ms)) = self.pending_stop
-            && at_ms <= depart_ms + planned_ms
-        {
-            planned_ms += dwell_ms;
-        }
-        if depart_ms + planned_ms <= shift_end_ms {
+        let drawn = self.plan_loop(loops, self.world.behaviour.espera_deposito_min);
+        if let Some(next) = self.fitting_loop(drawn, shift_end_ms - now) {
             self.open_stop(now, StopReason::Deposito, "depósito".into(), false);
-            self.schedule(depart_ms, Event::Depart);
+            self.schedule(now + next.wait_ms, Event::Depart);
             self.next_loop = Some(next);
         } else {
             self.end_of_shift();
@@ -643,7 +642,7 @@ impl<'a, S: Sink> Agent<'a, S> {
     }
 
     fn draw_desired_speed(&mut self) {
-        let base = self.world.routes[self.route].base_speed_kmh();
+        let base = self.routes[self.route].base_speed_kmh();
         let factor = self.uniform(self.world.behaviour.variacion_velocidad);
         self.desired_ms = base * factor / 3.6;
     }

@@ -127,7 +127,7 @@ impl<S: Sink> Agent<'_, S> {
         }
         let s1 = s0 + ds;
         if ds > 0.0 {
-            let route = &self.world.routes[self.route];
+            let route = &self.routes[self.route];
             self.segment = route.segment_from(self.segment, s1);
             self.heading_deg = route.headings[self.segment];
         }
@@ -192,7 +192,7 @@ impl<S: Sink> Agent<'_, S> {
         }
         if ds > 0.0 {
             let at = |b: f64| t0 + (((b - s0) / ds) * (t1 - t0) as f64).round() as i64;
-            let length = self.world.routes[self.route].length_m();
+            let length = self.routes[self.route].length_m();
             let courses = self.courses;
             for span in &courses[self.route].spans {
                 if s0 < span.from_m && span.from_m <= s1 && self.visits[span.fence].is_none() {
@@ -292,7 +292,7 @@ impl<S: Sink> Agent<'_, S> {
     }
 
     pub(super) fn position(&self) -> LatLon {
-        let route = &self.world.routes[self.route];
+        let route = &self.routes[self.route];
         let segment = route.segment_from(self.segment, self.along_m);
         route.at_segment(segment, self.along_m).0
     }
