@@ -228,7 +228,7 @@ fn profile(
     Ok(TrackerProfile {
         name: Some(name.to_owned()),
         recording,
-        heartbeat_s: (f.latido_apagado_min > 0.0).then(|| (f.latido_apagado_min * 60.0) as i64),
+        heartbeat_s: (f.latido_apagado_min > 0.0).then_some((f.latido_apagado_min * 60.0) as i64),
         flicker_probability: f.parpadeo_ignicion_probabilidad,
         coverage_loss: Episodes {
             per_shift: f.sin_cobertura_por_turno,
