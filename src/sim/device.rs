@@ -368,3 +368,350 @@ impl Device {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{NoiseFile, OdometerModel};
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+
+    fn noise() -> NoiseFile {
+        NoiseFile {
+            sigma_m: 3.0,
+            ..NoiseFile::default()
+        }
+    }
+
+    fn adaptive() -> Recording {
+        Recording::Adaptive {
+            moving_period_s: 300,
+            distance_m: 100.0,
+            angle_deg: 10.0,
+            speed_delta_kmh: 10.0,
+            stopped_period_s: 3600,
+            moving_kmh: 5.0,
+        }
+    }
+
+    fn device(profile: TrackerProfile, seed: u64) -> Device {
+        let gnss = Tracker::new(
+            noise(),
+            ChaCha8Rng::seed_from_u64(seed),
+            ChaCha8Rng::seed_from_u64(seed + 1),
+        );
+        Device::new(
+            profile,
+            "P-1",
+            gnss,
+            ChaCha8Rng::seed_from_u64(seed + 2),
+            1000.0,
+        )
+    }
+
+    fn named(recording: Recording) -> TrackerProfile {
+        TrackerProfile {
+            name: Some("prueba".into()),
+            recording,
+            ..TrackerProfile::fixed(15)
+        }
+    }
+
+    fn at(ts: i64, lat: f64, speed_kmh: f64, heading_deg: f64, ignition: bool) -> Report {
+        Report {
+            ts_utc: ts,
+            sequence: 0,
+            received_utc: ts,
+            lat,
+            lon: -15.4,
+            speed_kmh,
+            heading_deg,
+            ignition,
+            odometer_km: Some(0.0),
+            valid: true,
+        }
+    }
+
+    #[test]
+    fn adaptive_criteria_each_fire_alone() {
+        let rec = adaptive();
+        let last = at(0, 28.1, 40.0, 90.0, true);
+        // (now, last moving, expected)
+        let check = |now: Report, last_moving: bool, expected: bool| {
+            assert_eq!(
+                due(&rec, Some((&last, last_moving)), &now),
+                expected,
+                "{now:?}"
+            );
+        };
+        check(at(10, 28.1, 42.0, 92.0, true), true, false);
+        check(at(300, 28.1, 42.0, 92.0, true), true, true); // period
+        check(at(10, 28.101, 42.0, 92.0, true), true, true); // 111 m
+        check(at(10, 28.1, 42.0, 101.0, true), true, true); // 11°
+        check(at(10, 28.1, 40.0, 355.0, true), true, true); // across north: 95°
+        check(at(10, 28.1, 51.0, 90.0, true), true, true); // +11 km/h
+        check(at(10, 28.1, 0.0, 90.0, true), true, true); // movement stops
+        check(at(10, 28.1, 42.0, 92.0, false), true, true); // ignition off
+        // Stopped: only the long period counts, never the distance (parked noise).
+        let parked = at(0, 28.1, 0.0, 90.0, true);
+        let still =
+            |ts: i64, lat: f64| due(&rec, Some((&parked, false)), &at(ts, lat, 0.0, 90.0, true));
+        assert!(!still(3599, 28.11));
+        assert!(still(3600, 28.1));
+        assert!(due(&rec, None, &parked));
+        assert!(due(
+            &Recording::Fixed { interval_s: 15 },
+            Some((&last, true)),
+            &last
+        ));
+    }
+
+    fn drive(ts: i64) -> TrueSample {
+        // Speed and heading that wander, with a halt every ten minutes.
+        let phase = ts % 600;
+        let speed_kmh = if phase < 60 {
+            0.0
+        } else {
+            30.0 + 20.0 * ((ts as f64) / 97.0).sin()
+        };
+        TrueSample {
+            ts_utc: ts,
+            position: LatLon::new(28.1 + ts as f64 * 1e-5, -15.4),
+            speed_kmh,
+            heading_deg: (ts as f64 * 0.3).rem_euclid(360.0),
+            ignition: true,
+            odometer_km: 1000.0 + ts as f64 * 0.01,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Checked every second, an adaptive tracker never goes longer than its moving period
+        /// between records while moving.
+        #[test]
+        fn adaptive_gap_while_moving_never_exceeds_the_period(
+            seed in 0u64..1000,
+            period_s in 20i64..400,
+            distance_m in prop_oneof![Just(0.0), 50.0..2000.0f64],
+        ) {
+            let recording = Recording::Adaptive {
+                moving_period_s: period_s,
+                distance_m,
+                angle_deg: 0.0,
+                speed_delta_kmh: 0.0,
+                stopped_period_s: 3600,
+                moving_kmh: 5.0,
+            };
+            let mut d = device(named(recording), seed);
+            let (mut out, mut truth) = (Vec::new(), Vec::new());
+            for ts in 0..6000 {
+                d.record(&drive(ts), false, &mut out, &mut truth);
+            }
+            for pair in out.windows(2) {
+                let moving = pair[0].speed_kmh >= 5.0 && pair[1].speed_kmh >= 5.0;
+                if moving {
+                    prop_assert!(pair[1].ts_utc - pair[0].ts_utc <= period_s, "{pair:?}");
+                }
+            }
+            // Moving 540 s of every 600.
+            prop_assert!(out.len() >= 5400 / period_s as usize);
+        }
+
+        /// Store and forward: every record made during outages reaches the output exactly once,
+        /// no earlier than the outage's end, in the burst order asked for.
+        #[test]
+        fn backlog_bursts_deliver_every_record_exactly_once(
+            seed in 0u64..1000,
+            outages in proptest::collection::vec((0i64..5000, 1i64..900), 1..5),
+            newest_first: bool,
+        ) {
+            let profile = TrackerProfile { newest_first, ..named(Recording::Fixed { interval_s: 15 }) };
+            let mut d = device(profile, seed);
+            let mut windows: Vec<(i64, i64)> = outages.iter().map(|(s, l)| (*s, s + l)).collect();
+            windows.sort_unstable();
+            let (mut out, mut truth) = (Vec::new(), Vec::new());
+            let mut made = Vec::new();
+            for ts in (0..6000).step_by(15) {
+                for (start, end) in &windows {
+                    if ts - 15 < *end && *end <= ts {
+                        d.restore_coverage(*end, &mut out, &mut truth);
+                    }
+                    if ts - 15 < *start && *start <= ts {
+                        d.lose_coverage(*start);
+                    }
+                }
+                d.record(&drive(ts), true, &mut out, &mut truth);
+                made.push(ts);
+            }
+            d.restore_coverage(6000, &mut out, &mut truth);
+            let mut seen: Vec<i64> = out.iter().map(|r| r.ts_utc).collect();
+            seen.sort_unstable();
+            prop_assert_eq!(&seen, &made);
+            for r in &out {
+                prop_assert!(r.received_utc >= r.ts_utc);
+            }
+            let bursts: Vec<(i64, u64)> = truth.iter().filter_map(|e| match e {
+                TruthEvent::RafagaPendientes { entrega_utc, registros, .. } => Some((*entrega_utc, *registros)),
+                _ => None,
+            }).collect();
+            let held: u64 = bursts.iter().map(|b| b.1).sum();
+            prop_assert_eq!(held as usize, out.iter().filter(|r| r.received_utc > r.ts_utc).count());
+            for (at, count) in bursts {
+                let burst: Vec<&Report> = out.iter().filter(|r| r.received_utc >= at && r.received_utc < at + 1 + count as i64 / BURST_PER_S as i64 && r.ts_utc < at).collect();
+                let order: Vec<i64> = burst.iter().map(|r| r.ts_utc).collect();
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                if newest_first {
+                    sorted.reverse();
+                }
+                prop_assert_eq!(order, sorted);
+            }
+        }
+    }
+
+    #[test]
+    fn fix_loss_records_nothing_or_repeats_the_last_fix_invalid() {
+        for repeats in [false, true] {
+            let profile = TrackerProfile {
+                fix_loss_repeats: repeats,
+                ..named(Recording::Fixed { interval_s: 15 })
+            };
+            let mut d = device(profile, 3);
+            let (mut out, mut truth) = (Vec::new(), Vec::new());
+            d.record(&drive(100), true, &mut out, &mut truth);
+            d.set_fix(true);
+            d.record(&drive(115), true, &mut out, &mut truth);
+            d.record(&drive(130), true, &mut out, &mut truth);
+            d.set_fix(false);
+            d.record(&drive(145), true, &mut out, &mut truth);
+            let times: Vec<i64> = out.iter().map(|r| r.ts_utc).collect();
+            if repeats {
+                assert_eq!(times, [100, 115, 130, 145]);
+                for r in &out[1..3] {
+                    assert!(!r.valid && r.speed_kmh == 0.0);
+                    assert_eq!((r.lat, r.lon), (out[0].lat, out[0].lon));
+                }
+                assert!(out[3].valid);
+            } else {
+                assert_eq!(times, [100, 145]);
+            }
+        }
+    }
+
+    #[test]
+    fn faults_change_the_record_and_say_so_in_the_truth() {
+        let profile = TrackerProfile {
+            odometer: Some(OdometerModel {
+                offset_km: 12.0,
+                scale: 1.5,
+            }),
+            invalid_speed_probability: 0.2,
+            flicker_probability: 0.1,
+            cold_start_probability: 1.0,
+            cold_start_m: [1000.0, 1000.0],
+            ..named(Recording::Fixed { interval_s: 15 })
+        };
+        let mut d = device(profile, 5);
+        let (mut out, mut truth) = (Vec::new(), Vec::new());
+        d.shift_started();
+        for ts in (0..30_000).step_by(15) {
+            d.record(&drive(ts), true, &mut out, &mut truth);
+        }
+        // Odometer: start + offset + scale × driven.
+        let last = out.last().unwrap();
+        let driven = drive(last.ts_utc).odometer_km - 1000.0;
+        assert!((last.odometer_km.unwrap() - (1000.0 + 12.0 + 1.5 * driven)).abs() < 1e-3);
+        // One cold start, on the first fix, a kilometre off.
+        let colds: Vec<&TruthEvent> = truth
+            .iter()
+            .filter(|e| matches!(e, TruthEvent::ArranqueFrio { .. }))
+            .collect();
+        assert_eq!(colds.len(), 1);
+        let TruthEvent::ArranqueFrio {
+            ts_utc, error_m, ..
+        } = colds[0]
+        else {
+            unreachable!()
+        };
+        assert_eq!(*ts_utc, 0);
+        assert!((error_m - 1000.0).abs() < 20.0, "{error_m}");
+        // Every flicker and invalid speed is in the truth and in the record it names.
+        let mut flickers = 0;
+        let mut invalid = 0;
+        for event in &truth {
+            match event {
+                TruthEvent::ParpadeoIgnicion {
+                    ts_utc,
+                    ignicion_reportada,
+                    ..
+                } => {
+                    flickers += 1;
+                    let r = out.iter().find(|r| r.ts_utc == *ts_utc).unwrap();
+                    assert_eq!(r.ignition, *ignicion_reportada);
+                    assert!(!r.ignition, "the truth is on all along");
+                }
+                TruthEvent::VelocidadInvalida {
+                    ts_utc,
+                    velocidad_kmh,
+                    real_kmh,
+                    ..
+                } => {
+                    invalid += 1;
+                    let r = out.iter().find(|r| r.ts_utc == *ts_utc).unwrap();
+                    assert_eq!(r.speed_kmh, *velocidad_kmh);
+                    assert!(*velocidad_kmh == 0.0 && *real_kmh > 0.0 || *velocidad_kmh >= 250.0);
+                }
+                _ => {}
+            }
+        }
+        let on = out.iter().filter(|r| !r.ignition).count();
+        assert_eq!(on, flickers);
+        assert!((120..280).contains(&flickers), "{flickers}");
+        assert!((300..500).contains(&invalid), "{invalid}");
+        let absent = TrackerProfile {
+            odometer: None,
+            ..named(Recording::Fixed { interval_s: 15 })
+        };
+        let mut d = device(absent, 5);
+        out.clear();
+        d.record(&drive(0), true, &mut out, &mut truth);
+        assert_eq!(out[0].odometer_km, None);
+    }
+
+    #[test]
+    fn the_default_profile_changes_nothing_the_noise_made() {
+        let mut plain = Tracker::new(
+            noise(),
+            ChaCha8Rng::seed_from_u64(9),
+            ChaCha8Rng::seed_from_u64(10),
+        );
+        let mut d = device(TrackerProfile::fixed(15), 9);
+        d.shift_started();
+        let (mut a, mut b, mut truth) = (Vec::new(), Vec::new(), Vec::new());
+        for ts in (0..20_000).step_by(15) {
+            plain.observe(&drive(ts), &mut a);
+            d.record(&drive(ts), true, &mut b, &mut truth);
+        }
+        assert_eq!(a, b);
+        assert!(truth.is_empty());
+        assert!(d.describe().is_none());
+    }
+
+    #[test]
+    fn episodes_are_drawn_inside_the_shift_and_merged() {
+        let mut d = device(named(Recording::Fixed { interval_s: 15 }), 1);
+        let episodes = Episodes {
+            per_shift: 12,
+            minutes: [20.0, 40.0],
+        };
+        let drawn = d.draw(episodes, 1_000_000, 4_600_000);
+        assert!(!drawn.is_empty() && drawn.len() <= 12);
+        for pair in drawn.windows(2) {
+            assert!(pair[0].1 < pair[1].0, "{drawn:?}");
+        }
+        for (start, end) in &drawn {
+            assert!((1000..=4600).contains(start) && end > start);
+        }
+    }
+}
