@@ -114,13 +114,19 @@ pub(super) fn profiles(
         .collect()
 }
 
-/// One piece: one check per key, in the order docs/escenarios.md lists them.
+/// A checked profile.
 fn profile(
     here: Checker,
     name: &str,
     f: &TrackerFile,
     interval_s: i64,
 ) -> Result<TrackerProfile, ScenarioError> {
+    check(here, name, f, interval_s)?;
+    Ok(build(name, f, interval_s))
+}
+
+/// One check per key, in the order docs/escenarios.md lists them.
+fn check(here: Checker, name: &str, f: &TrackerFile, interval_s: i64) -> Result<(), ScenarioError> {
     let what = format!("[rastreadores.{name}]");
     let word = |key: &str, value: &str, allowed: &[&str]| {
         if allowed.contains(&value) {
@@ -211,6 +217,11 @@ fn profile(
         here.key(key)
             .range(&format!("{what} {key}"), range, min, max)?;
     }
+    Ok(())
+}
+
+/// The profile a checked table describes.
+fn build(name: &str, f: &TrackerFile, interval_s: i64) -> TrackerProfile {
     let recording = if f.modo == "adaptativo" {
         Recording::Adaptive {
             moving_period_s: f.periodo_movimiento_s.round() as i64,
@@ -225,7 +236,7 @@ fn profile(
             interval_s: f.intervalo_s.map_or(interval_s, i64::from),
         }
     };
-    Ok(TrackerProfile {
+    TrackerProfile {
         name: Some(name.to_owned()),
         recording,
         heartbeat_s: (f.latido_apagado_min > 0.0).then_some((f.latido_apagado_min * 60.0) as i64),
@@ -248,7 +259,7 @@ fn profile(
         absurd_speed_kmh: f.velocidad_absurda_kmh,
         cold_start_probability: f.arranque_frio_probabilidad,
         cold_start_m: f.arranque_frio_m,
-    })
+    }
 }
 
 /// The profile a unit carries: its own `rastreador`, else its type's, else the default.

@@ -318,3 +318,86 @@ fn evaluar_reads_a_truth_log_with_tracker_kinds() {
             .any(|k| k.contains("rafaga") || k.contains("fix"))
     );
 }
+
+#[derive(Default)]
+struct Collected {
+    reports: Vec<flota::sim::Report>,
+    truth: Vec<TruthEvent>,
+}
+
+impl flota::sim::Sink for Collected {
+    fn report(&mut self, report: &flota::sim::Report) {
+        self.reports.push(*report);
+    }
+    fn truth(&mut self, event: TruthEvent) {
+        self.truth.push(event);
+    }
+}
+
+/// In process, sans-IO: the same scenario twice gives the same reports; the economical
+/// tracker's nights are heartbeats every 30 min, and its fix losses in `repetir` mode deliver
+/// invalid repeats of one position at speed 0.
+#[test]
+fn heartbeats_and_invalid_repeats_in_the_simulator() {
+    use flota::calendar::WallTime;
+    use flota::scenario::{Ahora, Source};
+    let path = crate::simulation::scenario_path("rastreadores");
+    let ahora = Ahora::Local(WallTime::parse("2026-09-17T15:00").unwrap());
+    let world = flota::scenario::load(&Source::File(path.clone()), ahora).unwrap();
+    let unit = world
+        .units
+        .iter()
+        .position(|u| u.plate == "4004-KLR")
+        .unwrap();
+    let simulation = flota::sim::Simulation::new(world);
+    let mut out = Collected::default();
+    assert!(simulation.run_unit(unit, &mut out).is_empty());
+    let mut again = Collected::default();
+    simulation.run_unit(unit, &mut again);
+    assert_eq!(out.reports, again.reports);
+    assert_eq!(out.truth, again.truth);
+
+    let mut firsts: Vec<&flota::sim::Report> =
+        out.reports.iter().filter(|r| r.sequence == 0).collect();
+    firsts.sort_by_key(|r| r.ts_utc);
+    let offs: Vec<(i64, i64)> = out
+        .truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Jornada {
+                fin_utc: Some(off), ..
+            } => Some(*off),
+            _ => None,
+        })
+        .filter_map(|off| {
+            let next_on = out.truth.iter().find_map(|e| match e {
+                TruthEvent::Jornada { inicio_utc, .. } if *inicio_utc > off => Some(*inicio_utc),
+                _ => None,
+            })?;
+            Some((off, next_on))
+        })
+        .collect();
+    assert_eq!(offs.len(), 2, "two nights between three shifts");
+    for (off, next_on) in offs {
+        let night: Vec<i64> = firsts
+            .iter()
+            .filter(|r| r.ts_utc > off + 4 * 60 && r.ts_utc < next_on)
+            .map(|r| r.ts_utc)
+            .collect();
+        let expected: Vec<i64> = (1..)
+            .map(|k| off + k * 1800)
+            .take_while(|t| *t < next_on)
+            .collect();
+        assert_eq!(night, expected);
+    }
+    let invalid: Vec<&&flota::sim::Report> = firsts.iter().filter(|r| !r.valid).collect();
+    assert!(invalid.len() >= 5, "{}", invalid.len());
+    for r in &invalid {
+        assert_eq!(r.speed_kmh, 0.0);
+        let lost = out.truth.iter().any(|e| {
+            matches!(e, TruthEvent::SinFix { inicio_utc, fin_utc: Some(end), repite_ultimo: true, .. }
+                if *inicio_utc <= r.ts_utc && r.ts_utc < *end)
+        });
+        assert!(lost, "{r:?}");
+    }
+}
