@@ -129,7 +129,10 @@ fn main() {
                         .raw_bind_parameter(index + 2, i64::from(r.ignition))
                         .unwrap();
                     statement
-                        .raw_bind_parameter(index + 3, (r.odometer_km * 1000.0).round() as i64)
+                        .raw_bind_parameter(
+                            index + 3,
+                            r.odometer_km.map_or(-1, |km| (km * 1000.0).round() as i64),
+                        )
                         .unwrap();
                     index += 4;
                     if chunk.len() < 50 {

@@ -441,7 +441,13 @@ impl Outputs {
         world: &World,
     ) -> anyhow::Result<()> {
         let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
-        self.db.write_positions(unit as i64 + 1, &output.reports)?;
+        if output.reports.iter().all(|r| r.valid) {
+            self.db.write_positions(unit as i64 + 1, &output.reports)?;
+        } else {
+            // A record without a fix is not stored, as `flota recibir` does not store one.
+            let stored: Vec<Report> = output.reports.iter().filter(|r| r.valid).copied().collect();
+            self.db.write_positions(unit as i64 + 1, &stored)?;
+        }
         self.db.write_analysis(
             unit as i64 + 1,
             &output.analysis,

@@ -98,19 +98,22 @@ impl Summary {
 /// The query a tracker sends for `report`: Traccar Client's parameters, speed in knots with
 /// enough decimals that 0.1 km/h survives the round trip.
 pub fn query(report: &Report, plate: &str) -> Vec<(&'static str, String)> {
-    vec![
+    let mut query = vec![
         ("id", plate.to_owned()),
         ("timestamp", report.ts_utc.to_string()),
         ("lat", format!("{:.6}", report.lat)),
         ("lon", format!("{:.6}", report.lon)),
         ("speed", format!("{:.4}", report.speed_kmh / 1.852)),
         ("bearing", format!("{:.1}", report.heading_deg)),
-        (
-            "odometer",
-            format!("{}", (report.odometer_km * 1000.0).round()),
-        ),
-        ("ignition", report.ignition.to_string()),
-    ]
+    ];
+    if let Some(km) = report.odometer_km {
+        query.push(("odometer", format!("{}", (km * 1000.0).round())));
+    }
+    query.push(("ignition", report.ignition.to_string()));
+    if !report.valid {
+        query.push(("valid", "false".into()));
+    }
+    query
 }
 
 /// What one unit's task reports back.
@@ -276,7 +279,8 @@ mod tests {
                 speed_kmh,
                 heading_deg: 359.6 - i as f64 * 47.3,
                 ignition: i % 2 == 0,
-                odometer_km: 12_345.678,
+                odometer_km: Some(12_345.678),
+                valid: true,
             };
             let query: String = query(&report, "P-123BCD")
                 .iter()

@@ -57,6 +57,9 @@ pub struct ScenarioFile {
     pub comportamiento: BehaviourFile,
     #[serde(default)]
     pub ruido: NoiseFile,
+    /// Tracker profiles by name, referenced by units, groups and vehicle types.
+    #[serde(default)]
+    pub rastreadores: BTreeMap<String, TrackerFile>,
     #[serde(default)]
     pub geocercas: Vec<Spanned<GeofenceFile>>,
     #[serde(default)]
@@ -251,6 +254,8 @@ pub struct VehicleTypeFile {
     pub velocidad_max_kmh: f64,
     /// Speed limit for this type; defaults to `[limites] velocidad_kmh`.
     pub limite_kmh: Option<f64>,
+    /// The tracker profile units of this type carry, unless they name their own.
+    pub rastreador: Option<String>,
 }
 
 /// `[limites]`.
@@ -369,6 +374,89 @@ impl Default for NoiseFile {
     }
 }
 
+/// `[rastreadores.<nombre>]`: how one kind of tracker records and delivers (docs/escenarios.md,
+/// "Rastreadores"). Every default is today's fixed-interval tracker that never fails.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrackerFile {
+    /// `fijo` (a record every `intervalo_s`) or `adaptativo` (records on period, distance,
+    /// heading or speed change while moving; on a long period while stopped).
+    pub modo: String,
+    /// Fixed mode's period; `[escenario] intervalo_reporte_s` when absent.
+    pub intervalo_s: Option<u32>,
+    /// Adaptive: longest time between records while moving, seconds.
+    pub periodo_movimiento_s: f64,
+    /// Adaptive: a record once this far from the last one, metres (0 = off).
+    pub distancia_m: f64,
+    /// Adaptive: a record on a heading change of this many degrees (0 = off).
+    pub angulo_grados: f64,
+    /// Adaptive: a record on a speed change of this many km/h (0 = off).
+    pub delta_velocidad_kmh: f64,
+    /// Adaptive: the period while stopped with the ignition on, seconds.
+    pub periodo_detenido_s: f64,
+    /// Adaptive: below this reported speed the tracker counts as stopped.
+    pub umbral_movimiento_kmh: f64,
+    /// A heartbeat every this many minutes while the ignition is off (0 = silent, today's).
+    pub latido_apagado_min: f64,
+    /// Chance a record reads the ignition inverted.
+    pub parpadeo_ignicion_probabilidad: f64,
+    /// Coverage losses per shift (the tracker records and delivers the backlog later).
+    pub sin_cobertura_por_turno: u32,
+    pub sin_cobertura_min: [f64; 2],
+    /// Backlog order on delivery: `antiguos` (oldest first) or `recientes`.
+    pub orden_envio: String,
+    /// GNSS fix losses per shift.
+    pub sin_fix_por_turno: u32,
+    pub sin_fix_min: [f64; 2],
+    /// Without a fix: `nada` (records nothing) or `repetir` (the last fix, flagged invalid).
+    pub sin_fix_modo: String,
+    /// `real`, or `ausente` (the tracker sends none).
+    pub odometro: String,
+    /// Added to the odometer, km.
+    pub odometro_desfase_km: f64,
+    /// The odometer counts this many metres per metre driven.
+    pub odometro_escala: f64,
+    /// Chance a record carries an invalid speed (0 while moving, absurd while stopped or
+    /// half the time while moving).
+    pub velocidad_invalida_probabilidad: f64,
+    /// Range of the absurd speeds, km/h.
+    pub velocidad_absurda_kmh: [f64; 2],
+    /// Chance a shift's first fix is a cold start far from the truth.
+    pub arranque_frio_probabilidad: f64,
+    /// How far a cold start's fix lands, metres (range).
+    pub arranque_frio_m: [f64; 2],
+}
+
+impl Default for TrackerFile {
+    fn default() -> Self {
+        TrackerFile {
+            modo: "fijo".into(),
+            intervalo_s: None,
+            periodo_movimiento_s: 300.0,
+            distancia_m: 100.0,
+            angulo_grados: 10.0,
+            delta_velocidad_kmh: 10.0,
+            periodo_detenido_s: 3600.0,
+            umbral_movimiento_kmh: 5.0,
+            latido_apagado_min: 0.0,
+            parpadeo_ignicion_probabilidad: 0.0,
+            sin_cobertura_por_turno: 0,
+            sin_cobertura_min: [5.0, 30.0],
+            orden_envio: "antiguos".into(),
+            sin_fix_por_turno: 0,
+            sin_fix_min: [2.0, 10.0],
+            sin_fix_modo: "nada".into(),
+            odometro: "real".into(),
+            odometro_desfase_km: 0.0,
+            odometro_escala: 1.0,
+            velocidad_invalida_probabilidad: 0.0,
+            velocidad_absurda_kmh: [250.0, 900.0],
+            arranque_frio_probabilidad: 0.0,
+            arranque_frio_m: [500.0, 5000.0],
+        }
+    }
+}
+
 /// `[[geocercas]]`: exactly one of `cuadrado`, `circulo`, `poligono`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -417,6 +505,8 @@ pub struct UnitFile {
     pub zona_horaria: Option<String>,
     /// Odometer at the start of the period; drawn in 20,000–180,000 km when absent.
     pub odometro_inicial_km: Option<f64>,
+    /// The unit's tracker profile (`[rastreadores.<nombre>]`); else its type's; else fixed.
+    pub rastreador: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -437,6 +527,7 @@ pub struct FlotillaFile {
     pub dias_laborables: Option<Vec<String>>,
     pub turno: Option<UnitShiftFile>,
     pub zona_horaria: Option<String>,
+    pub rastreador: Option<String>,
 }
 
 fn default_driver() -> String {
@@ -462,6 +553,7 @@ impl FlotillaFile {
                 turno: self.turno.clone(),
                 zona_horaria: self.zona_horaria.clone(),
                 odometro_inicial_km: None,
+                rastreador: self.rastreador.clone(),
             })
             .collect()
     }

@@ -11,6 +11,7 @@ mod file;
 mod injections;
 mod resolve;
 mod shifts;
+mod trackers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ pub use error::{ScenarioError, line_column};
 pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
 pub use injections::{SPEEDING_CLEARANCE_M, past_workdays, running_shift};
 pub use shifts::{SHIFT_TOLERANCE_S, longest_loop_s, shortfall_limit_s};
+pub use trackers::{Episodes, OdometerModel, Recording, TrackerProfile};
 
 use crate::geometry::geofence::Geofence;
 use crate::geometry::route::Route;
@@ -160,6 +162,8 @@ pub struct Unit {
     /// The limit that applies outside geofences with their own.
     pub limit_kmh: f64,
     pub odometer_start_km: Option<f64>,
+    /// How its tracker records and delivers.
+    pub tracker: TrackerProfile,
     /// The unit's local days: the period's first date to its date at `ahora`, with the shift
     /// each working day allows.
     pub days: Vec<UnitDay>,

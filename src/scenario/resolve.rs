@@ -19,6 +19,7 @@ use super::file::{
 };
 use super::injections::{Frame, injections, random_injections};
 use super::shifts::{base_rules, first_loop_fits, unit_days, unit_rules};
+use super::trackers::{self, TrackerProfile};
 use super::{Ahora, Dynamics, ScenarioError, ShiftRule, Unit, World, plate_key};
 use crate::calendar::{self, WEEKDAY_KEYS, weekday_named};
 use crate::geometry::earth::distance_m;
@@ -74,6 +75,8 @@ pub fn resolve(
     behaviour(check.table("comportamiento"), &file.comportamiento)?;
     let noise = noise(check.table("ruido"), file.ruido.clone())?;
     let fences = geofences(check, &file.geocercas)?;
+    let interval_s = i64::from(general.intervalo_reporte_s);
+    let trackers = trackers::profiles(check, &file.rastreadores, interval_s)?;
 
     let route_list: Vec<Route> = routes.into_values().collect();
     let route_index: HashMap<&str, usize> = route_list
@@ -90,6 +93,8 @@ pub fn resolve(
         shift_rules,
         zone,
         behaviour: &file.comportamiento,
+        trackers: &trackers,
+        interval_s,
     };
     let mut units = Vec::new();
     for (unit_file, at) in unit_files(check, &file)? {
@@ -261,6 +266,7 @@ fn builtin_type(name: &str) -> Option<VehicleTypeFile> {
         frenado_ms2: brake,
         velocidad_max_kmh: top,
         limite_kmh: None,
+        rastreador: None,
     })
 }
 
@@ -442,6 +448,8 @@ struct UnitSetting<'a> {
     shift_rules: [ShiftRule; 7],
     zone: Tz,
     behaviour: &'a BehaviourFile,
+    trackers: &'a BTreeMap<String, TrackerProfile>,
+    interval_s: i64,
 }
 
 /// One `[[unidades]]` entry (or a unit of a group), checked against those before it; its days
@@ -489,6 +497,13 @@ fn unit(
             10_000_000.0,
         )?;
     }
+    let tracker = trackers::of_unit(
+        check,
+        &what,
+        u.rastreador.as_deref().or(kind.rastreador.as_deref()),
+        setting.trackers,
+        setting.interval_s,
+    )?;
     let unit = Unit {
         plate: u.placa.trim().to_owned(),
         kind: u.tipo.clone(),
@@ -505,6 +520,7 @@ fn unit(
         },
         limit_kmh: kind.limite_kmh.unwrap_or(setting.fleet_limit_kmh),
         odometer_start_km: u.odometro_inicial_km,
+        tracker,
         days: Vec::new(),
     };
     if unit.active {

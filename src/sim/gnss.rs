@@ -37,7 +37,11 @@ pub struct Report {
     pub speed_kmh: f64,
     pub heading_deg: f64,
     pub ignition: bool,
-    pub odometer_km: f64,
+    /// `None` when the tracker sends no odometer.
+    pub odometer_km: Option<f64>,
+    /// `false` for a record without a GNSS fix (the last fix repeated): acknowledged by a
+    /// receiver but not stored, as `flota recibir` does.
+    pub valid: bool,
 }
 
 pub struct Tracker {
@@ -54,7 +58,7 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
     rng.sample(StandardNormal)
 }
 
-fn round(value: f64, decimals: i32) -> f64 {
+pub(super) fn round(value: f64, decimals: i32) -> f64 {
     let factor = 10f64.powi(decimals);
     (value * factor).round() / factor
 }
@@ -72,7 +76,14 @@ impl Tracker {
     }
 
     /// What the tracker sends for one true sample (one report, or two when duplicated).
+    #[cfg(test)]
     pub fn observe(&mut self, truth: &TrueSample, out: &mut Vec<Report>) {
+        let report = self.fix(truth);
+        self.deliver(report, out);
+    }
+
+    /// The record the GNSS makes of one true sample, delivered on time.
+    pub fn fix(&mut self, truth: &TrueSample) -> Report {
         let n = &self.noise;
         let stationary = truth.speed_kmh < 0.1;
 
@@ -116,7 +127,7 @@ impl Tracker {
                 (truth.heading_deg + sigma_deg * normal(&mut self.gnss)).rem_euclid(360.0);
         }
 
-        let mut report = Report {
+        Report {
             ts_utc: truth.ts_utc,
             sequence: 0,
             received_utc: truth.ts_utc,
@@ -125,8 +136,14 @@ impl Tracker {
             speed_kmh: round(speed_kmh, 1),
             heading_deg: round(self.last_heading_deg, 1),
             ignition: truth.ignition,
-            odometer_km: round(truth.odometer_km, 3),
-        };
+            odometer_km: Some(round(truth.odometer_km, 3)),
+            valid: true,
+        }
+    }
+
+    /// The modem's faults on one record: a late delivery, a duplicate.
+    pub fn deliver(&mut self, mut report: Report, out: &mut Vec<Report>) {
+        let n = &self.noise;
         if n.retrasados_probabilidad > 0.0 && self.delivery.random_bool(n.retrasados_probabilidad) {
             let [lo, hi] = n.retraso_s;
             let delay = if hi > lo {

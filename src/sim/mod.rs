@@ -12,6 +12,7 @@
 
 mod agent;
 mod course;
+mod device;
 mod gnss;
 mod plan;
 mod rng;

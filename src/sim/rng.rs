@@ -19,6 +19,8 @@ pub enum Purpose {
     Delivery = 3,
     /// The random injection plan (fleet-wide).
     Plan = 4,
+    /// A tracker profile's faults: outages, flicker, invalid speeds, cold starts.
+    Faults = 5,
 }
 
 /// A stream for `owner` (a plate, or "plan") under `seed`.

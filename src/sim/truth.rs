@@ -174,6 +174,77 @@ pub enum TruthEvent {
         aleatoria: bool,
         parametros: serde_json::Value,
     },
+    /// The unit's tracker profile, first thing in its log (only for a unit that names one).
+    Rastreador {
+        placa: String,
+        perfil: String,
+        /// `fijo` or `adaptativo`.
+        modo: String,
+        /// The fixed mode's period (null when adaptive).
+        intervalo_s: Option<i64>,
+        /// Heartbeat period with the ignition off (null: silent).
+        latido_s: Option<i64>,
+        /// Whether it sends an odometer, and how it is off: `real + desfase + escala × recorrido`.
+        odometro: bool,
+        odometro_desfase_km: f64,
+        odometro_escala: f64,
+    },
+    /// The tracker had no network: it kept recording and held `retenidos` records (duplicates
+    /// included) for later; `fin_utc` null when still without network at `ahora` (the held
+    /// records never reached the data).
+    SinCobertura {
+        placa: String,
+        inicio_utc: i64,
+        fin_utc: Option<i64>,
+        retenidos: u64,
+    },
+    /// The backlog delivered in one burst when the network came back: `registros` records with
+    /// fix times `primero_utc`..`ultimo_utc`, received from `entrega_utc` on, ten a second,
+    /// newest first when `recientes_primero`.
+    RafagaPendientes {
+        placa: String,
+        entrega_utc: i64,
+        registros: u64,
+        primero_utc: i64,
+        ultimo_utc: i64,
+        recientes_primero: bool,
+    },
+    /// The GNSS had no fix: the tracker recorded nothing, or (`repite_ultimo`) repeated its
+    /// last fix flagged invalid (not stored); `fin_utc` null when still without a fix at
+    /// `ahora`.
+    SinFix {
+        placa: String,
+        inicio_utc: i64,
+        fin_utc: Option<i64>,
+        repite_ultimo: bool,
+    },
+    /// A record whose ignition reads the opposite of the truth.
+    ParpadeoIgnicion {
+        placa: String,
+        ts_utc: i64,
+        ignicion_reportada: bool,
+    },
+    /// A record with an invalid speed (0 while moving, or absurd).
+    VelocidadInvalida {
+        placa: String,
+        ts_utc: i64,
+        velocidad_kmh: f64,
+        real_kmh: f64,
+    },
+    /// A shift's first fix from a cold start, `error_m` from the truth.
+    ArranqueFrio {
+        placa: String,
+        ts_utc: i64,
+        error_m: f64,
+    },
+    /// What the tracker did over the whole run: records made (valid or not), and how many
+    /// reached the data by `ahora` (duplicates not counted). Only for a unit with a profile.
+    EntregasRastreador {
+        placa: String,
+        registros: u64,
+        invalidos: u64,
+        entregados: u64,
+    },
 }
 
 impl TruthEvent {
@@ -187,7 +258,15 @@ impl TruthEvent {
             | TruthEvent::VisitaGeocerca { placa, .. }
             | TruthEvent::KmDia { placa, .. }
             | TruthEvent::DetenidaAhora { placa, .. }
-            | TruthEvent::Inyeccion { placa, .. } => placa,
+            | TruthEvent::Inyeccion { placa, .. }
+            | TruthEvent::Rastreador { placa, .. }
+            | TruthEvent::SinCobertura { placa, .. }
+            | TruthEvent::RafagaPendientes { placa, .. }
+            | TruthEvent::SinFix { placa, .. }
+            | TruthEvent::ParpadeoIgnicion { placa, .. }
+            | TruthEvent::VelocidadInvalida { placa, .. }
+            | TruthEvent::ArranqueFrio { placa, .. }
+            | TruthEvent::EntregasRastreador { placa, .. } => placa,
         }
     }
 }

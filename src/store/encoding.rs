@@ -62,7 +62,7 @@ impl From<&Report> for StoredRow {
             speed_kmh: r.speed_kmh,
             heading_deg: r.heading_deg,
             ignition: r.ignition,
-            odometer_m: Some(r.odometer_km * 1000.0),
+            odometer_m: r.odometer_km.map(|km| km * 1000.0),
         };
         StoredRow::encode(&reading, r.received_utc - r.ts_utc)
     }
@@ -103,9 +103,12 @@ pub(super) fn fix_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
 }
 
 /// A unit's reports as the engine would read them back from the table: fix-time order,
-/// duplicates (sequence > 0) dropped.
+/// duplicates (sequence > 0) and records without a fix dropped.
 pub fn fixes_of(reports: &[Report]) -> Vec<Fix> {
-    let mut sorted: Vec<&Report> = reports.iter().filter(|r| r.sequence == 0).collect();
+    let mut sorted: Vec<&Report> = reports
+        .iter()
+        .filter(|r| r.sequence == 0 && r.valid)
+        .collect();
     sorted.sort_by_key(|r| r.ts_utc);
     sorted
         .iter()

@@ -29,6 +29,8 @@
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `spanish`: every help and a set of failures across verbs read with no English; a reader
 //!   that stops reading ends any verb quietly;
+//! - `trackers`: tracker profiles (`escenarios/rastreadores.toml`): what the truth says the
+//!   trackers did against the positions stored, and `flota evaluar` reading the new kinds;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `wall_clock`: property test of the simulator's truth on any clock (DST, night shifts,
 //!   several zones, timed injections);
@@ -84,5 +86,6 @@ mod spanish;
 mod support;
 mod tidy;
 mod tools;
+mod trackers;
 mod views;
 mod wall_clock;

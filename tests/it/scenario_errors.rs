@@ -402,3 +402,33 @@ fn the_embedded_default_needs_no_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("15 unidades × 7 días"), "{err}");
 }
+
+/// Tracker profiles: a unit naming one that does not exist, a mode or word not in the list, a
+/// value out of its bounds — each named with its line.
+#[test]
+fn tracker_profile_errors_name_the_culprit() {
+    check(
+        replace(
+            "rutas = [\"r01_cedis_z1_z4\"]",
+            "rutas = [\"r01_cedis_z1_z4\"]\nrastreador = \"gps\"",
+        ),
+        "malo.toml:42:1: unidad 'P-123BCD': rastreador desconocido 'gps'; defina [rastreadores.gps]",
+    );
+    check(
+        append("[rastreadores.gps]\nmodo = \"rapido\""),
+        "[rastreadores.gps] modo = 'rapido': use 'fijo' o 'adaptativo'",
+    );
+    check(
+        append("[rastreadores.gps]\nsin_fix_modo = \"ultimo\""),
+        "[rastreadores.gps] sin_fix_modo = 'ultimo': use 'nada' o 'repetir'",
+    );
+    check(
+        append("[rastreadores.gps]\nparpadeo_ignicion_probabilidad = 1.5"),
+        "[rastreadores.gps] parpadeo_ignicion_probabilidad = 1.5 fuera de los límites [0, 1]",
+    );
+    check(
+        append("[rastreadores.gps]\nsin_cobertura_min = [30, 5]"),
+        "[rastreadores.gps] sin_cobertura_min: el rango [30, 5] debe ir de menor a mayor",
+    );
+    check(append("[rastreadores.gps]\nlatidos = 5"), "latidos");
+}

@@ -18,6 +18,7 @@ pub fn ahora_of(name: &str) -> &'static str {
     match name {
         "cambio_hora" => "2026-10-25T11:00",
         "dos_zonas" => "2026-03-30T00:30",
+        "rastreadores" => "2026-09-17T15:00",
         _ => AHORA,
     }
 }

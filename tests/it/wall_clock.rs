@@ -479,7 +479,7 @@ fn check_unit(
         && !silent_now
     {
         let total: f64 = km.values().sum();
-        let odometer = last.odometer_km - 1000.0;
+        let odometer = last.odometer_km.unwrap_or(f64::NAN) - 1000.0;
         // The last report may precede `ahora` by one interval of driving.
         prop_assert!(
             total >= odometer - 0.01 && total - odometer < 0.6,
@@ -505,7 +505,7 @@ fn check_days_split(
             .iter()
             .rev()
             .find(|r| r.ts_utc < t)
-            .map_or(1000.0, |r| r.odometer_km)
+            .map_or(1000.0, |r| r.odometer_km.unwrap_or(f64::NAN))
     };
     let silences: Vec<(i64, i64)> = out
         .truth

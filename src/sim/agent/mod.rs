@@ -14,6 +14,7 @@
 
 mod loops;
 mod motion;
+mod tracking;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -23,14 +24,15 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::Sink;
-use super::gnss::{Report, Tracker, TrueSample};
+use super::device::Device;
+use super::gnss::{Report, Tracker};
 use super::plan::{self, Planned};
 use super::rng::{Purpose, stream};
 use super::roads::{Roads, Shortened};
 use super::truth::{StopReason, TruthEvent};
 use crate::geometry::earth::LatLon;
 use crate::geometry::route::Route;
-use crate::scenario::{InjectionKind, LongStopAt, LossAt, Trigger, Unit, World};
+use crate::scenario::{InjectionKind, LongStopAt, LossAt, Recording, Trigger, Unit, World};
 use loops::LoopPlan;
 
 /// Longest integration step, while cruising.
@@ -92,6 +94,12 @@ enum Event {
     LossStart,
     LossEnd,
     StopNow,
+    /// A heartbeat of the chain started at the ignition-off numbered so.
+    Heartbeat(u32),
+    CoverageLost,
+    CoverageBack,
+    FixLost,
+    FixBack,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -179,7 +187,7 @@ pub struct Agent<'a, S: Sink> {
     plan: &'a [Planned],
     sink: &'a mut S,
     motion: ChaCha8Rng,
-    tracker: Tracker,
+    device: Device,
     queue: BinaryHeap<Reverse<(i64, u64, Event)>>,
     seq: u64,
     now_ms: i64,
@@ -227,6 +235,12 @@ pub struct Agent<'a, S: Sink> {
     /// The shift under way: its date, start and planned end.
     jornada_open: Option<(String, i64, i64)>,
     reports: Vec<Report>,
+    /// Tracker truth events waiting to go to the sink.
+    tracker_truth: Vec<TruthEvent>,
+    /// First deliveries that reached the data.
+    delivered: u64,
+    /// Ignition-offs so far: numbers the heartbeat chains, so only the latest one beats.
+    heartbeat_chain: u32,
     last_report_ts: Option<i64>,
     /// When the current shift started: the periodic reports' grid origin.
     shift_start_ms: i64,
@@ -250,6 +264,18 @@ impl<'a, S: Sink> Agent<'a, S> {
         let odometer_start_km = unit.odometer_start_km.unwrap_or_else(|| {
             (motion.random_range(20_000.0..180_000.0f64) * 100.0).round() / 100.0
         });
+        let device = Device::new(
+            unit.tracker.clone(),
+            &unit.plate,
+            tracker,
+            stream(world.seed, &unit.plate, Purpose::Faults),
+            odometer_start_km,
+        );
+        let interval_ms = match unit.tracker.recording {
+            Recording::Fixed { interval_s } => interval_s * 1000,
+            // Adaptive criteria are checked every second.
+            Recording::Adaptive { .. } => 1000,
+        };
         let mut day_starts_ms: Vec<i64> = unit.days.iter().map(|d| d.start_utc * 1000).collect();
         day_starts_ms.push(unit.days.last().map_or(0, |d| d.end_utc * 1000));
         let start_ms = day_starts_ms[0];
@@ -262,12 +288,12 @@ impl<'a, S: Sink> Agent<'a, S> {
             plan,
             sink,
             motion,
-            tracker,
+            device,
             queue: BinaryHeap::new(),
             seq: 0,
             now_ms: start_ms,
             end_ms: world.ahora_utc * 1000,
-            interval_ms: world.interval_s * 1000,
+            interval_ms,
             phase: Phase::OffShift,
             route: unit.routes.first().copied().unwrap_or(0),
             segment: 0,
@@ -298,6 +324,9 @@ impl<'a, S: Sink> Agent<'a, S> {
             visits: vec![None; world.fences.len()],
             jornada_open: None,
             reports: Vec::new(),
+            tracker_truth: Vec::new(),
+            delivered: 0,
+            heartbeat_chain: 0,
             last_report_ts: None,
             shift_start_ms: start_ms,
         }
@@ -324,6 +353,9 @@ impl<'a, S: Sink> Agent<'a, S> {
     pub fn run(mut self) -> Vec<Unhonoured> {
         if !self.unit.active || self.unit.routes.is_empty() || self.unit.days.is_empty() {
             return Vec::new();
+        }
+        if let Some(profile) = self.device.describe() {
+            self.sink.truth(profile);
         }
         for planned in self.plan {
             self.sink.truth(TruthEvent::Inyeccion {
@@ -395,6 +427,11 @@ impl<'a, S: Sink> Agent<'a, S> {
             Event::LossStart => self.signal_lost = true,
             Event::LossEnd => self.signal_lost = false,
             Event::StopNow => self.stop_now(),
+            Event::Heartbeat(chain) => self.heartbeat(chain),
+            Event::CoverageLost => self.device.lose_coverage(self.now_ms.div_euclid(1000)),
+            Event::CoverageBack => self.coverage_back(),
+            Event::FixLost => self.device.set_fix(true),
+            Event::FixBack => self.device.set_fix(false),
         }
     }
 
@@ -435,6 +472,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         for (at, minutes) in losses {
             self.signal_loss(at, minutes, planned_end_ms);
         }
+        self.tracker_episodes(planned_end_ms);
         // The overnight stop goes on; the engine is now on.
         self.phase = Phase::Parked;
         self.move_to_route_start(self.unit.routes[0]);
@@ -732,10 +770,11 @@ impl<'a, S: Sink> Agent<'a, S> {
         self.phase = Phase::OffShift;
         self.close_jornada(Some(self.now_ms));
         self.settle_pending("la unidad terminó su turno");
-        // The ignition-off event report, then a few more before the tracker sleeps.
-        self.emit_report();
+        // The ignition-off event report, then a few more before the tracker sleeps (or beats).
+        self.emit_report(true);
         let window = (self.world.behaviour.reportes_apagado_min * 60_000.0) as i64;
         self.schedule(self.now_ms + window, Event::ReportsOff);
+        self.start_heartbeats();
         self.day = None;
     }
 
@@ -784,39 +823,6 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
         self.pending_speeding = None;
         self.pending_stop = None;
-    }
-
-    fn report(&mut self) {
-        if !self.reporting {
-            return;
-        }
-        self.emit_report();
-        self.schedule(self.now_ms + self.interval_ms, Event::Report);
-    }
-
-    fn emit_report(&mut self) {
-        let ts_utc = self.now_ms.div_euclid(1000);
-        if self.signal_lost || self.last_report_ts == Some(ts_utc) {
-            return;
-        }
-        self.last_report_ts = Some(ts_utc);
-        let sample = TrueSample {
-            ts_utc,
-            position: self.position(),
-            speed_kmh: self.speed_ms * 3.6,
-            heading_deg: self.heading_deg,
-            ignition: self.ignition,
-            odometer_km: self.odometer_start_km + self.odometer_m / 1000.0,
-        };
-        self.reports.clear();
-        self.tracker.observe(&sample, &mut self.reports);
-        let ahora = self.world.ahora_utc;
-        for report in &self.reports {
-            // Not received yet at `ahora`: not in the data.
-            if report.received_utc <= ahora && report.ts_utc <= ahora {
-                self.sink.report(report);
-            }
-        }
     }
 
     fn open_stop(
@@ -892,6 +898,7 @@ impl<'a, S: Sink> Agent<'a, S> {
         } else {
             self.settle_pending("los datos terminan (--ahora)");
         }
+        self.finish_tracker();
         for (day, km) in self.unit.days.iter().zip(&self.km_by_day) {
             self.sink.truth(TruthEvent::KmDia {
                 placa: self.unit.plate.clone(),

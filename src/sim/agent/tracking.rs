@@ -1,0 +1,141 @@
+//! The agent's side of its tracker: when it asks for a record, heartbeats while parked, the
+//! shift's outages, and handing what the [`Device`](crate::sim::device::Device) produced to
+//! the sink.
+//!
+//! Owns the clock of the tracker (fixed-mode ticks on a grid from the shift's start, adaptive
+//! checks every second, heartbeats every `latido_apagado_min` while the ignition is off) and the
+//! rule that only what is received by `ahora` reaches the data. What a record holds is the
+//! device's.
+
+use super::{Agent, Event};
+use crate::scenario::Recording;
+use crate::sim::Sink;
+use crate::sim::gnss::TrueSample;
+use crate::sim::truth::TruthEvent;
+
+impl<S: Sink> Agent<'_, S> {
+    /// A tick of the tracker's clock while it is awake.
+    pub(super) fn report(&mut self) {
+        if !self.reporting {
+            return;
+        }
+        let fixed = matches!(self.unit.tracker.recording, Recording::Fixed { .. });
+        self.emit_report(fixed);
+        self.schedule(self.now_ms + self.interval_ms, Event::Report);
+    }
+
+    /// Asks the device for a record of the true state now (`force`: whatever its criteria).
+    pub(super) fn emit_report(&mut self, force: bool) {
+        let ts_utc = self.now_ms.div_euclid(1000);
+        if self.signal_lost || self.last_report_ts == Some(ts_utc) {
+            return;
+        }
+        let sample = TrueSample {
+            ts_utc,
+            position: self.position(),
+            speed_kmh: self.speed_ms * 3.6,
+            heading_deg: self.heading_deg,
+            ignition: self.ignition,
+            odometer_km: self.odometer_start_km + self.odometer_m / 1000.0,
+        };
+        self.reports.clear();
+        let before = self.device_records();
+        self.device
+            .record(&sample, force, &mut self.reports, &mut self.tracker_truth);
+        if self.device_records() != before {
+            self.last_report_ts = Some(ts_utc);
+        }
+        self.hand_over();
+    }
+
+    fn device_records(&self) -> u64 {
+        self.device.records()
+    }
+
+    /// What the device produced, to the sink: reports received by `ahora`, truth events.
+    fn hand_over(&mut self) {
+        let ahora = self.world.ahora_utc;
+        for report in &self.reports {
+            // Not received yet at `ahora`: not in the data.
+            if report.received_utc <= ahora && report.ts_utc <= ahora {
+                self.sink.report(report);
+                if report.sequence == 0 {
+                    self.delivered += 1;
+                }
+            }
+        }
+        self.reports.clear();
+        for event in self.tracker_truth.drain(..) {
+            self.sink.truth(event);
+        }
+    }
+
+    /// At ignition off: a heartbeat chain, if the profile beats while parked.
+    pub(super) fn start_heartbeats(&mut self) {
+        self.heartbeat_chain += 1;
+        if let Some(every_s) = self.unit.tracker.heartbeat_s {
+            let chain = self.heartbeat_chain;
+            self.schedule(self.now_ms + every_s * 1000, Event::Heartbeat(chain));
+        }
+    }
+
+    /// A heartbeat: a record while the ignition stays off and the tracker is otherwise asleep;
+    /// the chain ends when the ignition comes on.
+    pub(super) fn heartbeat(&mut self, chain: u32) {
+        if self.ignition || chain != self.heartbeat_chain {
+            return;
+        }
+        if !self.reporting {
+            self.emit_report(true);
+        }
+        if let Some(every_s) = self.unit.tracker.heartbeat_s {
+            self.schedule(self.now_ms + every_s * 1000, Event::Heartbeat(chain));
+        }
+    }
+
+    /// At a shift's start: a possible cold start, and the shift's network and fix outages,
+    /// drawn over the shift's planned length (a fix outage is in the truth as soon as drawn).
+    pub(super) fn tracker_episodes(&mut self, planned_end_ms: i64) {
+        self.device.shift_started();
+        let from = self.now_ms;
+        let profile = self.device.profile().clone();
+        for (start, end) in self
+            .device
+            .draw(profile.coverage_loss, from, planned_end_ms)
+        {
+            self.schedule(start * 1000, Event::CoverageLost);
+            self.schedule(end * 1000, Event::CoverageBack);
+        }
+        let ahora = self.world.ahora_utc;
+        for (start, end) in self.device.draw(profile.fix_loss, from, planned_end_ms) {
+            self.schedule(start * 1000, Event::FixLost);
+            self.schedule(end * 1000, Event::FixBack);
+            if start <= ahora {
+                self.sink.truth(TruthEvent::SinFix {
+                    placa: self.unit.plate.clone(),
+                    inicio_utc: start,
+                    fin_utc: (end <= ahora).then_some(end),
+                    repite_ultimo: profile.fix_loss_repeats,
+                });
+            }
+        }
+    }
+
+    /// The network is back: the backlog goes out.
+    pub(super) fn coverage_back(&mut self) {
+        self.reports.clear();
+        self.device.restore_coverage(
+            self.now_ms.div_euclid(1000),
+            &mut self.reports,
+            &mut self.tracker_truth,
+        );
+        self.hand_over();
+    }
+
+    /// At `ahora`: an outage still under way and the tracker's summary.
+    pub(super) fn finish_tracker(&mut self) {
+        let delivered = self.delivered;
+        self.device.finish(delivered, &mut self.tracker_truth);
+        self.hand_over();
+    }
+}
