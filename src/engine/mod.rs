@@ -17,6 +17,7 @@ mod distance;
 mod event_kind;
 mod fences;
 mod gaps;
+mod noise;
 mod overspeed;
 mod stops;
 
@@ -229,3 +230,5 @@ pub fn analyze(ctx: &Context<'_>, fixes: impl IntoIterator<Item = Fix>, now_utc:
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_noisy;
