@@ -19,6 +19,7 @@ mod fences;
 mod gaps;
 mod noise;
 mod overspeed;
+mod speed_check;
 mod stops;
 
 use chrono_tz::Tz;
@@ -140,6 +141,7 @@ pub struct VehicleEngine<'a> {
     fences: fences::FenceDetector,
     days: daily::DayAccumulator,
     inside: Vec<bool>,
+    speeds: speed_check::SpeedCheck,
     last: Option<Fix>,
 }
 
@@ -160,18 +162,21 @@ impl<'a> VehicleEngine<'a> {
                 ),
             ),
             inside: vec![false; ctx.fences.len()],
+            speeds: speed_check::SpeedCheck::default(),
             last: None,
         }
     }
 
     /// Takes the next fix. Fixes must come in fix-time order; a repeat of the last fix time
-    /// (a duplicate delivery) is ignored.
+    /// (a duplicate delivery) is ignored; a speed the positions cannot support is replaced
+    /// by the last valid one (`speed_check.rs`).
     pub fn push(&mut self, fix: Fix) {
         if let Some(last) = &self.last
             && fix.ts_utc <= last.ts_utc
         {
             return;
         }
+        let fix = self.speeds.check(fix);
         for (index, fence) in self.ctx.fences.iter().enumerate() {
             self.inside[index] = fence.contains(fix.point());
         }

@@ -255,3 +255,51 @@ fn a_unit_found_far_away_after_a_silence_was_not_stopped_through_it() {
         assert!(a.stops[1].start_utc >= starts[2] + 150);
     }
 }
+
+#[test]
+fn invalid_speeds_and_jumps_neither_split_stops_nor_make_speeding() {
+    // A glitch of 400 km/h in the middle of a stop.
+    let legs = [drive(600), stand(1800), drive(600)];
+    let mut fixes = noisy(&legs, DENSE, 7);
+    let glitch = fixes.iter().position(|f| f.ts_utc >= T0 + 1500).unwrap();
+    fixes[glitch].speed_kmh = 400.0;
+    let a = run(&fixes, &[], T0 + 3000);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(a.overspeeds.is_empty(), "{:?}", a.overspeeds);
+
+    // Cruising at 50 under a 60 limit, with jumps: two fixes in a row say 300 km/h.
+    let cruise = [Leg::Drive {
+        kmh: 50.0,
+        secs: 1800,
+    }];
+    let mut fixes = noisy(&cruise, DENSE, 8);
+    for fix in &mut fixes[40..42] {
+        fix.speed_kmh = 300.0;
+    }
+    let a = run(&fixes, &[], T0 + 1800);
+    assert!(a.overspeeds.is_empty(), "{:?}", a.overspeeds);
+
+    // Five minutes at 90 km/h under that limit, one report saying 0: one episode, its
+    // maximum the real one.
+    let speeding = [
+        Leg::Drive {
+            kmh: 50.0,
+            secs: 300,
+        },
+        Leg::Drive {
+            kmh: 90.0,
+            secs: 300,
+        },
+        Leg::Drive {
+            kmh: 50.0,
+            secs: 300,
+        },
+    ];
+    let mut fixes = noisy(&speeding, DENSE, 9);
+    let zero = fixes.iter().position(|f| f.ts_utc >= T0 + 450).unwrap();
+    fixes[zero].speed_kmh = 0.0;
+    let a = run(&fixes, &[], T0 + 900);
+    assert_eq!(a.overspeeds.len(), 1, "{:?}", a.overspeeds);
+    assert_eq!(a.overspeeds[0].max_kmh, 90.0);
+    assert!(a.stops.is_empty(), "{:?}", a.stops);
+}
