@@ -177,8 +177,16 @@ impl<'a> VehicleEngine<'a> {
             return;
         }
         let fix = self.speeds.check(fix);
+        self.stops.push(&fix);
+        // A parked unit is where its stop's centre is: drift and jumps around it at a fence
+        // edge neither cross the fence nor change the limit.
+        let mut place = fix;
+        let parked = self.stops.parked_at();
+        if let Some((centre, _)) = parked {
+            (place.lat, place.lon) = (centre.lat, centre.lon);
+        }
         for (index, fence) in self.ctx.fences.iter().enumerate() {
-            self.inside[index] = fence.contains(fix.point());
+            self.inside[index] = fence.contains(place.point());
         }
         let limit = applicable_limit_kmh(
             self.ctx.limit_kmh,
@@ -189,10 +197,10 @@ impl<'a> VehicleEngine<'a> {
                 .filter(|(_, inside)| **inside)
                 .filter_map(|(fence, _)| fence.speed_limit_kmh),
         );
-        self.stops.push(&fix);
         self.overspeed.push(&fix, limit);
         self.gaps.push(&fix);
-        self.fences.push(&fix, &self.inside, self.ctx.fences);
+        self.fences
+            .push(&place, &self.inside, self.ctx.fences, parked.map(|p| p.1));
         self.days.push(&fix);
         self.last = Some(fix);
     }

@@ -91,6 +91,7 @@ pub struct StopDetector {
     spread: RayleighScale,
     open: Option<Open>,
     prev: Option<Fix>,
+    parked: bool,
     pub stops: Vec<Stop>,
 }
 
@@ -106,6 +107,7 @@ impl StopDetector {
             spread: RayleighScale::new(SPREAD_BIN_M, SPREAD_MIN_SAMPLES),
             open: None,
             prev: None,
+            parked: false,
             stops: Vec::new(),
         }
     }
@@ -186,7 +188,19 @@ impl StopDetector {
         }
     }
 
+    /// Where the unit is parked, when the last fix was a parked unit's: still and within the
+    /// open stop's noise (or in a run of far fixes not yet shown to be elsewhere). The stop's
+    /// centre, the mean of its fixes, is a better position than any one of them.
+    /// With when the stop started.
+    pub fn parked_at(&self) -> Option<(LatLon, i64)> {
+        if !self.parked {
+            return None;
+        }
+        self.open.as_ref().map(|o| (o.centre.point(), o.start_utc))
+    }
+
     pub fn push(&mut self, fix: &Fix) {
+        self.parked = false;
         let still = fix.speed_kmh < self.still_kmh;
         let prev = self.prev;
         let after_gap = prev.is_some_and(|p| (fix.ts_utc - p.ts_utc) as f64 > self.gap_s);
@@ -220,9 +234,11 @@ impl StopDetector {
             open.went_off |= !fix.ignition;
             open.last_ignition = fix.ignition;
             self.open = Some(open);
+            self.parked = true;
         } else if still {
             self.open = Some(open);
             self.far_fix(fix, after_gap, radius);
+            self.parked = self.open.as_ref().is_some_and(|o| o.far > 0);
         } else {
             open.leaving += 1;
             let first_moving = *open.first_moving.get_or_insert(*fix);

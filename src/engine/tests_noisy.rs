@@ -303,3 +303,38 @@ fn invalid_speeds_and_jumps_neither_split_stops_nor_make_speeding() {
     assert_eq!(a.overspeeds[0].max_kmh, 90.0);
     assert!(a.stops.is_empty(), "{:?}", a.stops);
 }
+
+#[test]
+fn drift_at_a_fence_edge_does_not_flap() {
+    // A depot whose west edge is 15 m past where the unit parks for an hour after driving
+    // in from the west: its fixes fall on both sides for minutes at a time.
+    let legs = [drive(600), stand(3600), drive(600)];
+    let starts = starts_of(&legs);
+    // Ten minutes at 10 m/s: it parks 6,000 m east; the depot spans 5,985–6,985 m.
+    let parked_east_m = 6000.0;
+    let fence = crate::geometry::geofence::Geofence::new(
+        "deposito".into(),
+        "bodega".into(),
+        crate::geometry::geofence::Shape::Square {
+            centre: offset_m(ORIGIN, parked_east_m + 485.0, 0.0),
+            half_side_m: 500.0,
+        },
+        None,
+    );
+    for seed in 1..=10 {
+        let fixes = noisy(&legs, DENSE, seed);
+        let a = run(&fixes, std::slice::from_ref(&fence), starts[2] + 600);
+        assert_eq!(a.visits.len(), 1, "seed {seed}: {:?}", a.visits);
+        let visit = &a.visits[0];
+        // It entered as it arrived (crossing the edge 15 m before halting) and left when it
+        // drove off: back-dated crossings, within a minute.
+        assert!(
+            (visit.entry_utc - starts[1]).abs() <= 60,
+            "seed {seed}: {}",
+            visit.entry_utc - starts[1]
+        );
+        // It leaves through the east edge 985 m (98.5 s) after driving off.
+        let exit = visit.exit_utc.unwrap() - (starts[2] + 98);
+        assert!(exit.abs() <= 60, "seed {seed}: {exit}");
+    }
+}
