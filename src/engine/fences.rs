@@ -30,6 +30,9 @@ struct Track {
     cancelled: Option<(i64, i64)>,
     /// When (the fix time) the current side was confirmed.
     confirmed_utc: i64,
+    /// The pending crossing was shown by a parked unit's centre: cancelled, it is no
+    /// earlier crossing to keep (the centre wobbled; the unit did not cross).
+    pending_parked: bool,
 }
 
 impl Track {
@@ -94,6 +97,7 @@ impl FenceDetector {
                     pending: None,
                     cancelled: None,
                     confirmed_utc: i64::MIN,
+                    pending_parked: false,
                 };
                 fences
             ],
@@ -131,7 +135,7 @@ impl FenceDetector {
             }
             if now_inside == track.inside {
                 if let Some((at, _)) = track.pending.take() {
-                    track.cancelled = Some((at, fix.ts_utc));
+                    track.cancelled = (!track.pending_parked).then_some((at, fix.ts_utc));
                 }
                 continue;
             }
@@ -141,6 +145,7 @@ impl FenceDetector {
                     Some((earlier, when)) if fix.ts_utc - when <= RETRY_S => earlier,
                     _ => crossing(&fences[index], &prev, fix),
                 };
+                track.pending_parked = parked_since.is_some();
                 let at = parked_since.map_or(at, |since| at.min(since));
                 (at, fix.ts_utc)
             });
