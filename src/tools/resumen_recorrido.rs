@@ -153,8 +153,19 @@ impl TypedTool for ResumenRecorrido {
             from,
             to,
         };
-        let mut paradas = view.stops(&events.stops, working_window(&day, from, to));
-        let stop_minutes: f64 = paradas.iter().map(|s| s.minutos).sum();
+        let window = working_window(&day, from, to);
+        let mut paradas = view.stops(&events.stops, window);
+        // Summed before rounding, as `mapa_recorrido` sums them: one figure in both.
+        let stop_seconds: i64 = events
+            .stops
+            .iter()
+            .filter(|s| is_working_stop(s, window))
+            .map(|s| {
+                let (a, b) = view.clip(s.start_utc, s.end_utc);
+                (b - a).max(0)
+            })
+            .sum();
+        let stop_minutes = stop_seconds as f64 / 60.0;
         let numero_paradas = cap(&mut paradas);
         let moving_h = day.moving_min / 60.0;
         // Today, after leaving, and not parked for the day (the ignition went off at its

@@ -803,3 +803,23 @@ fn a_unit_still_out_has_no_return_time() {
     assert!(yesterday["hora_retorno"].is_string(), "{yesterday}");
     assert!(yesterday.get("retorno").is_none(), "{yesterday}");
 }
+
+/// The minutes stopped of a day are one figure: `resumen_recorrido` and `mapa_recorrido`
+/// agree to the tenth, for every unit of the fixture and both days.
+#[test]
+fn minutes_stopped_agree_between_the_summary_and_the_map() {
+    let fixture = fixture("minimo");
+    let mut client = Client::new(&fixture.db);
+    for plate in ["P-123BCD", "P-456DEF", "P-789GHJ"] {
+        for day in ["hoy", "ayer"] {
+            let args = json!({"placa": plate, "fecha": day});
+            let summary = client.ok("resumen_recorrido", args.clone());
+            let map = client.ok("mapa_recorrido", args);
+            assert_eq!(
+                summary["minutos_total_paradas"], map["minutos_en_paradas"],
+                "{plate} {day}"
+            );
+            assert_eq!(summary["numero_paradas"], map["paradas"], "{plate} {day}");
+        }
+    }
+}
