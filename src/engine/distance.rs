@@ -15,6 +15,7 @@
 //! Two still fixes never add distance, whatever their positions say.
 
 use super::Fix;
+use super::noise::RayleighScale;
 use crate::geometry::earth::{distance_m, local_m};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
@@ -25,18 +26,15 @@ const STRAIGHT_DEG: f64 = 10.0;
 const MIN_STILL_PAIRS: u32 = 20;
 /// Still pairs further apart in time than this are not used to learn the noise (drift).
 const STILL_PAIR_MAX_S: i64 = 60;
-/// Histogram of still displacements: bin width and count (the last bin takes the rest).
+/// Histogram bin of still displacements, metres.
 const BIN_M: f64 = 0.5;
-const BINS: usize = 400;
-/// Median of a Rayleigh distribution over its scale: √(2 ln 2).
-const RAYLEIGH_MEDIAN: f64 = 1.177_410_022_515_474_6;
 
 /// One vehicle's GPS distance, fed fix by fix in time order.
 #[derive(Debug, Clone)]
 pub struct GpsDistance {
     gap_s: f64,
     still_kmh: f64,
-    noise: Noise,
+    noise: RayleighScale,
     prev: Option<Fix>,
 }
 
@@ -47,7 +45,7 @@ impl GpsDistance {
         GpsDistance {
             gap_s,
             still_kmh,
-            noise: Noise::default(),
+            noise: RayleighScale::new(BIN_M, MIN_STILL_PAIRS),
             prev: None,
         }
     }
@@ -75,9 +73,10 @@ impl GpsDistance {
             }
             return speed_m;
         }
-        let Some(margin) = self.noise.margin_m() else {
+        let Some(scale) = self.noise.scale_m() else {
             return speed_m;
         };
+        let margin = MARGIN_SCALES * scale;
         let mut metres = speed_m.max(chord - margin);
         if heading_change_deg(a.heading_deg, b.heading_deg) < STRAIGHT_DEG {
             metres = metres.min(chord + margin);
@@ -104,53 +103,6 @@ fn across_silence(a: &Fix, speed_m: f64, chord: f64) -> f64 {
 fn heading_change_deg(a: f64, b: f64) -> f64 {
     let d = (b - a).rem_euclid(360.0);
     d.min(360.0 - d)
-}
-
-/// The tracker's fix-to-fix noise, learned from still fixes: a histogram of displacements.
-#[derive(Debug, Clone, Default)]
-struct Noise {
-    bins: Vec<u32>,
-    count: u32,
-    /// The margin for `count` samples, when computed.
-    cached: Option<(u32, f64)>,
-}
-
-impl Noise {
-    fn learn(&mut self, displacement_m: f64) {
-        if self.bins.is_empty() {
-            self.bins = vec![0; BINS];
-        }
-        let bin = ((displacement_m / BIN_M) as usize).min(BINS - 1);
-        self.bins[bin] += 1;
-        self.count += 1;
-    }
-
-    /// Three noise scales, metres; `None` until enough still pairs were seen. The scale is
-    /// the Rayleigh scale of 2-D Gaussian noise on a difference of two fixes, from the
-    /// median displacement (jumps barely move a median).
-    fn margin_m(&mut self) -> Option<f64> {
-        if self.count < MIN_STILL_PAIRS {
-            return None;
-        }
-        if let Some((count, margin)) = self.cached
-            && count == self.count
-        {
-            return Some(margin);
-        }
-        let half = self.count.div_ceil(2);
-        let mut seen = 0;
-        let mut median_m = BINS as f64 * BIN_M;
-        for (index, n) in self.bins.iter().enumerate() {
-            seen += n;
-            if seen >= half {
-                median_m = (index as f64 + 0.5) * BIN_M;
-                break;
-            }
-        }
-        let margin = MARGIN_SCALES * median_m / RAYLEIGH_MEDIAN;
-        self.cached = Some((self.count, margin));
-        Some(margin)
-    }
 }
 
 #[cfg(test)]
@@ -223,20 +175,5 @@ mod tests {
             })
             .sum();
         assert_eq!(jumps, 0.0);
-    }
-
-    #[test]
-    fn the_noise_scale_is_learned_from_still_fixes() {
-        let mut noise = Noise::default();
-        // Displacements of a Rayleigh(σ = 7.07) at its quantiles, plus a few jumps.
-        for k in 1..100 {
-            let q = f64::from(k) / 100.0;
-            noise.learn(7.07 * (-2.0 * (1.0 - q).ln()).sqrt());
-        }
-        for _ in 0..5 {
-            noise.learn(150.0);
-        }
-        let margin = noise.margin_m().unwrap();
-        assert!((margin - 3.0 * 7.07).abs() < 1.5, "{margin}");
     }
 }

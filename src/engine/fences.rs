@@ -7,7 +7,10 @@
 //! reports and stamping the crossing with the first of them would be about 45 s late; here
 //! the stamp is the interpolated crossing itself. A unit inside at its first fix has a
 //! visit "since before the data". Silences do not end a visit by themselves, so a night parked
-//! inside the depot is one visit across midnight.
+//! inside the depot is one visit across midnight. A parked unit is where its stop's centre is
+//! (the engine hands that position for the fixes the stop detector holds for noise around a
+//! stop): drift and jumps at a fence edge do not flap, and a crossing the centre shows is
+//! dated no later than the stop's start — the unit crossed before it halted.
 
 use super::config::DetectionConfig;
 use super::{Fix, Visit};
@@ -25,6 +28,11 @@ struct Track {
     /// If the same crossing happens again soon, the visit starts (or ends) at the first one —
     /// the unit drove along the edge, it did not arrive twice.
     cancelled: Option<(i64, i64)>,
+    /// When (the fix time) the current side was confirmed.
+    confirmed_utc: i64,
+    /// The pending crossing was shown by a parked unit's centre: cancelled, it is no
+    /// earlier crossing to keep (the centre wobbled; the unit did not cross).
+    pending_parked: bool,
 }
 
 impl Track {
@@ -87,7 +95,9 @@ impl FenceDetector {
                     inside: false,
                     entry: None,
                     pending: None,
-                    cancelled: None
+                    cancelled: None,
+                    confirmed_utc: i64::MIN,
+                    pending_parked: false,
                 };
                 fences
             ],
@@ -96,8 +106,16 @@ impl FenceDetector {
         }
     }
 
-    /// `inside[i]` tells whether `fix` lies inside fence `i`.
-    pub fn push(&mut self, fix: &Fix, inside: &[bool], fences: &[Geofence]) {
+    /// `inside[i]` tells whether `fix` lies inside fence `i`. `parked_since`: the fix is a
+    /// parked unit's (its position the stop's centre), parked since then — a crossing it
+    /// shows happened before the unit halted, so it is dated no later than that.
+    pub fn push(
+        &mut self,
+        fix: &Fix,
+        inside: &[bool],
+        fences: &[Geofence],
+        parked_since: Option<i64>,
+    ) {
         let first = self.prev.is_none();
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
@@ -108,9 +126,16 @@ impl FenceDetector {
                 }
                 continue;
             }
+            // A side confirmed during this very stop stands: the centre wobbles across the
+            // edge as it settles, the unit did not move.
+            if parked_since.is_some_and(|since| track.confirmed_utc >= since)
+                && track.pending.is_none()
+            {
+                continue;
+            }
             if now_inside == track.inside {
                 if let Some((at, _)) = track.pending.take() {
-                    track.cancelled = Some((at, fix.ts_utc));
+                    track.cancelled = (!track.pending_parked).then_some((at, fix.ts_utc));
                 }
                 continue;
             }
@@ -120,11 +145,14 @@ impl FenceDetector {
                     Some((earlier, when)) if fix.ts_utc - when <= RETRY_S => earlier,
                     _ => crossing(&fences[index], &prev, fix),
                 };
+                track.pending_parked = parked_since.is_some();
+                let at = parked_since.map_or(at, |since| at.min(since));
                 (at, fix.ts_utc)
             });
             if fix.ts_utc - first_new >= self.confirm_s {
                 track.pending = None;
                 track.cancelled = None;
+                track.confirmed_utc = fix.ts_utc;
                 if let Some(entry) = track.cross(now_inside, at) {
                     self.visits.push(visit(index, entry, Some(at)));
                 }

@@ -17,7 +17,9 @@ mod distance;
 mod event_kind;
 mod fences;
 mod gaps;
+mod noise;
 mod overspeed;
+mod speed_check;
 mod stops;
 
 use chrono_tz::Tz;
@@ -139,6 +141,7 @@ pub struct VehicleEngine<'a> {
     fences: fences::FenceDetector,
     days: daily::DayAccumulator,
     inside: Vec<bool>,
+    speeds: speed_check::SpeedCheck,
     last: Option<Fix>,
 }
 
@@ -159,20 +162,37 @@ impl<'a> VehicleEngine<'a> {
                 ),
             ),
             inside: vec![false; ctx.fences.len()],
+            speeds: speed_check::SpeedCheck::default(),
             last: None,
         }
     }
 
     /// Takes the next fix. Fixes must come in fix-time order; a repeat of the last fix time
-    /// (a duplicate delivery) is ignored.
+    /// (a duplicate delivery) is ignored; a speed the positions cannot support is replaced
+    /// by the last valid one (`speed_check.rs`).
     pub fn push(&mut self, fix: Fix) {
         if let Some(last) = &self.last
             && fix.ts_utc <= last.ts_utc
         {
             return;
         }
+        let fix = self.speeds.check(fix);
+        self.stops.push(&fix);
+        // A parked unit is where its stop's centre is: drift and jumps around it at a fence
+        // edge neither cross the fence nor change the limit. Parked means halted for as long
+        // as a stop: a traffic light at a fence edge is a crossing the fixes themselves date
+        // better than a centre of two or three of them.
+        let mut place = fix;
+        let min_stop_s = self.ctx.config.parada_min_s;
+        let parked = self
+            .stops
+            .parked_at()
+            .filter(|(_, since)| (fix.ts_utc - since) as f64 >= min_stop_s);
+        if let Some((centre, _)) = parked {
+            (place.lat, place.lon) = (centre.lat, centre.lon);
+        }
         for (index, fence) in self.ctx.fences.iter().enumerate() {
-            self.inside[index] = fence.contains(fix.point());
+            self.inside[index] = fence.contains(place.point());
         }
         let limit = applicable_limit_kmh(
             self.ctx.limit_kmh,
@@ -183,10 +203,10 @@ impl<'a> VehicleEngine<'a> {
                 .filter(|(_, inside)| **inside)
                 .filter_map(|(fence, _)| fence.speed_limit_kmh),
         );
-        self.stops.push(&fix);
         self.overspeed.push(&fix, limit);
         self.gaps.push(&fix);
-        self.fences.push(&fix, &self.inside, self.ctx.fences);
+        self.fences
+            .push(&place, &self.inside, self.ctx.fences, parked.map(|p| p.1));
         self.days.push(&fix);
         self.last = Some(fix);
     }
@@ -229,3 +249,5 @@ pub fn analyze(ctx: &Context<'_>, fixes: impl IntoIterator<Item = Fix>, now_utc:
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_noisy;

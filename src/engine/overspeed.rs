@@ -2,7 +2,12 @@
 //!
 //! Owns the hysteresis: an episode opens when the reported speed exceeds the limit by more
 //! than the tolerance (so Doppler noise at the limit raises nothing) and closes at the first
-//! fix back at or under the limit itself. Start and end are back-dated to when the speed
+//! fix back at or under the limit itself — unless that reading is below half the limit and the
+//! fix after it is clearly over again: a unit cannot drop from over the limit to under half of
+//! it and back within two reports, so such a reading is an invalid speed (trackers report 0
+//! while moving), not two episodes. A reading just under the limit closes the episode: near
+//! the limit it is Doppler noise, and bridging it would join noise into false alarms (a unit
+//! slowing into a 30 km/h zone). Start and end are back-dated to when the speed
 //! crossed the limit, by linear interpolation between the fixes around each crossing.
 //! Episodes shorter than the minimum duration, or with fewer than two fixes clearly over the
 //! limit, are dropped.
@@ -20,6 +25,9 @@ struct Open {
     last_above: Fix,
     /// Fixes beyond limit + tolerance so far: one alone is not evidence enough.
     strong: u32,
+    /// A fix back at or under the limit, and when the speed crossed it: the end, unless the
+    /// next fix is clearly over again (one low reading is a dip or an invalid speed).
+    back_under: Option<i64>,
 }
 
 /// Fixes clearly over the limit an episode needs: a single fast fix is a glitch or a
@@ -76,17 +84,29 @@ impl OverspeedDetector {
                         lon: fix.lon,
                         last_above: *fix,
                         strong: 1,
+                        back_under: None,
                     });
                 }
             }
             Some(open) => {
+                let clearly_over = fix.speed_kmh > limit_kmh + self.tolerance_kmh;
+                if let Some(end) = open.back_under {
+                    if !clearly_over {
+                        self.close(end);
+                        self.prev = Some((*fix, limit_kmh));
+                        return;
+                    }
+                    open.back_under = None;
+                }
                 if fix.speed_kmh > limit_kmh {
-                    if fix.speed_kmh > limit_kmh + self.tolerance_kmh {
+                    if clearly_over {
                         open.strong += 1;
                     }
                     open.max_kmh = open.max_kmh.max(fix.speed_kmh);
                     open.limit_kmh = open.limit_kmh.min(limit_kmh);
                     open.last_above = *fix;
+                } else if fix.speed_kmh < limit_kmh / 2.0 {
+                    open.back_under = Some(crossing(&open.last_above, fix, open.limit_kmh));
                 } else {
                     let end = crossing(&open.last_above, fix, open.limit_kmh);
                     self.close(end);
@@ -113,6 +133,10 @@ impl OverspeedDetector {
     }
 
     pub fn finish(&mut self) {
+        if let Some(end) = self.open.as_ref().and_then(|o| o.back_under) {
+            self.close(end);
+            return;
+        }
         if let Some(open) = self.open.take()
             && open.strong >= MIN_STRONG_FIXES
             && (open.last_above.ts_utc - open.start_utc) as f64 >= self.min_s

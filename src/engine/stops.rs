@@ -11,6 +11,7 @@
 //! within the radius, and silences after which the unit is still in place do not end a stop.
 
 use super::config::DetectionConfig;
+use super::noise::RayleighScale;
 use super::{Fix, Stop};
 use crate::geometry::earth::{LatLon, distance_m};
 
@@ -19,6 +20,19 @@ const CLEARLY_MOVING_KMH: f64 = 15.0;
 /// Speed and road detour assumed for a drive that happened entirely during a silence.
 const TYPICAL_MS: f64 = 35.0 / 3.6;
 const DETOUR: f64 = 1.3;
+/// Still fixes this many in a row beyond the radius mean the unit is elsewhere: one or two
+/// are an outlier jump or a drift excursion.
+const FAR_FIXES: u8 = 3;
+/// The radius is at least this many position-noise scales: a 2-D Gaussian fix lands beyond
+/// four scales from its mean once in three thousand (e^−8).
+const NOISE_SCALES: f64 = 4.0;
+/// A candidate resting on fewer fixes than this is re-centred, not split, by far fixes.
+const SETTLED_CENTRE_FIXES: u32 = 5;
+/// A stop's centre is trusted to learn the noise from once it has this many fixes.
+const SETTLED_FIXES: u32 = 2;
+/// Distances learned before the noise scale is trusted, and their histogram's bin, metres.
+const SPREAD_MIN_SAMPLES: u32 = 12;
+const SPREAD_BIN_M: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy)]
 struct Centre {
@@ -57,9 +71,12 @@ struct Open {
     /// Consecutive moving fixes, and the first of them.
     leaving: u8,
     first_moving: Option<Fix>,
-    /// Consecutive still fixes beyond the radius, and the first of them.
+    /// Consecutive still fixes beyond the radius, and the first of them (with whether a
+    /// silence came right before it).
     far: u8,
-    first_far: Option<Fix>,
+    first_far: Option<(Fix, bool)>,
+    /// Centre of the far fixes.
+    far_centre: Option<Centre>,
 }
 
 #[derive(Clone)]
@@ -70,8 +87,11 @@ pub struct StopDetector {
     gap_s: f64,
     brake_ms2: f64,
     accel_ms2: f64,
+    /// The unit's parked position noise: distances of still fixes to their stop's centre.
+    spread: RayleighScale,
     open: Option<Open>,
     prev: Option<Fix>,
+    parked: bool,
     pub stops: Vec<Stop>,
 }
 
@@ -84,8 +104,10 @@ impl StopDetector {
             gap_s: config.perdida_senal_s,
             brake_ms2: config.frenado_ms2,
             accel_ms2: config.aceleracion_ms2,
+            spread: RayleighScale::new(SPREAD_BIN_M, SPREAD_MIN_SAMPLES),
             open: None,
             prev: None,
+            parked: false,
             stops: Vec::new(),
         }
     }
@@ -137,6 +159,7 @@ impl StopDetector {
             first_moving: None,
             far: 0,
             first_far: None,
+            far_centre: None,
         });
     }
 
@@ -150,11 +173,37 @@ impl StopDetector {
         }
     }
 
+    /// How far from the stop's centre a parked unit's fixes may stray: the configured radius,
+    /// or [`NOISE_SCALES`] times the unit's own learned position noise when that is larger.
+    fn radius_m(&mut self) -> f64 {
+        let learned = self.spread.scale_m().map_or(0.0, |s| NOISE_SCALES * s);
+        self.radius_m.max(learned)
+    }
+
+    /// The odometer advanced more than the radius between two fixes: the unit moved.
+    fn odometer_moved(a: &Fix, b: &Fix, radius_m: f64) -> bool {
+        match (a.odometer_m, b.odometer_m) {
+            (Some(a), Some(b)) => (b - a) as f64 > radius_m,
+            _ => false,
+        }
+    }
+
+    /// Where the unit is parked, when the last fix was a parked unit's: still and within the
+    /// open stop's noise (or in a run of far fixes not yet shown to be elsewhere). The stop's
+    /// centre, the mean of its fixes, is a better position than any one of them.
+    /// With when the stop started.
+    pub fn parked_at(&self) -> Option<(LatLon, i64)> {
+        if !self.parked {
+            return None;
+        }
+        self.open.as_ref().map(|o| (o.centre.point(), o.start_utc))
+    }
+
     pub fn push(&mut self, fix: &Fix) {
+        self.parked = false;
         let still = fix.speed_kmh < self.still_kmh;
         let prev = self.prev;
         let after_gap = prev.is_some_and(|p| (fix.ts_utc - p.ts_utc) as f64 > self.gap_s);
-        let radius = self.radius_m;
 
         let Some(mut open) = self.open.take() else {
             if still {
@@ -163,39 +212,17 @@ impl StopDetector {
             self.prev = Some(*fix);
             return;
         };
-        let near = distance_m(open.centre.point(), fix.point()) <= radius;
-        if after_gap && !near {
-            // The unit left during a silence. Moving now: date the departure from the speed
-            // and distance. Standing somewhere else: it drove from one stop to the other in
-            // the middle of the silence, at a typical urban speed.
-            let last = open.last_still;
-            let centre = open.centre.point();
-            // A halt not yet long enough to be a stop when the silence began is not stretched
-            // into one: nobody saw it last.
-            let seen_long_enough = (last.ts_utc - open.start_utc) as f64 >= self.min_s;
-            self.open = Some(open);
-            if still {
-                let silence = (fix.ts_utc - last.ts_utc) as f64;
-                let travel = (distance_m(centre, fix.point()) * DETOUR / TYPICAL_MS).min(silence);
-                let middle = last.ts_utc as f64 + silence / 2.0;
-                let end = if seen_long_enough {
-                    (middle - travel / 2.0).round() as i64
-                } else {
-                    last.ts_utc
-                };
-                self.close(end);
-                self.start(fix);
-                if let Some(next) = &mut self.open {
-                    next.start_utc = (middle + travel / 2.0).round() as i64;
-                }
-            } else {
-                let end = self.departure_time(&last, fix, centre);
-                self.close(end);
-            }
-            self.prev = Some(*fix);
-            return;
+        let radius = self.radius_m();
+        let from_centre_m = distance_m(open.centre.point(), fix.point());
+        if still && open.fixes >= SETTLED_FIXES {
+            self.spread.learn(from_centre_m);
         }
-        if still && near {
+        let moved_in_silence = after_gap && Self::odometer_moved(&open.last_still, fix, radius);
+        if moved_in_silence {
+            // The odometer says it drove while silent, wherever the positions land.
+            self.open = Some(open);
+            self.left_in_silence(fix, still);
+        } else if still && from_centre_m <= radius {
             open.centre.add(fix);
             open.fixes += 1;
             open.last_still = *fix;
@@ -203,24 +230,15 @@ impl StopDetector {
             open.first_moving = None;
             open.far = 0;
             open.first_far = None;
+            open.far_centre = None;
             open.went_off |= !fix.ignition;
             open.last_ignition = fix.ignition;
             self.open = Some(open);
+            self.parked = true;
         } else if still {
-            open.far += 1;
-            let first_far = *open.first_far.get_or_insert(*fix);
-            if open.far >= 3 {
-                // Not an outlier: the unit moved without Doppler speed. It left at the
-                // first far fix.
-                self.open = Some(open);
-                self.close(first_far.ts_utc);
-                self.start(&first_far);
-                if let Some(restarted) = &mut self.open {
-                    restarted.start_utc = first_far.ts_utc;
-                }
-            } else {
-                self.open = Some(open);
-            }
+            self.open = Some(open);
+            self.far_fix(fix, after_gap, radius);
+            self.parked = self.open.as_ref().is_some_and(|o| o.far > 0);
         } else {
             open.leaving += 1;
             let first_moving = *open.first_moving.get_or_insert(*fix);
@@ -233,6 +251,98 @@ impl StopDetector {
             }
         }
         self.prev = Some(*fix);
+    }
+
+    /// A still fix beyond the radius. One or two in a row are an outlier jump or a drift
+    /// excursion; [`FAR_FIXES`] or more in a row whose own centre is beyond the radius too
+    /// (noise around the stop scatters on every side; a unit elsewhere does not) mean the unit
+    /// stands somewhere else — moved without
+    /// Doppler speed, or during the silence before the first of them. Unless the candidate
+    /// itself rests on fewer fixes than that (its centre not settled yet): then its own first
+    /// fixes were the outliers, and it is re-centred on the far ones, keeping its start.
+    fn far_fix(&mut self, fix: &Fix, after_gap: bool, radius_m: f64) {
+        let Some(open) = &mut self.open else {
+            return;
+        };
+        open.far += 1;
+        let (first_far, silence_before) = *open.first_far.get_or_insert((*fix, after_gap));
+        match &mut open.far_centre {
+            Some(centre) => centre.add(fix),
+            None => open.far_centre = Some(Centre::new(fix)),
+        }
+        let elsewhere = open
+            .far_centre
+            .is_some_and(|far| distance_m(far.point(), open.centre.point()) > radius_m);
+        if open.far < FAR_FIXES || !elsewhere {
+            return;
+        }
+        if !silence_before && open.fixes < SETTLED_CENTRE_FIXES {
+            if let Some(centre) = open.far_centre.take() {
+                open.centre = centre;
+            }
+            open.fixes += u32::from(open.far);
+            open.last_still = *fix;
+            open.far = 0;
+            open.first_far = None;
+            open.far_centre = None;
+            open.went_off |= !fix.ignition;
+            open.last_ignition = fix.ignition;
+            return;
+        }
+        if silence_before {
+            self.left_in_silence(&first_far, true);
+        } else {
+            self.close(first_far.ts_utc);
+            self.start(&first_far);
+            if let Some(restarted) = &mut self.open {
+                restarted.start_utc = first_far.ts_utc;
+            }
+        }
+        // The far fixes after the first belong to the new stop.
+        if let Some(next) = &mut self.open
+            && fix.ts_utc != first_far.ts_utc
+        {
+            next.centre.add(fix);
+            next.fixes += 1;
+            next.last_still = *fix;
+        }
+    }
+
+    /// The unit left the open stop during the silence that ends at `fix`. Moving now: date
+    /// the departure from the speed and distance. Standing somewhere else: it drove from one
+    /// stop to the other in the middle of the silence, at a typical urban speed, over the
+    /// odometer's distance when there is one (else the straight line with a detour factor).
+    fn left_in_silence(&mut self, fix: &Fix, still: bool) {
+        let Some(open) = &self.open else {
+            return;
+        };
+        let last = open.last_still;
+        let centre = open.centre.point();
+        // A halt not yet long enough to be a stop when the silence began is not stretched
+        // into one: nobody saw it last.
+        let seen_long_enough = (last.ts_utc - open.start_utc) as f64 >= self.min_s;
+        if !still {
+            let end = self.departure_time(&last, fix, centre);
+            self.close(end);
+            return;
+        }
+        let silence = (fix.ts_utc - last.ts_utc) as f64;
+        let road_m = match (last.odometer_m, fix.odometer_m) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64,
+            _ => distance_m(centre, fix.point()) * DETOUR,
+        };
+        let travel = (road_m / TYPICAL_MS).min(silence);
+        let middle = last.ts_utc as f64 + silence / 2.0;
+        let end = if seen_long_enough {
+            (middle - travel / 2.0).round() as i64
+        } else {
+            last.ts_utc
+        };
+        self.close(end);
+        self.start(fix);
+        if let Some(next) = &mut self.open {
+            next.start_utc = (middle + travel / 2.0).round() as i64;
+        }
     }
 
     /// At the end of the data: a stop still going on stays open (no end time).

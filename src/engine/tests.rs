@@ -228,6 +228,31 @@ fn overspeed_needs_two_clear_fixes_and_is_back_dated() {
 }
 
 #[test]
+fn a_reading_just_under_the_limit_ends_an_episode_but_an_invalid_zero_does_not() {
+    // One report each: 50 km/h for five minutes, then `middle` between two clearly fast ones.
+    let episode = |fast: f64, middle: f64| {
+        let one = |kmh: f64| Seg::Drive { kmh, secs: 15 };
+        let cruise = Seg::Drive {
+            kmh: 50.0,
+            secs: 300,
+        };
+        run(
+            &track(&[cruise, one(fast), one(middle), one(fast), cruise], |_| {
+                0.0
+            }),
+            &[],
+        )
+        .overspeeds
+    };
+    // Doppler noise around a 60 km/h limit: 64, 57, 64 is two lone glitches, not 45 s of speeding.
+    assert!(episode(64.0, 57.0).is_empty());
+    // A tracker reporting 0 while moving between two fast reports: one episode, not none.
+    let bridged = episode(80.0, 0.0);
+    assert_eq!(bridged.len(), 1);
+    assert_eq!(bridged[0].max_kmh, 80.0);
+}
+
+#[test]
 fn a_silence_while_on_is_a_signal_loss_with_exact_bounds() {
     let fixes = track(
         &[

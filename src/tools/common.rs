@@ -65,6 +65,24 @@ pub const ZONES: &str = "Solo si la flota tiene unidades en varias zonas horaria
 /// Lists given to the model stop here; the real total always travels beside them.
 pub const MAX_ROWS: usize = 200;
 
+/// The schema words of `desde_antes_de_los_datos` on a visit.
+pub const BEFORE_DATA: &str = "Solo si la visita ya estaba en curso en el primer reporte de los datos: la entrada real es anterior y los minutos son un mínimo";
+
+/// What a visit already under way at the data's first report means, in words (`None` when
+/// it is not).
+pub fn before_data_note(before_data: bool) -> Option<String> {
+    before_data.then(|| {
+        "ya estaba dentro en el primer reporte de los datos: la entrada real es anterior y los \
+         minutos dentro son un mínimo"
+            .to_owned()
+    })
+}
+
+/// For `skip_serializing_if`: a flag shown only when it is set.
+pub fn is_false(flag: &bool) -> bool {
+    !flag
+}
+
 pub fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }

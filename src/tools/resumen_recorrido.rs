@@ -13,7 +13,9 @@ use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{AVISO, cap, capped, clock, minutes, place, round1};
+use super::common::{
+    AVISO, BEFORE_DATA, before_data_note, cap, capped, clock, is_false, minutes, place, round1,
+};
 use crate::fleet::{
     Fleet, Snapshot, dates, day_bounds, is_working_stop, no_reports, working_window,
 };
@@ -66,6 +68,11 @@ pub struct VisitOut {
     #[schemars(description = "Salida (HH:MM:SS), o null si seguía dentro al terminar el día")]
     pub salida: Option<String>,
     pub minutos_dentro: f64,
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(description = BEFORE_DATA)]
+    pub desde_antes_de_los_datos: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -78,8 +85,15 @@ pub struct Output {
     pub kilometros: f64,
     #[schemars(description = "Primera salida del día (HH:MM:SS), o null si no se movió")]
     pub hora_salida: Option<String>,
-    #[schemars(description = "Última llegada del día (HH:MM:SS)")]
+    #[schemars(
+        description = "Última llegada del día (HH:MM:SS); null si no se movió o si sigue fuera ahora (ver retorno)"
+    )]
     pub hora_retorno: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si la unidad sigue fuera ahora (en ruta o detenida sin haber terminado la jornada): por qué no hay hora de retorno"
+    )]
+    pub retorno: Option<String>,
     pub duracion_jornada_min: f64,
     pub minutos_en_movimiento: f64,
     pub velocidad_maxima_kmh: f64,
@@ -122,8 +136,8 @@ impl TypedTool for ResumenRecorrido {
         let date = snapshot.date_for(&vehicle, "fecha", &params.fecha)?;
         let aviso = snapshot.detections(Some(&vehicle))?;
         let zone = vehicle.zone;
-        let (from, to) = day_bounds(zone, date);
-        let to = to.min(snapshot.now_utc + 1);
+        let (from, day_end) = day_bounds(zone, date);
+        let to = day_end.min(snapshot.now_utc + 1);
         let (day, events) = self.fleet.query(|store| {
             Ok((
                 store.day(vehicle.id, date)?,
@@ -139,10 +153,30 @@ impl TypedTool for ResumenRecorrido {
             from,
             to,
         };
-        let mut paradas = view.stops(&events.stops, working_window(&day, from, to));
-        let stop_minutes: f64 = paradas.iter().map(|s| s.minutos).sum();
+        let window = working_window(&day, from, to);
+        let mut paradas = view.stops(&events.stops, window);
+        // Summed before rounding, as `mapa_recorrido` sums them: one figure in both.
+        let stop_seconds: i64 = events
+            .stops
+            .iter()
+            .filter(|s| is_working_stop(s, window))
+            .map(|s| {
+                let (a, b) = view.clip(s.start_utc, s.end_utc);
+                (b - a).max(0)
+            })
+            .sum();
+        let stop_minutes = stop_seconds as f64 / 60.0;
         let numero_paradas = cap(&mut paradas);
         let moving_h = day.moving_min / 60.0;
+        // Today, after leaving, and not parked for the day (the ignition went off at its
+        // open stop): the last arrival so far is no return.
+        let now = snapshot.now_utc;
+        let still_out = (from..day_end).contains(&now)
+            && day.first_move_utc.is_some()
+            && !events
+                .stops
+                .iter()
+                .any(|s| s.end_utc.is_none() && s.end_of_day);
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
@@ -151,7 +185,15 @@ impl TypedTool for ResumenRecorrido {
             zona_horaria: zone.name().to_owned(),
             kilometros: round1(day.km),
             hora_salida: day.first_move_utc.map(|t| clock(zone, t)),
-            hora_retorno: day.last_move_utc.map(|t| clock(zone, t)),
+            hora_retorno: day
+                .last_move_utc
+                .filter(|_| !still_out)
+                .map(|t| clock(zone, t)),
+            retorno: still_out.then(|| {
+                "sigue fuera: no ha vuelto ni terminado la jornada (en ruta o detenida con el \
+                 motor encendido)"
+                    .to_owned()
+            }),
             duracion_jornada_min: match (day.first_move_utc, day.last_move_utc) {
                 (Some(a), Some(b)) => minutes(b - a),
                 _ => 0.0,
@@ -261,6 +303,8 @@ impl DayView<'_> {
                         .then(|| self.clock(v.start_utc)),
                     salida: v.end_utc.filter(|e| *e < self.to).map(|e| self.clock(e)),
                     minutos_dentro: minutes(b - a),
+                    desde_antes_de_los_datos: v.from_data_start,
+                    nota: before_data_note(v.from_data_start),
                 }
             })
             .collect()

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, DAY, PLATE, cap, clock, minutes, round1};
+use super::common::{
+    AVISO, BEFORE_DATA, DAY, PLATE, before_data_note, cap, clock, is_false, minutes, round1,
+};
 use crate::engine::EventKind;
 use crate::fleet::{Fleet, dates, day_bounds, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -43,6 +45,11 @@ pub struct VisitOut {
     pub minutos_dentro: f64,
     pub desde_antes_del_dia: bool,
     pub sigue_dentro: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(description = BEFORE_DATA)]
+    pub desde_antes_de_los_datos: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -116,6 +123,8 @@ impl TypedTool for VerificarGeocerca {
                     minutos_dentro: minutes(b - a),
                     desde_antes_del_dia: before,
                     sigue_dentro: still,
+                    desde_antes_de_los_datos: v.from_data_start,
+                    nota: before_data_note(v.from_data_start),
                 }
             })
             .collect();

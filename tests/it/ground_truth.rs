@@ -732,3 +732,94 @@ fn analizar_is_idempotent() {
         );
     }
 }
+
+/// A visit under way at the data's first report is flagged as a lower bound, in words too,
+/// in both tools that list visits; later visits are not.
+#[test]
+fn a_visit_under_way_when_the_data_begins_is_a_lower_bound() {
+    let fixture = fixture("minimo");
+    let mut client = Client::new(&fixture.db);
+    let first_day = "2026-08-18";
+    let summary = client.ok(
+        "resumen_recorrido",
+        json!({"placa": "P-123BCD", "fecha": first_day}),
+    );
+    let visits = summary["geocercas"].as_array().unwrap();
+    let first = &visits[0];
+    assert_eq!(first["entrada"], Value::Null, "{first}");
+    assert_eq!(first["desde_antes_de_los_datos"], true, "{first}");
+    assert!(
+        first["nota"]
+            .as_str()
+            .unwrap()
+            .contains("primer reporte de los datos"),
+        "{first}"
+    );
+    for later in &visits[1..] {
+        assert!(later.get("desde_antes_de_los_datos").is_none(), "{later}");
+    }
+    let fence = summary["geocercas"][0]["geocerca"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let check = client.ok(
+        "verificar_geocerca",
+        json!({"placa": "P-123BCD", "nombre_geocerca": fence, "fecha": first_day}),
+    );
+    assert_eq!(
+        check["visitas"][0]["desde_antes_de_los_datos"], true,
+        "{check}"
+    );
+    assert!(check["visitas"][0]["nota"].is_string(), "{check}");
+    // The next day's first visit began inside the data.
+    let next = client.ok(
+        "verificar_geocerca",
+        json!({"placa": "P-123BCD", "nombre_geocerca": fence, "fecha": "2026-08-19"}),
+    );
+    assert!(
+        next["visitas"][0].get("desde_antes_de_los_datos").is_none(),
+        "{next}"
+    );
+}
+
+/// A unit stopped now with the engine on has not returned: `hora_retorno` is null and a word
+/// says why; a unit's finished day keeps its last arrival.
+#[test]
+fn a_unit_still_out_has_no_return_time() {
+    let fixture = fixture("minimo");
+    let mut client = Client::new(&fixture.db);
+    let stopped = stopped_now(&fixture.truth.events);
+    let plate = stopped[0].plate;
+    let today = client.ok("resumen_recorrido", json!({"placa": plate, "fecha": "hoy"}));
+    assert_eq!(today["hora_retorno"], Value::Null, "{today}");
+    assert!(
+        today["retorno"].as_str().unwrap().contains("sigue fuera"),
+        "{today}"
+    );
+    let yesterday = client.ok(
+        "resumen_recorrido",
+        json!({"placa": plate, "fecha": "ayer"}),
+    );
+    assert!(yesterday["hora_retorno"].is_string(), "{yesterday}");
+    assert!(yesterday.get("retorno").is_none(), "{yesterday}");
+}
+
+/// The minutes stopped of a day are one figure: `resumen_recorrido` and `mapa_recorrido`
+/// agree to the tenth, for every unit of the fixture and both days.
+#[test]
+fn minutes_stopped_agree_between_the_summary_and_the_map() {
+    let fixture = fixture("minimo");
+    let mut client = Client::new(&fixture.db);
+    for plate in ["P-123BCD", "P-456DEF", "P-789GHJ"] {
+        for day in ["hoy", "ayer"] {
+            let args = json!({"placa": plate, "fecha": day});
+            let summary = client.ok("resumen_recorrido", args.clone());
+            let map = client.ok("mapa_recorrido", args);
+            assert_eq!(
+                summary["minutos_total_paradas"], map["minutos_en_paradas"],
+                "{plate} {day}"
+            );
+            assert_eq!(summary["numero_paradas"], map["paradas"], "{plate} {day}");
+        }
+    }
+}

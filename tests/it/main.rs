@@ -12,6 +12,7 @@
 //!   `slow`, `exit=N`; a `text output` block is the output of the block before it);
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
+//! - `dense_city`: a dense centre's noise in Madrid, seeds 2–4: the F1 floor, units stopped now;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
 //! - `changeover`: date words and ranges on the days the clocks change, a fleet in two zones;
 //! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
@@ -52,6 +53,7 @@ mod changeover;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;
+mod dense_city;
 mod docs;
 mod evaluate;
 mod example_server;
