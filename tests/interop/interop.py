@@ -104,7 +104,7 @@ async def flota_with_client_session(db: str) -> None:
             init = await session.initialize()
             check(init.server_info.name == "flota", "serverInfo.name")
             tools = (await session.list_tools()).tools
-            check(len(tools) == 7, f"{len(tools)} tools listed")
+            check(len(tools) == 8, f"{len(tools)} tools listed")
             await session.send_ping()
             check(True, "ping")
             # Every tool once: the SDK validates each structuredContent against the tool's
@@ -186,7 +186,7 @@ async def flota_over_http(db: str) -> None:
                 init = await session.initialize()
                 check(init.server_info.name == "flota", "serverInfo.name over HTTP")
                 tools = (await session.list_tools()).tools
-                check(len(tools) == 7, f"{len(tools)} tools listed over HTTP")
+                check(len(tools) == 8, f"{len(tools)} tools listed over HTTP")
                 for name, arguments in TOOL_CALLS.items():
                     res = await session.call_tool(name, arguments)
                     check(not res.is_error and res.structured_content is not None, f"{name} over HTTP")

@@ -67,7 +67,7 @@ try {
   await client.connect(transport);
   check(client.getServerVersion()?.name === "flota", "serverInfo.name");
   const { tools } = await client.listTools();
-  check(tools.length === 7, `${tools.length} tools listed`);
+  check(tools.length === 8, `${tools.length} tools listed`);
   for (const [name, args] of Object.entries(calls)) {
     const result = await client.callTool({ name, arguments: args });
     check(!result.isError && result.structuredContent, `${name}: structured result conforms`);

@@ -385,7 +385,7 @@ fn modern_requests_are_served_without_a_handshake() {
         "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}
     }));
     let answer = server.recv();
-    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 8);
     assert_eq!(answer["result"]["resultType"], "complete");
     assert_eq!(answer["result"]["cacheScope"], "public");
     assert!(answer["result"]["ttlMs"].as_u64().is_some());
