@@ -267,7 +267,13 @@ fn http_legacy_session_lifecycle() {
         .collect();
     assert_eq!(
         uris,
-        ["flota://unidades", "flota://geocercas", "flota://datos"]
+        [
+            "flota://unidades",
+            "flota://geocercas",
+            "flota://datos",
+            "ui://flota/recorrido",
+            "ui://flota/flota"
+        ]
     );
     let bad_version = session
         .http

@@ -55,7 +55,8 @@ fn handshake_answers_once_with_the_requested_version() {
             "tools": {"listChanged": false},
             "prompts": {"listChanged": false},
             "resources": {"subscribe": false, "listChanged": true},
-            "completions": {}
+            "completions": {},
+            "extensions": {"io.modelcontextprotocol/ui": {}}
         })
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "flota");
