@@ -44,6 +44,7 @@
 )]
 
 mod analysis;
+mod apps;
 mod changeover;
 mod cli;
 #[cfg(unix)]
