@@ -192,3 +192,31 @@ fn only_a_client_with_the_extension_gets_the_views_data() {
         .count();
     assert_eq!(stops as u64, sc["paradas"].as_u64().unwrap());
 }
+
+/// 2026-07-28: no handshake; each request carries the client's capabilities in its `_meta`,
+/// so the view's data follows each request's declaration.
+#[test]
+fn a_modern_request_negotiates_the_view_in_its_own_meta() {
+    let mut server = served(&[]);
+    let call = |server: &mut Server, id: i64, capabilities: Value| {
+        server.send_json(&json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {
+                "name": "mapa_flota", "arguments": {},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": capabilities,
+                    "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+                }
+            }
+        }));
+        let answer = server.recv();
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"]["structuredContent"].clone()
+    };
+    let with = call(&mut server, 1, with_ui());
+    assert_eq!(with["vista"]["version"], 1, "{with}");
+    let without = call(&mut server, 2, json!({}));
+    assert!(without.get("vista").is_none());
+    assert_eq!(without["total"], with["total"]);
+}
