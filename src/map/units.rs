@@ -12,6 +12,8 @@ use super::scene::Scene;
 
 /// Radius of a unit's disc, output pixels.
 pub const UNIT_RADIUS: f64 = 8.0;
+/// Up to this many units every label is shown, even over another label.
+const FORCED_LABELS: usize = 40;
 /// Least distance between two units' centres: their discs and rings never touch.
 pub const UNIT_SPACING: f64 = 2.0 * UNIT_RADIUS + 4.0;
 
@@ -82,18 +84,20 @@ pub fn draw_units(
         }
         canvas.occupy_disc(*p, UNIT_RADIUS + 2.0);
     }
+    // A small fleet shows every label; a large one only those with room (the disc stays).
+    let every = scene.units.len() <= FORCED_LABELS;
     for (unit, p) in scene.units.iter().zip(at) {
         let style = LabelStyle {
             size: 10.0,
             bold: true,
             colour: palette::INK,
         };
-        canvas.force_label(
-            &unit.label,
-            *p,
-            &[UNIT_RADIUS + 3.0, UNIT_RADIUS + 14.0],
-            style,
-        )?;
+        let clearances = [UNIT_RADIUS + 3.0, UNIT_RADIUS + 14.0, UNIT_RADIUS + 28.0];
+        if every {
+            canvas.force_label(&unit.label, *p, &clearances, style)?;
+        } else {
+            canvas.place_label(&unit.label, *p, &clearances, style)?;
+        }
     }
     Ok(())
 }
