@@ -52,6 +52,7 @@ const calls = {
   unidades_detenidas: { minutos_minimos: 0 },
   resumen_recorrido: { placa: "P-456DEF", fecha: "ayer" },
   mapa_recorrido: { placa: "P-456DEF", fecha: "ayer" },
+  mapa_flota: {},
   alertas: { fecha_inicio: "anteayer", fecha_fin: "hoy" },
   verificar_geocerca: { placa: "P-123BCD", nombre_geocerca: "CEDIS Zona 12", fecha: "ayer" },
   reporte_kilometraje: { fecha_inicio: "anteayer", fecha_fin: "hoy" },
