@@ -47,6 +47,9 @@ pub struct Settings {
     /// `FLOTA_TILES_URL`, `FLOTA_TILES_ATRIBUCION`, `FLOTA_TILES_DIR` (and the per-user cache
     /// folder from `XDG_CACHE_HOME`, `HOME` or `LOCALAPPDATA`).
     pub tiles: TileConfig,
+    /// `FLOTA_TILES_URL` names a tile server (not left unset, not switched off): only then do
+    /// the interactive map views load online tiles (and declare their origin in the CSP).
+    pub tiles_chosen: bool,
     /// `GOOGLE_MAPS_API_KEY` (with `FLOTA_GOOGLE_GEOCODE_URL`), else `FLOTA_GEOCODER_URL`:
     /// the online address service, if any.
     pub geocoding: Option<Service>,
@@ -104,6 +107,7 @@ impl Settings {
             log_level: log_level(&vars),
             contact: vars.trimmed("FLOTA_CONTACTO"),
             tiles: tiles(&vars),
+            tiles_chosen: vars.text("FLOTA_TILES_URL").is_some_and(|v| !disabled(&v)),
             geocoding: geocoding(&vars),
             directions: Directions {
                 google_key: vars.trimmed("GOOGLE_MAPS_API_KEY"),
@@ -336,6 +340,22 @@ mod tests {
         assert_eq!(s.call_limit_s(Some(1.0)), Ok(1.0));
         // A blank FLOTA_AHORA is unset, not wrong.
         assert_eq!(settings(&[("FLOTA_AHORA", "  ")]).ahora(None), Ok(None));
+    }
+
+    #[test]
+    fn only_a_named_tile_server_reaches_the_views() {
+        let check = |value: Option<&str>, expected: bool| {
+            let s = Settings::from_lookup(&|name| {
+                (name == "FLOTA_TILES_URL")
+                    .then(|| value.map(OsString::from))
+                    .flatten()
+            });
+            assert_eq!(s.tiles_chosen, expected, "{value:?}");
+        };
+        check(None, false);
+        check(Some("no"), false);
+        check(Some(""), false);
+        check(Some("https://teselas.example/{z}/{x}/{y}.png"), true);
     }
 
     #[test]

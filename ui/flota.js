@@ -71,6 +71,7 @@ function dibujarFlota(sc, unidades) {
     Evidencia.mostrar("Geocerca " + g.nombre, campos);
   });
   const limites = L.latLngBounds([]);
+  const marcadores = [];
   for (const u of unidades) {
     const e = estadoDe(u);
     const nodo = el("div", "unidad estado-" + e.clase);
@@ -87,6 +88,7 @@ function dibujarFlota(sc, unidades) {
     const seleccionar = () => Evidencia.mostrar(u.placa + " · " + e.estado, u);
     marcador.on("click", seleccionar);
     marcador.addTo(mapa);
+    marcadores.push({ marcador, u });
     limites.extend([u.lat, u.lon]);
   }
   const filas = ESTADOS.map((e) => {
@@ -99,8 +101,49 @@ function dibujarFlota(sc, unidades) {
   if (unidades.length === 1) mapa.setView(limites.getCenter(), 15);
   // Room at the bottom for the legend, so no unit sits under it.
   else mapa.fitBounds(limites, { paddingTopLeft: [48, 48], paddingBottomRight: [48, 140], maxZoom: 16 });
+  abanico(mapa, marcadores);
+  mapa.on("zoomend", () => abanico(mapa, marcadores));
   exponerMapa(mapa);
   return { mapa };
+}
+
+/** Least distance between two units' dots, px: closer ones are fanned out. */
+const SEPARACION = 24;
+
+/**
+ * Units at one place (a depot) would hide each other: at the current zoom, each group closer
+ * than SEPARACION is spread on a circle around its middle (neighbours SEPARACION apart), by
+ * shifting the markers' icons; the position itself stays true. Recomputed on every zoom.
+ */
+function abanico(mapa, marcadores) {
+  const puntos = marcadores.map(({ u }) => mapa.latLngToLayerPoint([u.lat, u.lon]));
+  const grupo = puntos.map((_, i) => i);
+  for (let i = 0; i < puntos.length; i++) {
+    for (let j = 0; j < i; j++) {
+      if (puntos[i].distanceTo(puntos[j]) < SEPARACION) {
+        grupo[i] = grupo[j];
+        break;
+      }
+    }
+  }
+  puntos.forEach((p, lider) => {
+    const miembros = grupo.map((g, i) => (g === lider ? i : -1)).filter((i) => i >= 0);
+    const n = miembros.length;
+    if (n === 0) return;
+    const cx = miembros.reduce((a, i) => a + puntos[i].x, 0) / n;
+    const cy = miembros.reduce((a, i) => a + puntos[i].y, 0) / n;
+    const radio = n > 1 ? SEPARACION / (2 * Math.sin(Math.PI / n)) : 0;
+    miembros.forEach((i, k) => {
+      const angulo = -Math.PI / 2 + (2 * Math.PI * k) / n;
+      const dx = n > 1 ? cx + radio * Math.cos(angulo) - puntos[i].x : 0;
+      const dy = n > 1 ? cy + radio * Math.sin(angulo) - puntos[i].y : 0;
+      const nodo = marcadores[i].marcador.getElement();
+      if (!nodo) return;
+      nodo.style.marginLeft = -9 + dx + "px";
+      nodo.style.marginTop = -9 + dy + "px";
+      nodo.dataset.abanico = n > 1 ? String(n) : "";
+    });
+  });
 }
 
 arrancarVista({ name: "flota-flota", version: "1" }, mostrarFlota, () => {

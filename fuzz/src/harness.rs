@@ -35,7 +35,7 @@ pub fn service_for(db: &Path) -> Service {
     let ahora = flota::cli::parse_ahora("2026-08-19T15:30").ok();
     // With "now" given the clock is never read.
     let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None), Clock::fixed(0)));
-    flota::tools::service(&fleet, TileConfig::offline())
+    flota::tools::service(&fleet, TileConfig::offline(), None)
 }
 
 fn service() -> &'static Service {

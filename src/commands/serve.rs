@@ -52,7 +52,12 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
         call_timeout: (limit > 0.0).then(|| Duration::from_secs_f64(limit)),
         ..ServeOptions::default()
     };
-    let service = tools::service(&fleet, settings.tiles.clone());
+    // The views load online tiles only when the operator named a tile server.
+    let view_tiles = settings
+        .tiles_chosen
+        .then(|| crate::ui::datos::Teselas::from_config(&settings.tiles))
+        .flatten();
+    let service = tools::service(&fleet, settings.tiles.clone(), view_tiles);
     if let Some(address) = args.http.http.clone() {
         return serve_http(service, address, &args, io, settings, options);
     }
@@ -166,6 +171,6 @@ mod tests {
         assert_eq!(answers.len(), 2, "{text}");
         assert_eq!(answers[0]["result"]["serverInfo"]["name"], "flota");
         let tools = answers[1]["result"]["tools"].as_array().unwrap();
-        assert_eq!(tools.len(), 7, "{text}");
+        assert_eq!(tools.len(), 8, "{text}");
     }
 }

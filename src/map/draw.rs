@@ -20,6 +20,7 @@ use super::projection::{TILE_PX, TileRef, View};
 use super::raster::Pixels;
 use super::scene::Scene;
 use super::simplify::rdp_indices;
+use super::units;
 use crate::geometry::earth::LatLon;
 
 /// Output size in pixels.
@@ -512,7 +513,11 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
         fixed: Vec::new(),
     };
     let rows = legend_rows(scene);
-    let furniture = Furniture::reserve(&mut canvas, &track_px, &layout.key_points(), rows.len());
+    let units_true: Vec<(f64, f64)> = scene.units.iter().map(|u| view.project(u.p)).collect();
+    let units_px = units::fan_out(&units_true, units::UNIT_SPACING);
+    let mut key_points = layout.key_points();
+    key_points.extend(&units_px);
+    let furniture = Furniture::reserve(&mut canvas, &track_px, &key_points, rows.len());
     let mut skipped = 0usize;
     if let Basemap::Offline = basemap {
         skipped += draw_offline_base(&mut canvas, scene, view)?;
@@ -524,13 +529,19 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
     markers::draw_markers(&mut canvas, &layout)?;
     markers::draw_fence_edges(&mut canvas, scene, view)?;
     markers::draw_start_end(&mut canvas, scene, &layout)?;
+    units::draw_units(&mut canvas, scene, &units_px, &units_true)?;
     let (marks, data_skipped) = markers::place_labels(&mut canvas, scene, view, &layout)?;
     skipped += data_skipped;
     if let Basemap::Offline = basemap {
         place_landmark_labels(&mut canvas, scene, view)?;
     }
     draw_title(&mut canvas, scene)?;
-    draw_legend(&mut canvas, furniture.legend, &rows)?;
+    let heading = if scene.states.is_empty() {
+        "Velocidad"
+    } else {
+        "Estados"
+    };
+    draw_legend(&mut canvas, furniture.legend, heading, &rows)?;
     draw_scale(&mut canvas, view, furniture.scale)?;
     draw_north(&mut canvas, furniture.north)?;
     draw_attribution(&mut canvas, basemap)?;
@@ -886,6 +897,15 @@ enum Key {
 /// The legend's rows: speed as shares of the limit that applied (and which limits those
 /// were), then the markers.
 fn legend_rows(scene: &Scene) -> Vec<(Key, String)> {
+    if !scene.states.is_empty() {
+        let mut rows: Vec<(Key, String)> = scene
+            .states
+            .iter()
+            .map(|((r, g, b), words)| (Key::Stop(RGBColor(*r, *g, *b)), words.clone()))
+            .collect();
+        rows.push((Key::Fence, "geocerca".into()));
+        return rows;
+    }
     let pct = |share: f64| format!("{:.0} %", share * 100.0);
     let [half, most, all] = BAND_SHARES;
     let mut rows = vec![
@@ -922,13 +942,18 @@ fn legend_rows(scene: &Scene) -> Vec<(Key, String)> {
     rows
 }
 
-fn draw_legend(canvas: &mut Canvas<'_>, r: Rect, rows: &[(Key, String)]) -> DrawResult {
+fn draw_legend(
+    canvas: &mut Canvas<'_>,
+    r: Rect,
+    heading: &str,
+    rows: &[(Key, String)],
+) -> DrawResult {
     canvas.rect(r, rgba(palette::PAPER, 0.88))?;
     outline(canvas, r, rgba(palette::GRID, 1.0))?;
     let x = r.x0 + 10.0;
     let text_x = r.x0 + 40.0;
     let mut y = r.y0 + 14.0;
-    canvas.text("Velocidad", (x, y + 4.0), 10.0, true, palette::INK)?;
+    canvas.text(heading, (x, y + 4.0), 10.0, true, palette::INK)?;
     y += 15.0;
     for (key, label) in rows {
         match key {

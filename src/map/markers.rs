@@ -530,6 +530,8 @@ mod tests {
             roads: Vec::new(),
             landmarks: Vec::new(),
             ongoing: false,
+            units: Vec::new(),
+            states: Vec::new(),
         };
         (scene, view)
     }

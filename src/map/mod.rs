@@ -17,11 +17,12 @@ mod raster;
 pub mod scene;
 pub mod simplify;
 pub mod tiles;
+mod units;
 
 pub use draw::{BAND_SHARES, HEIGHT, WIDTH, band, band_rgb, register_fonts};
 pub use marks::{Mark, MarkKind};
 pub use png_io::{PNG_BUDGET_BYTES, encode as encode_png};
-pub use scene::Scene;
+pub use scene::{Scene, UnitMark};
 pub use tiles::{Offline, TileConfig, TileFetcher, TileStats};
 
 use projection::{Margins, View};

@@ -64,6 +64,17 @@ pub struct FenceMark {
     pub visited: bool,
 }
 
+/// One unit on the fleet map: where it last reported, its state's colour, its label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitMark {
+    pub p: LatLon,
+    pub rgb: (u8, u8, u8),
+    /// Plate and minutes in the state, e.g. «P-123BCD · 12 min».
+    pub label: String,
+    /// No signal: the disc is struck through.
+    pub silent: bool,
+}
+
 /// Everything one map shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scene {
@@ -84,6 +95,11 @@ pub struct Scene {
     pub landmarks: Vec<(String, LatLon)>,
     /// The day was still running at the fleet's "now": the last point is not an end.
     pub ongoing: bool,
+    /// The fleet map's units (empty on a day's map).
+    pub units: Vec<UnitMark>,
+    /// The fleet map's legend: each state's colour and words (empty on a day's map, whose
+    /// legend is the speed bands).
+    pub states: Vec<((u8, u8, u8), String)>,
 }
 
 impl Scene {
@@ -128,6 +144,42 @@ impl Scene {
             roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
             landmarks: landmarks(snapshot),
             ongoing: track.to_utc < crate::fleet::day_bounds(zone, track.date).1,
+            units: Vec::new(),
+            states: Vec::new(),
+        }
+    }
+
+    /// The fleet now: every unit given, over the fleet's fences, roads and landmarks.
+    pub fn fleet(
+        title: String,
+        subtitle: String,
+        units: Vec<UnitMark>,
+        states: Vec<((u8, u8, u8), String)>,
+        snapshot: &Snapshot,
+    ) -> Scene {
+        Scene {
+            title,
+            subtitle,
+            track: Vec::new(),
+            limit_kmh: 0.0,
+            zone_limits_kmh: Vec::new(),
+            stops: Vec::new(),
+            speeding: Vec::new(),
+            gaps: Vec::new(),
+            fences: snapshot
+                .fences
+                .iter()
+                .map(|f| FenceMark {
+                    name: f.fence.name.clone(),
+                    outline: f.fence.outline(),
+                    visited: false,
+                })
+                .collect(),
+            roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
+            landmarks: landmarks(snapshot),
+            ongoing: false,
+            units,
+            states,
         }
     }
 
@@ -137,7 +189,8 @@ impl Scene {
             .track
             .iter()
             .map(|t| t.p)
-            .chain(self.stops.iter().map(|s| s.p));
+            .chain(self.stops.iter().map(|s| s.p))
+            .chain(self.units.iter().map(|u| u.p));
         let first = points.next()?;
         let (mut sw, mut ne) = (first, first);
         for p in points {

@@ -355,6 +355,11 @@ pub trait TypedTool: Send + Sync + 'static {
     fn meta(&self) -> Option<Value> {
         None
     }
+    /// Top-level fields of the output meant for an app the host renders, not for the model:
+    /// they stay in `structuredContent` and are left out of the text block.
+    fn app_only_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     fn call(
         &self,
@@ -428,13 +433,28 @@ impl<T: TypedTool> Tool for Typed<T> {
             );
         }
         // Compact: the model reads this block, and whitespace costs tokens.
-        let text = serde_json::to_string(&structured).unwrap_or_default();
+        let text = serde_json::to_string(&for_the_model(&structured, self.tool.app_only_fields()))
+            .unwrap_or_default();
         let mut content = vec![Content::Text(text)];
         content.extend(reply.extra);
         Ok(ToolResult {
             structured: Some(structured),
             ..ToolResult::content(content)
         })
+    }
+}
+
+/// `structured` without the fields only an app reads (borrowed when there are none).
+fn for_the_model<'a>(structured: &'a Value, app_only: &[&str]) -> std::borrow::Cow<'a, Value> {
+    match structured {
+        Value::Object(map) if app_only.iter().any(|f| map.contains_key(*f)) => {
+            let mut map = map.clone();
+            for field in app_only {
+                map.remove(*field);
+            }
+            std::borrow::Cow::Owned(Value::Object(map))
+        }
+        _ => std::borrow::Cow::Borrowed(structured),
     }
 }
 
@@ -457,5 +477,58 @@ mod current_call_tests {
         assert!(current_call_cancelled());
         drop(guard);
         assert!(!current_call_cancelled(), "cleared when the call ends");
+    }
+}
+
+#[cfg(test)]
+mod app_only_tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct NoParams {}
+
+    #[derive(Serialize, JsonSchema)]
+    struct Out {
+        cuenta: u32,
+        dibujo: Vec<u32>,
+    }
+
+    struct WithView;
+
+    impl TypedTool for WithView {
+        type Params = NoParams;
+        type Output = Out;
+        fn name(&self) -> &'static str {
+            "con_vista"
+        }
+        fn title(&self) -> &'static str {
+            "Con vista"
+        }
+        fn description(&self) -> String {
+            "Prueba".into()
+        }
+        fn app_only_fields(&self) -> &'static [&'static str] {
+            &["dibujo"]
+        }
+        fn call(&self, _: NoParams, _: &CallContext) -> Result<Reply<Out>, ToolError> {
+            Ok(Reply::new(Out {
+                cuenta: 2,
+                dibujo: vec![7, 8],
+            }))
+        }
+    }
+
+    #[test]
+    fn app_only_fields_reach_the_structured_content_but_not_the_text() {
+        let tool = typed(WithView);
+        let result = tool.call(json!({}), &CallContext::detached()).unwrap();
+        assert_eq!(
+            result.structured,
+            Some(json!({"cuenta": 2, "dibujo": [7, 8]}))
+        );
+        let Some(Content::Text(text)) = result.content.first() else {
+            panic!("no text block");
+        };
+        assert_eq!(text, r#"{"cuenta":2}"#);
     }
 }

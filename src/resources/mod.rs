@@ -6,9 +6,11 @@
 //! current). Everything comes from the [`Fleet`] snapshot — reference data, never the truth
 //! log — and is read again when the database is replaced ([`version`] tells the server, which
 //! sends `notifications/resources/list_changed`). Also the completion of plates, geofence
-//! names and date words that the prompts share.
+//! names and date words that the prompts share. The map views' `ui://` resources are in
+//! [`views`].
 
 mod completion;
+pub mod views;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -123,3 +123,38 @@ pub fn capped<T>(mut items: Vec<T>) -> Vec<T> {
     cap(&mut items);
     items
 }
+
+/// What a unit is doing at the fleet's now, from its last report (`posicion_actual`'s and
+/// `mapa_flota`'s `estado`): switched off; silent longer than a signal loss with the engine
+/// on; moving; stopped with the engine on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitState {
+    Moving,
+    EngineOn,
+    Off,
+    Silent,
+}
+
+impl UnitState {
+    pub fn of(fix: &crate::engine::Fix, now_utc: i64, signal_loss_s: i64) -> UnitState {
+        if !fix.ignition {
+            UnitState::Off
+        } else if now_utc - fix.ts_utc > signal_loss_s {
+            UnitState::Silent
+        } else if fix.speed_kmh > 0.0 {
+            UnitState::Moving
+        } else {
+            UnitState::EngineOn
+        }
+    }
+
+    /// The Spanish words the tools answer with.
+    pub fn words(self) -> &'static str {
+        match self {
+            UnitState::Moving => "en movimiento",
+            UnitState::EngineOn => "detenida con motor encendido",
+            UnitState::Off => "apagada",
+            UnitState::Silent => "sin señal",
+        }
+    }
+}

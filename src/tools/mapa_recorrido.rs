@@ -2,7 +2,9 @@
 //!
 //! Owns the tool's contract: the same `placa`/`fecha` rules as the other tools, a text block
 //! and `structuredContent` that say what was drawn and over which background, and an `image`
-//! block. Drawing is `crate::map`'s; tiles load with progress notifications when the client
+//! block; `_meta.ui` points hosts that render MCP Apps at the `ui://flota/recorrido` view,
+//! and for a client that negotiated the extension the output also carries the view's data
+//! (`vista`, left out of the text the model reads). Drawing is `crate::map`'s; tiles load with progress notifications when the client
 //! asked for them, and without network the offline basemap is used — the tool never fails
 //! for lack of tiles.
 
@@ -16,10 +18,16 @@ use super::common::{AVISO, coord, round1};
 use crate::fleet::{DayTrack, Fleet, Snapshot, dates};
 use crate::map::{self, Background, Scene, TileFetcher};
 use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
+use crate::ui::{
+    self,
+    datos::{self, Teselas, VistaRecorrido},
+};
 
 pub struct MapaRecorrido {
     pub fleet: Arc<Fleet>,
     pub tiles: Arc<TileFetcher>,
+    /// Online tiles for the interactive view (only when the operator named a tile server).
+    pub view_tiles: Option<Teselas>,
 }
 
 /// The same arguments as `resumen_recorrido`.
@@ -74,6 +82,14 @@ pub struct Output {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(description = AVISO)]
     pub aviso: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    // Its own schema stays out of tools/list, which the model reads: an object here, the
+    // contract in docs/mapas.md and `ui::datos`.
+    #[schemars(
+        with = "Option<serde_json::Map<String, serde_json::Value>>",
+        description = "Solo para clientes que muestran la vista interactiva (MCP Apps): los datos que dibuja; no va en el texto"
+    )]
+    pub vista: Option<VistaRecorrido>,
 }
 
 impl TypedTool for MapaRecorrido {
@@ -101,6 +117,13 @@ impl TypedTool for MapaRecorrido {
             open_world: self.tiles.config.template.is_some(),
             ..Annotations::READ_ONLY
         }
+    }
+
+    fn meta(&self) -> Option<serde_json::Value> {
+        Some(ui::tool_meta(ui::RECORRIDO_URI))
+    }
+    fn app_only_fields(&self) -> &'static [&'static str] {
+        &["vista"]
     }
 
     fn call(&self, params: Params, ctx: &CallContext) -> Result<Reply<Output>, ToolError> {
@@ -140,7 +163,7 @@ impl TypedTool for MapaRecorrido {
             excesos_de_velocidad: scene.speeding.len(),
             perdidas_de_senal: scene.gaps.len(),
             geocercas_visitadas: visited_fences(&track, &snapshot),
-            fondo: self.background_name(&rendered.background),
+            fondo: background_name(&self.tiles, &rendered.background),
             fondo_detalle: rendered.background.describe(),
             leyenda: legend(scene.limit_kmh, &scene.zone_limits_kmh),
             imagen: ImageOut {
@@ -162,6 +185,8 @@ impl TypedTool for MapaRecorrido {
                  exactas use los campos de este resultado."
                 .into(),
             aviso: track.aviso.clone(),
+            vista: ui::client_renders_views(&ctx.request().client_capabilities)
+                .then(|| datos::vista_recorrido(&track, &snapshot, self.view_tiles.clone())),
         };
         let mut reply = Reply::new(output);
         reply.extra.push(Content::Image {
@@ -172,25 +197,22 @@ impl TypedTool for MapaRecorrido {
     }
 }
 
-impl MapaRecorrido {
-    /// What the picture was drawn over, in a word or two.
-    fn background_name(&self, background: &Background) -> String {
-        match background {
-            Background::Tiles { .. } => {
-                if self
-                    .tiles
-                    .config
-                    .template
-                    .as_deref()
-                    .is_some_and(|t| t == map::tiles::OSM_TEMPLATE)
-                {
-                    "OpenStreetMap".to_owned()
-                } else {
-                    "teselas de mapa".to_owned()
-                }
+/// What the picture was drawn over, in a word or two.
+pub(super) fn background_name(tiles: &TileFetcher, background: &Background) -> String {
+    match background {
+        Background::Tiles { .. } => {
+            if tiles
+                .config
+                .template
+                .as_deref()
+                .is_some_and(|t| t == map::tiles::OSM_TEMPLATE)
+            {
+                "OpenStreetMap".to_owned()
+            } else {
+                "teselas de mapa".to_owned()
             }
-            Background::Offline(_) => "sin conexión".to_owned(),
         }
+        Background::Offline(_) => "sin conexión".to_owned(),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod alertas;
 mod common;
+mod mapa_flota;
 mod mapa_recorrido;
 mod posicion_actual;
 mod reporte_kilometraje;
@@ -18,12 +19,19 @@ use std::sync::Arc;
 use crate::fleet::Fleet;
 use crate::map::{TileConfig, TileFetcher};
 use crate::mcp::{Tool, typed};
+use crate::ui::datos::Teselas;
 
 pub use common::MAX_ROWS;
 pub use service::{instructions, server_info, service};
 
-/// Every fleet tool, in the order `tools/list` shows them, with maps drawn over tiles from `tiles`.
-pub fn all(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
+/// Every fleet tool, in the order `tools/list` shows them, with PNG maps drawn over tiles from
+/// `tiles` and the interactive views' online tiles (if any) from `view_tiles`.
+pub fn all(
+    fleet: &Arc<Fleet>,
+    tiles: TileConfig,
+    view_tiles: Option<Teselas>,
+) -> Vec<Box<dyn Tool>> {
+    let tiles = Arc::new(TileFetcher::new(tiles));
     vec![
         typed(posicion_actual::PosicionActual {
             fleet: Arc::clone(fleet),
@@ -36,7 +44,13 @@ pub fn all(fleet: &Arc<Fleet>, tiles: TileConfig) -> Vec<Box<dyn Tool>> {
         }),
         typed(mapa_recorrido::MapaRecorrido {
             fleet: Arc::clone(fleet),
-            tiles: Arc::new(TileFetcher::new(tiles)),
+            tiles: Arc::clone(&tiles),
+            view_tiles: view_tiles.clone(),
+        }),
+        typed(mapa_flota::MapaFlota {
+            fleet: Arc::clone(fleet),
+            tiles,
+            view_tiles,
         }),
         typed(alertas::Alertas {
             fleet: Arc::clone(fleet),
@@ -89,7 +103,7 @@ mod tests {
         ));
         let english = [" the ", " of ", " and ", " to ", "The ", " so "];
         let mut found = Vec::new();
-        for tool in all(&fleet, TileConfig::offline()) {
+        for tool in all(&fleet, TileConfig::offline(), None) {
             let definition = tool.definition();
             let schemas = [
                 Some(&definition.input_schema),

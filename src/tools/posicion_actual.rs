@@ -9,7 +9,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{PLATE, coord, iso, minutes, place, round1};
+use super::common::{PLATE, UnitState, coord, iso, minutes, place, round1};
 use crate::fleet::Fleet;
 use crate::geometry::earth::{LatLon, compass_es};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -113,16 +113,7 @@ impl TypedTool for PosicionActual {
             )));
         };
         let gap_s = snapshot.meta.config.perdida_senal_s as i64;
-        let silent = now - fix.ts_utc > gap_s;
-        let estado = if !fix.ignition {
-            "apagada"
-        } else if silent {
-            "sin señal"
-        } else if fix.speed_kmh > 0.0 {
-            "en movimiento"
-        } else {
-            "detenida con motor encendido"
-        };
+        let estado = UnitState::of(&fix, now, gap_s).words();
         let referencia = place(&snapshot, fix.lat, fix.lon);
         let (direccion, _) = self
             .fleet

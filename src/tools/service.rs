@@ -10,6 +10,8 @@ use std::sync::Arc;
 use crate::fleet::Fleet;
 use crate::map::TileConfig;
 use crate::mcp::{self, ServerInfo};
+use crate::ui::datos::Teselas;
+use serde_json::json;
 
 pub fn server_info() -> ServerInfo {
     ServerInfo {
@@ -19,17 +21,21 @@ pub fn server_info() -> ServerInfo {
     }
 }
 
-/// The fleet service: identity, guidance for the model, and the seven tools, with maps drawn
-/// over tiles from `tiles`.
-pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig) -> mcp::Service {
+/// The fleet service: identity, guidance for the model, the eight tools (PNG maps drawn over
+/// tiles from `tiles`), and the map views of the MCP Apps extension (online tiles in them
+/// only with `view_tiles`).
+pub fn service(fleet: &Arc<Fleet>, tiles: TileConfig, view_tiles: Option<Teselas>) -> mcp::Service {
+    let mut resources = crate::resources::all(fleet);
+    resources.extend(crate::resources::views::all(view_tiles.as_ref()));
     mcp::Service {
         info: server_info(),
         instructions: Some(instructions(fleet)),
-        tools: super::all(fleet, tiles),
+        tools: super::all(fleet, tiles, view_tiles),
         prompts: crate::prompts::all(fleet),
-        resources: crate::resources::all(fleet),
+        resources,
         templates: crate::resources::templates(fleet),
         resources_version: Some(crate::resources::version(fleet)),
+        extensions: Some(json!({ crate::ui::EXTENSION: {} })),
         ..mcp::Service::default()
     }
 }

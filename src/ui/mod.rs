@@ -24,6 +24,24 @@ pub const FLOTA_URI: &str = "ui://flota/flota";
 /// Budget for one document: hosts inline it in a frame, and a chat client carries it.
 pub const MAX_DOCUMENT_BYTES: usize = 400 * 1024;
 
+/// The extension's identifier in `capabilities.extensions`.
+pub const EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+/// Whether a client's declared capabilities say it renders these views: the extension with
+/// our MIME type among its `mimeTypes` (the extension's negotiation; anything else gets the
+/// text and the PNG only).
+pub fn client_renders_views(client_capabilities: &Value) -> bool {
+    client_capabilities["extensions"][EXTENSION]["mimeTypes"]
+        .as_array()
+        .is_some_and(|types| types.iter().any(|t| t.as_str() == Some(MIME_TYPE)))
+}
+
+/// `_meta` of a tool shown with a view: the resource the host renders with its result,
+/// visible to the model and to the view (the day view calls its tool for another day).
+pub fn tool_meta(resource_uri: &str) -> Value {
+    json!({ "ui": { "resourceUri": resource_uri, "visibility": ["model", "app"] } })
+}
+
 /// The pinned Leaflet release in `ui/vendor/` (npm `leaflet`, BSD-2-Clause).
 pub const LEAFLET_VERSION: &str = "1.9.4";
 

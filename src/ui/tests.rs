@@ -238,3 +238,29 @@ fn the_contract_stays_inside_the_validated_schema_subset() {
         );
     }
 }
+
+#[test]
+fn only_a_client_that_lists_the_views_type_renders_them() {
+    let check = |caps: Value, expected: bool| {
+        assert_eq!(client_renders_views(&caps), expected, "{caps}");
+    };
+    check(json!({}), false);
+    check(json!({"extensions": {}}), false);
+    check(json!({"extensions": {EXTENSION: {}}}), false);
+    check(
+        json!({"extensions": {EXTENSION: {"mimeTypes": ["text/html"]}}}),
+        false,
+    );
+    check(
+        json!({"extensions": {"otra/cosa": {"mimeTypes": [MIME_TYPE]}}}),
+        false,
+    );
+    check(
+        json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}}),
+        true,
+    );
+    check(
+        json!({"extensions": {EXTENSION: {"mimeTypes": ["text/html", MIME_TYPE]}}}),
+        true,
+    );
+}

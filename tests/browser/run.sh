@@ -2,7 +2,7 @@
 # The browser test of the MCP Apps map views (vistas.test.mjs). Installs what it needs and
 # nothing globally but Debian's chromium: the pinned npm packages from the lockfile, and in CI
 # (CI=true, or FLOTA_NODE22=1) Node 22 from the npm `node` package in a temporary folder;
-# elsewhere the machine's Node (20 or later). Builds `flota` and the `vistas` example, then
+# elsewhere the machine's Node (20 or later). Builds `flota`, then
 # runs the test under a time bound. FLOTA_CAPTURAS=docs/img refreshes the screenshots.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,7 +24,7 @@ fi
 echo "node $("$node_bin" --version), $(/usr/bin/chromium --version 2>/dev/null | head -1)"
 
 timeout 300 npm ci --no-audit --no-fund --silent
-(cd "$root" && cargo build --quiet --bin flota --example vistas)
+(cd "$root" && cargo build --quiet --bin flota)
 if [ -n "${FLOTA_CAPTURAS:-}" ]; then
   case "$FLOTA_CAPTURAS" in /*) ;; *) export FLOTA_CAPTURAS="$root/$FLOTA_CAPTURAS" ;; esac
 fi

@@ -1,18 +1,18 @@
 // The MCP Apps map views (ui/) in headless Chromium, fed with real answers.
 //
-// A scenario is simulated with the real `flota simular`; `flota servir` answers tools/call over
-// stdio; a small host harness (anfitrion.html/js, served on loopback) embeds each view in a
-// sandboxed frame under the extension's default CSP and speaks the host side of the protocol.
-// Until the server side lands, the `vista` field of the structured content (docs/mapas.md) comes
-// from `examples/vistas` (flota::ui::datos over the same database) and the fleet result is
-// assembled from posicion_actual and resumen_recorrido answers; `mapa_flota` will replace that.
+// A scenario is simulated with the real `flota simular`; `flota servir` answers over stdio as
+// to a host that renders MCP Apps (the client declares the extension): the views' documents
+// come from resources/read of ui://flota/recorrido and ui://flota/flota, their data from real
+// mapa_recorrido and mapa_flota results. A small host harness (anfitrion.html/js, served on
+// loopback) embeds each view in a sandboxed frame under the extension's default CSP and speaks
+// the host side of the protocol.
 //
 // Checks: the track's colours at the projected reports, one marker per stop, speeding episode
 // and signal loss that the real result counts, the slider and play button move the replay
 // marker, a click opens the evidence with every field, the height follows the host, day
 // navigation through tools/call, no console error, no request outside the harness.
 //
-// Environment: FLOTA_BIN, VISTAS_BIN (default target/debug/…), CHROMIUM (/usr/bin/chromium),
+// Environment: FLOTA_BIN (default target/debug/flota), CHROMIUM (/usr/bin/chromium),
 // FLOTA_CAPTURAS (a folder: write the screenshots there, e.g. docs/img).
 
 import { test, before, after, beforeEach } from "node:test";
@@ -31,7 +31,6 @@ import { PNG } from "pngjs";
 const AQUI = path.dirname(fileURLToPath(import.meta.url));
 const RAIZ = path.resolve(AQUI, "..", "..");
 const FLOTA = process.env.FLOTA_BIN || path.join(RAIZ, "target", "debug", "flota");
-const VISTAS = process.env.VISTAS_BIN || path.join(RAIZ, "target", "debug", "examples", "vistas");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const CAPTURAS = process.env.FLOTA_CAPTURAS ? path.resolve(process.env.FLOTA_CAPTURAS) : null;
 const AHORA = "2026-08-19T15:30";
@@ -46,6 +45,8 @@ const PLAZO_PRUEBA = { timeout: 240000 };
 let tmp;
 let db;
 let servidor;
+let servidorSinApps;
+let servidorDeposito;
 let web;
 let base;
 let contexto;
@@ -55,9 +56,13 @@ const problemas = { consola: [], red: [] };
 
 // --- The real server over stdio --------------------------------------------------------------
 
+const MIME_VISTA = "text/html;profile=mcp-app";
+const CON_APPS = { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [MIME_VISTA] } } };
+
 class ServidorMcp {
-  constructor(bd) {
-    this.proceso = spawn(FLOTA, ["servir", "--db", bd], { env: ENTORNO, stdio: ["pipe", "pipe", "ignore"] });
+  constructor(bd, capacidades, extra = []) {
+    this.capacidades = capacidades;
+    this.proceso = spawn(FLOTA, ["servir", "--db", bd, ...extra], { env: ENTORNO, stdio: ["pipe", "pipe", "ignore"] });
     this.siguiente = 1;
     this.pendientes = new Map();
     createInterface({ input: this.proceso.stdout }).on("line", (linea) => {
@@ -82,7 +87,7 @@ class ServidorMcp {
   async iniciar() {
     await this.pedir("initialize", {
       protocolVersion: "2025-06-18",
-      capabilities: {},
+      capabilities: this.capacidades,
       clientInfo: { name: "prueba-vistas", version: "1" },
     });
     this.proceso.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
@@ -103,77 +108,19 @@ async function estructurado(nombre, args) {
   return r.structuredContent;
 }
 
-function datosDeVista(placa, fecha) {
-  const salida = execFileSync(VISTAS, ["datos", "--db", db, "--placa", placa, "--fecha", fecha], { env: ENTORNO, maxBuffer: 64 << 20 });
-  return JSON.parse(salida.toString("utf8"));
+/** The real mapa_recorrido result, `vista` included (the client declared the extension). */
+function resultadoRecorrido(placa, fecha) {
+  return servidor.llamar("mapa_recorrido", { placa, fecha });
 }
 
-/** The real mapa_recorrido result, with the `vista` field the server side will add. */
-async function resultadoRecorrido(placa, fecha) {
-  const r = await servidor.llamar("mapa_recorrido", { placa, fecha });
-  if (!r.isError) r.structuredContent.vista = datosDeVista(placa, fecha).recorrido;
-  return r;
-}
-
-/** What mapa_flota will answer, assembled from today's real answers (see docs/mapas.md). */
-async function resultadoFlota() {
-  const datos = datosDeVista(unidades[0], "hoy");
-  const lista = [];
-  let consulta = null;
-  for (const placa of datos.unidades_activas) {
-    const r = await servidor.llamar("posicion_actual", { placa });
-    if (r.isError) continue;
-    const p = r.structuredContent;
-    consulta = p.consultado;
-    let minutos = null;
-    let desde = null;
-    if (p.estado === "en movimiento") {
-      // Moving since the end of today's last stop.
-      const dia = await servidor.llamar("resumen_recorrido", { placa, fecha: "hoy" });
-      const paradas = dia.isError ? [] : dia.structuredContent.paradas;
-      const ultima = paradas[paradas.length - 1];
-      if (ultima && ultima.fin) {
-        desde = p.consultado.slice(0, 11) + ultima.fin + p.consultado.slice(19);
-        minutos = Math.round((Date.parse(p.consultado) - Date.parse(desde)) / 6000) / 10;
-      }
-    } else if (p.estado === "sin señal") {
-      minutos = p.minutos_desde_ultimo_reporte;
-      desde = p.ultimo_reporte;
-    } else {
-      minutos = p.minutos_detenida;
-      desde = p.detenida_desde;
-    }
-    lista.push({
-      placa: p.placa,
-      tipo: p.tipo,
-      conductor: p.conductor,
-      estado: p.estado,
-      minutos_en_estado: minutos,
-      en_estado_desde: desde,
-      ultimo_reporte: p.ultimo_reporte,
-      minutos_desde_ultimo_reporte: p.minutos_desde_ultimo_reporte,
-      lat: p.lat,
-      lon: p.lon,
-      velocidad_kmh: p.velocidad_kmh,
-      rumbo: p.rumbo,
-      referencia: p.referencia,
-    });
-  }
-  const cuenta = (estado) => lista.filter((u) => u.estado === estado).length;
-  const sc = {
-    instante_consulta: consulta,
-    zona_horaria: datos.recorrido.zona_horaria,
-    total: lista.length,
-    por_estado: {
-      en_movimiento: cuenta("en movimiento"),
-      motor_encendido: cuenta("detenida con motor encendido"),
-      apagada: cuenta("apagada"),
-      sin_senal: cuenta("sin señal"),
-    },
-    unidades: lista,
-    vista: datos.flota,
-  };
-  return { content: [{ type: "text", text: JSON.stringify(sc) }], structuredContent: sc };
+/** A view's document as the host reads it: resources/read of its ui:// URI. */
+async function documento(uri) {
+  const r = await servidor.pedir("resources/read", { uri });
+  const c = r.contents[0];
+  assert.equal(c.mimeType, MIME_VISTA, uri);
+  assert.ok(Buffer.byteLength(c.text) < 400 * 1024, `${uri}: ${Buffer.byteLength(c.text)} bytes`);
+  assert.deepEqual(c._meta, { ui: { prefersBorder: true } }, uri);
+  return c.text;
 }
 
 // --- Harness, browser ------------------------------------------------------------------------
@@ -340,10 +287,19 @@ before(async () => {
     env: ENTORNO,
     stdio: ["ignore", "ignore", "pipe"],
   });
-  for (const v of ["recorrido", "flota"]) fs.writeFileSync(path.join(tmp, v + ".html"), execFileSync(VISTAS, ["html", v]));
-  servidor = new ServidorMcp(db);
+  servidor = new ServidorMcp(db, CON_APPS);
   await servidor.iniciar();
-  unidades = datosDeVista("P-123BCD", "hoy").unidades_activas;
+  servidorSinApps = new ServidorMcp(db, {});
+  await servidorSinApps.iniciar();
+  // Before the first shift: every unit parked, two of them at one depot.
+  servidorDeposito = new ServidorMcp(db, CON_APPS, ["--ahora", "2026-08-19T05:00"]);
+  await servidorDeposito.iniciar();
+  for (const v of ["recorrido", "flota"]) fs.writeFileSync(path.join(tmp, v + ".html"), await documento("ui://flota/" + v));
+  const herramientas = (await servidor.pedir("tools/list", {})).tools;
+  for (const [nombre, vista] of [["mapa_recorrido", "recorrido"], ["mapa_flota", "flota"]]) {
+    assert.equal(herramientas.find((t) => t.name === nombre)._meta.ui.resourceUri, "ui://flota/" + vista);
+  }
+  unidades = (await servidor.llamar("mapa_flota", {})).structuredContent.unidades.map((u) => u.placa);
   web = await servirArchivos();
   base = "http://127.0.0.1:" + web.address().port;
   contexto = await chromium.launchPersistentContext(path.join(tmp, "perfil"), {
@@ -384,7 +340,7 @@ beforeEach(() => {
 after(async () => {
   if (contexto) await contexto.close();
   if (web) web.close();
-  if (servidor) servidor.cerrar();
+  for (const s of [servidor, servidorSinApps, servidorDeposito]) if (s) s.cerrar();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -534,8 +490,8 @@ test("la vista del día pide otro día por tools/call a través del anfitrión",
   sinProblemas("otro día");
 });
 
-test("sin el campo vista (el servidor de hoy), la vista del día lo dice sin fallar", PLAZO_PRUEBA, async () => {
-  const resultado = await servidor.llamar("mapa_recorrido", { placa: unidades[0], fecha: "ayer" });
+test("sin el campo vista (un cliente sin la extensión), la vista del día lo dice sin fallar", PLAZO_PRUEBA, async () => {
+  const resultado = await servidorSinApps.llamar("mapa_recorrido", { placa: unidades[0], fecha: "ayer" });
   assert.equal(resultado.structuredContent.vista, undefined);
   const marco = await abrir("recorrido", { placa: unidades[0], fecha: "ayer" }, resultado, {}, false);
   await protocoloEnOrden();
@@ -549,10 +505,12 @@ test("sin el campo vista (el servidor de hoy), la vista del día lo dice sin fal
 
 // --- The fleet view --------------------------------------------------------------------------
 
-test("la vista de la flota muestra cada unidad activa con su estado y minutos", PLAZO_PRUEBA, async () => {
-  const resultado = await resultadoFlota();
+async function comprobarFlota(servidorFlota, capturar) {
+  const resultado = await servidorFlota.llamar("mapa_flota", {});
+  assert.ok(!resultado.isError, JSON.stringify(resultado.content));
   const sc = resultado.structuredContent;
   assert.equal(sc.unidades.length, unidades.length);
+  assert.equal(sc.vista.version, 1);
   const marco = await abrir("flota", {}, resultado);
   await protocoloEnOrden();
 
@@ -560,8 +518,16 @@ test("la vista de la flota muestra cada unidad activa con su estado y minutos", 
     ns.map((n) => ({ placa: n.dataset.placa, estado: n.dataset.estado, rotulo: n.querySelector(".rotulo").textContent, color: getComputedStyle(n.querySelector(".punto")).backgroundColor }))
   );
   assert.equal(marcas.length, sc.unidades.length);
-  const imagen = await captura("mapa_flota_vista.png");
+  const imagen = await captura(capturar);
   const puntos = await proyectar(marco, sc.unidades.map((u) => [u.lat, u.lon]));
+  // Each unit's dot, where it was drawn: near its position, and clear of every other dot
+  // (units at one place are fanned out, none hides another).
+  const centros = [];
+  for (const u of sc.unidades) centros.push(await centro(marco, `.unidad[data-placa="${u.placa}"] .punto`));
+  centros.forEach((c, i) => {
+    assert.ok(distancia(c, puntos[i]) <= 40, `${sc.unidades[i].placa}: punto a ${distancia(c, puntos[i])} px de su posición`);
+    for (let j = 0; j < i; j++) assert.ok(distancia(c, centros[j]) >= 18, `${sc.unidades[i].placa} tapa a ${sc.unidades[j].placa}`);
+  });
   const colorPorEstado = new Map();
   sc.unidades.forEach((u, i) => {
     const m = marcas.find((x) => x.placa === u.placa);
@@ -570,14 +536,8 @@ test("la vista de la flota muestra cada unidad activa con su estado y minutos", 
     assert.ok(m.rotulo.startsWith(u.placa));
     if (typeof u.minutos_en_estado === "number") assert.match(m.rotulo, /min$/);
     const color = m.color.match(/\d+/g).slice(0, 3).map(Number);
-    // The dot at the unit's position has its state's colour, and states do not share one.
-    // Units parked at one spot (a depot) draw their dots on top of each other: there, the
-    // colour seen may be any of theirs.
-    const juntas = sc.unidades
-      .map((o, j) => [o, puntos[j]])
-      .filter(([o, p]) => o.placa !== u.placa && Math.hypot(p[0] - puntos[i][0], p[1] - puntos[i][1]) < 12)
-      .map(([o]) => marcas.find((x) => x.placa === o.placa).color.match(/\d+/g).slice(0, 3).map(Number));
-    assert.ok(colorCerca(imagen, puntos[i][0], puntos[i][1], [color, ...juntas], 1), `${u.placa}: color ${color}`);
+    // The unit's dot shows its state's colour, and states do not share one.
+    assert.ok(colorCerca(imagen, centros[i][0], centros[i][1], [color], 1), `${u.placa}: color ${color}`);
     for (const [estado, otro] of colorPorEstado) if (estado !== u.estado) assert.notDeepEqual(otro, color);
     colorPorEstado.set(u.estado, color);
   });
@@ -587,7 +547,7 @@ test("la vista de la flota muestra cada unidad activa con su estado y minutos", 
   // A click on a unit shows all its fields.
   const u = sc.unidades[0];
   const caja = await (await pagina.$("#marco")).boundingBox();
-  const [x, y] = await centro(marco, `.unidad[data-placa="${u.placa}"] .punto`);
+  const [x, y] = centros[0];
   await pagina.mouse.click(caja.x + x, caja.y + y);
   await marco.waitForSelector("#evidencia:not([hidden])");
   const campos = await marco.$$eval("#evidencia-campos > dt", (ns) => ns.map((n) => n.dataset.campo));
@@ -598,4 +558,16 @@ test("la vista de la flota muestra cada unidad activa con su estado y minutos", 
   await pagina.waitForFunction(() => window.anfitrion.registro.tamanos.at(-1).height === 320);
   assert.equal(await marco.$eval("#app", (n) => Math.round(n.getBoundingClientRect().height)), 320);
   sinProblemas("flota");
+  return sc;
+}
+
+test("la vista de la flota muestra cada unidad activa con su estado y minutos", PLAZO_PRUEBA, async () => {
+  await comprobarFlota(servidor, "mapa_flota_vista.png");
+});
+
+test("en la vista de la flota, las unidades en un mismo lugar no se tapan", PLAZO_PRUEBA, async () => {
+  const sc = await comprobarFlota(servidorDeposito, "mapa_flota_deposito.png");
+  // The case this test is for: at least two units reported from (almost) one place.
+  const juntas = sc.unidades.some((u, i) => sc.unidades.some((o, j) => j < i && Math.hypot(u.lat - o.lat, u.lon - o.lon) < 1e-4));
+  assert.ok(juntas, "ninguna unidad comparte lugar a las 05:00");
 });

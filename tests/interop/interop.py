@@ -4,8 +4,9 @@ Run by .ci/run after `cargo test`:  python tests/interop/interop.py TARGET_DIR
 where TARGET_DIR holds `flota` and `examples/servidor_texto` (e.g. target/debug).
 
 Checks the low-level ClientSession (legacy handshake, outputSchema validation on every
-structured result, progress, ping; all seven flota tools on a freshly simulated `minimo`
-scenario, including the map's PNG image block), the high-level Client in auto mode (server/discover
+structured result, progress, ping; all eight flota tools on a freshly simulated `minimo`
+scenario, including both maps' PNG image blocks and, for a client without the MCP Apps
+extension, no view data in the answers while the views stay readable as resources), the high-level Client in auto mode (server/discover
 probe, then the 2026-07-28 era), and the Streamable HTTP client against `flota servir --http`
 (with the token: every tool, a resource, a prompt, a completion; without it: refused). Exits
 non-zero on the first failure.
@@ -46,6 +47,7 @@ TOOL_CALLS = {
     "unidades_detenidas": {"minutos_minimos": 0},
     "resumen_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
     "mapa_recorrido": {"placa": "P-456DEF", "fecha": "ayer"},
+    "mapa_flota": {},
     "alertas": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
     "verificar_geocerca": {"placa": "P-123BCD", "nombre_geocerca": "CEDIS Zona 12", "fecha": "ayer"},
     "reporte_kilometraje": {"fecha_inicio": "anteayer", "fecha_fin": "hoy"},
@@ -104,7 +106,7 @@ async def flota_with_client_session(db: str) -> None:
             init = await session.initialize()
             check(init.server_info.name == "flota", "serverInfo.name")
             tools = (await session.list_tools()).tools
-            check(len(tools) == 7, f"{len(tools)} tools listed")
+            check(len(tools) == 8, f"{len(tools)} tools listed")
             await session.send_ping()
             check(True, "ping")
             # Every tool once: the SDK validates each structuredContent against the tool's
@@ -113,11 +115,21 @@ async def flota_with_client_session(db: str) -> None:
             for name, arguments in calls.items():
                 res = await session.call_tool(name, arguments)
                 check(not res.is_error and res.structured_content is not None, f"{name}: structured result conforms")
-            res = await session.call_tool("mapa_recorrido", calls["mapa_recorrido"])
-            images = [c for c in res.content if c.type == "image"]
-            check(len(images) == 1 and images[0].mime_type == "image/png", "mapa_recorrido: one PNG image block")
-            png = base64.b64decode(images[0].data)
-            check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) <= 300 * 1024, f"PNG decodes ({len(png) // 1024} KB)")
+            # A host without the MCP Apps extension: text + PNG, as before the views existed.
+            for name, view in [("mapa_recorrido", "ui://flota/recorrido"), ("mapa_flota", "ui://flota/flota")]:
+                res = await session.call_tool(name, calls[name])
+                check([c.type for c in res.content] == ["text", "image"], f"{name}: a text block and an image block")
+                check(json.loads(res.content[0].text) == res.structured_content, f"{name}: the text mirrors the structured result")
+                check("vista" not in res.structured_content, f"{name}: no view data for a client without the extension")
+                images = [c for c in res.content if c.type == "image"]
+                check(images[0].mime_type == "image/png", f"{name}: image/png")
+                png = base64.b64decode(images[0].data)
+                check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) <= 300 * 1024, f"{name}: PNG decodes ({len(png) // 1024} KB)")
+                tool = next(t for t in tools if t.name == name)
+                check((tool.meta or {}).get("ui", {}).get("resourceUri") == view, f"{name}: _meta.ui.resourceUri {view}")
+                html = (await session.read_resource(view)).contents[0]
+                check(html.mime_type == "text/html;profile=mcp-app", f"{view}: MIME {html.mime_type}")
+                check(len(html.text.encode()) < 400 * 1024, f"{view}: {len(html.text.encode()) // 1024} KB, under 400 KB")
             res = await session.call_tool("posicion_actual", {"placa": "P-000XXX"})
             check(res.is_error, "unknown plate is an isError result")
 
@@ -186,12 +198,13 @@ async def flota_over_http(db: str) -> None:
                 init = await session.initialize()
                 check(init.server_info.name == "flota", "serverInfo.name over HTTP")
                 tools = (await session.list_tools()).tools
-                check(len(tools) == 7, f"{len(tools)} tools listed over HTTP")
+                check(len(tools) == 8, f"{len(tools)} tools listed over HTTP")
                 for name, arguments in TOOL_CALLS.items():
                     res = await session.call_tool(name, arguments)
                     check(not res.is_error and res.structured_content is not None, f"{name} over HTTP")
                 resources = (await session.list_resources()).resources
-                check([str(r.uri) for r in resources] == ["flota://unidades", "flota://geocercas", "flota://datos"], "resources listed")
+                expected = ["flota://unidades", "flota://geocercas", "flota://datos", "ui://flota/recorrido", "ui://flota/flota"]
+                check([str(r.uri) for r in resources] == expected, "resources listed")
                 read_back = await session.read_resource("flota://unidades")
                 roster = json.loads(read_back.contents[0].text)
                 check(roster["total"] == 3, "flota://unidades read")

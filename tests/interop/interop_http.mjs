@@ -52,6 +52,7 @@ const calls = {
   unidades_detenidas: { minutos_minimos: 0 },
   resumen_recorrido: { placa: "P-456DEF", fecha: "ayer" },
   mapa_recorrido: { placa: "P-456DEF", fecha: "ayer" },
+  mapa_flota: {},
   alertas: { fecha_inicio: "anteayer", fecha_fin: "hoy" },
   verificar_geocerca: { placa: "P-123BCD", nombre_geocerca: "CEDIS Zona 12", fecha: "ayer" },
   reporte_kilometraje: { fecha_inicio: "anteayer", fecha_fin: "hoy" },
@@ -67,7 +68,7 @@ try {
   await client.connect(transport);
   check(client.getServerVersion()?.name === "flota", "serverInfo.name");
   const { tools } = await client.listTools();
-  check(tools.length === 7, `${tools.length} tools listed`);
+  check(tools.length === 8, `${tools.length} tools listed`);
   for (const [name, args] of Object.entries(calls)) {
     const result = await client.callTool({ name, arguments: args });
     check(!result.isError && result.structuredContent, `${name}: structured result conforms`);

@@ -12,6 +12,7 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use flota::evaluation::truth::TruthLog;
+use flota::sim::truth::TruthEvent;
 
 use crate::simulation::{
     hidden_by_loss, injected_speeding, injected_stops, km_days, losses, rows, simulate, stays,
@@ -141,6 +142,128 @@ fn check_stopped_now(name: &'static str) {
         let position = client.ok("posicion_actual", json!({"placa": plate}));
         assert_eq!(position["estado"], "detenida con motor encendido");
         assert!((position["minutos_detenida"].as_f64().unwrap() - expected).abs() <= 1.0);
+    }
+}
+
+/// The state of `plate` at "now" in the truth, as its reports can show it, with since when:
+/// silent (a loss still open that began during a shift; since it began), switched off (its
+/// last shift ended; since the stop that holds it began), stopped with the engine on (an open stop during a shift), or moving
+/// (since the last stop long enough for the engine to detect ended, if any).
+fn true_state(truth: &[TruthEvent], plate: &str, now: i64) -> (&'static str, Option<i64>) {
+    let shift_on = truth
+        .iter()
+        .any(|e| matches!(e, TruthEvent::Jornada { placa, fin_utc: None, .. } if placa == plate));
+    let open_stop = truth.iter().find_map(|e| match e {
+        TruthEvent::Parada {
+            placa,
+            fin_utc: None,
+            inicio_utc,
+            motor_encendido,
+            ..
+        } if placa == plate => Some((*inicio_utc, *motor_encendido)),
+        _ => None,
+    });
+    let open_loss = losses(truth)
+        .into_iter()
+        .find(|l| l.plate == plate && l.end == i64::MAX);
+    // Silent since during a shift: whatever happened after is unseen (the engine may have
+    // been switched off meanwhile).
+    let in_shift = |t: i64| {
+        truth.iter().any(|e| {
+            matches!(e, TruthEvent::Jornada { placa, inicio_utc, fin_utc, .. }
+                if placa == plate && *inicio_utc <= t && fin_utc.is_none_or(|end| end > t))
+        })
+    };
+    if let Some(loss) = open_loss.filter(|l| in_shift(l.start)) {
+        return ("sin señal", Some(loss.start));
+    }
+    if !shift_on {
+        return ("apagada", open_stop.map(|(start, _)| start));
+    }
+    if let Some((start, true)) = open_stop {
+        return ("detenida con motor encendido", Some(start));
+    }
+    let min_stop_s = flota::engine::DetectionConfig::default().parada_min_s as i64;
+    let last_end = truth
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Parada {
+                placa,
+                fin_utc: Some(end),
+                duracion_s,
+                ..
+            } if placa == plate && *duracion_s >= min_stop_s && *end <= now => Some(*end),
+            _ => None,
+        })
+        .max();
+    ("en movimiento", last_end)
+}
+
+/// `mapa_flota` against the truth: every listed unit's state at "now" and the minutes in it,
+/// the counts per state, and one unit per active plate of the truth.
+fn check_fleet_map(name: &'static str) {
+    let fixture = fixture(name);
+    let now = ahora(fixture);
+    let mut client = Client::new(&fixture.db);
+    let answer = client.ok("mapa_flota", json!({}));
+    let units = answer["unidades"].as_array().unwrap();
+    let truth_plates: BTreeSet<&str> = fixture
+        .truth
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Jornada {
+                placa, inicio_utc, ..
+            } if *inicio_utc <= now => Some(placa.as_str()),
+            _ => None,
+        })
+        .collect();
+    let listed: BTreeSet<&str> = units.iter().map(|u| u["placa"].as_str().unwrap()).collect();
+    assert!(
+        truth_plates.is_subset(&listed),
+        "{name}: {truth_plates:?} vs {listed:?}"
+    );
+    assert_eq!(answer["total"], units.len());
+    let mut counts = std::collections::BTreeMap::new();
+    for unit in units {
+        let plate = unit["placa"].as_str().unwrap();
+        let (state, since) = true_state(&fixture.truth.events, plate, now);
+        assert_eq!(unit["estado"], state, "{name} {plate}: {unit}");
+        *counts.entry(state).or_insert(0) += 1;
+        let minutes = unit["minutos_en_estado"].as_f64();
+        match (since, minutes) {
+            (Some(since), Some(minutes)) => {
+                let expected = (now - since) as f64 / 60.0;
+                // A loss starts at the first missing fix; the tool counts from the last one
+                // received, one reporting interval earlier.
+                let slack = 1.0 + fixture.truth.header.intervalo_reporte_s as f64 / 60.0;
+                assert!(
+                    (minutes - expected).abs() <= slack,
+                    "{name} {plate} {state}: {minutes} vs truth {expected}"
+                );
+            }
+            (None, None) => {}
+            // A stop too short for the engine yet (stopped at a light) has no start to show.
+            (Some(since), None) => assert!(
+                now - since < flota::engine::DetectionConfig::default().parada_min_s as i64 + 60,
+                "{name} {plate} {state}: no minutes, truth since {since}"
+            ),
+            (None, Some(minutes)) => {
+                panic!("{name} {plate} {state}: {minutes} min, none in the truth")
+            }
+        }
+    }
+    for (state, key) in [
+        ("en movimiento", "en_movimiento"),
+        ("detenida con motor encendido", "motor_encendido"),
+        ("apagada", "apagada"),
+        ("sin señal", "sin_senal"),
+    ] {
+        assert_eq!(
+            answer["por_estado"][key],
+            counts.get(state).copied().unwrap_or(0),
+            "{name}: {key}"
+        );
     }
 }
 
@@ -428,6 +551,22 @@ fn check_km(name: &'static str) {
 #[test]
 fn minimo_stopped_now() {
     check_stopped_now("minimo");
+}
+#[test]
+fn minimo_fleet_map() {
+    check_fleet_map("minimo");
+}
+#[test]
+fn semana_fleet_map() {
+    check_fleet_map("semana");
+}
+#[test]
+fn ruidoso_fleet_map() {
+    check_fleet_map("ruidoso");
+}
+#[test]
+fn dos_zonas_fleet_map() {
+    check_fleet_map("dos_zonas");
 }
 #[test]
 fn minimo_long_stops() {

@@ -232,7 +232,7 @@ fn http_refuses_without_the_token_and_says_where_to_get_one() {
 
     let session = Session::open(&server, Some("secreto-de-prueba"));
     let tools = session.request(1, "tools/list", json!({}));
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
 }
 
 #[test]
@@ -257,7 +257,7 @@ fn http_legacy_session_lifecycle() {
 
     let session = Session::open(&server, None);
     let tools = session.request(1, "tools/list", json!({}));
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
     let resources = session.request(2, "resources/list", json!({}));
     let uris: Vec<&str> = resources["result"]["resources"]
         .as_array()
@@ -267,7 +267,13 @@ fn http_legacy_session_lifecycle() {
         .collect();
     assert_eq!(
         uris,
-        ["flota://unidades", "flota://geocercas", "flota://datos"]
+        [
+            "flota://unidades",
+            "flota://geocercas",
+            "flota://datos",
+            "ui://flota/recorrido",
+            "ui://flota/flota"
+        ]
     );
     let bad_version = session
         .http

@@ -49,6 +49,7 @@
 )]
 
 mod analysis;
+mod apps;
 mod changeover;
 mod cli;
 #[cfg(unix)]

@@ -55,7 +55,8 @@ fn handshake_answers_once_with_the_requested_version() {
             "tools": {"listChanged": false},
             "prompts": {"listChanged": false},
             "resources": {"subscribe": false, "listChanged": true},
-            "completions": {}
+            "completions": {},
+            "extensions": {"io.modelcontextprotocol/ui": {}}
         })
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "flota");
@@ -385,7 +386,7 @@ fn modern_requests_are_served_without_a_handshake() {
         "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}
     }));
     let answer = server.recv();
-    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 8);
     assert_eq!(answer["result"]["resultType"], "complete");
     assert_eq!(answer["result"]["cacheScope"], "public");
     assert!(answer["result"]["ttlMs"].as_u64().is_some());

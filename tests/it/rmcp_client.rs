@@ -101,7 +101,7 @@ async fn rmcp_over_streamable_http() {
     assert_eq!(info.server_info.as_ref().unwrap().name, "flota");
 
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 7);
+    assert_eq!(tools.len(), 8);
     for (name, args) in crate::http::every_tool_once() {
         let res = client
             .call_tool(CallToolRequestParams::new(name).with_arguments(arguments(args)))

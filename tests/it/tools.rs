@@ -24,6 +24,7 @@ fn tools_list_has_the_reference_names_and_full_metadata() {
             "unidades_detenidas",
             "resumen_recorrido",
             "mapa_recorrido",
+            "mapa_flota",
             "alertas",
             "verificar_geocerca",
             "reporte_kilometraje"

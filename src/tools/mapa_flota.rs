@@ -1,0 +1,332 @@
+//! `mapa_flota`: every active unit now on one map — a PNG in the chat plus each unit's state.
+//!
+//! Owns the tool's contract: no arguments; for each active unit with a report, its last
+//! position at the fleet's now, its state by `posicion_actual`'s rules, and since when it is
+//! in that state (moving: since its last stop ended; stopped or off: since the stop began;
+//! silent: since its last report); the counts per state; an `image` block drawn by
+//! `crate::map` (units at one place fanned out). `_meta.ui` points hosts that render MCP Apps
+//! at `ui://flota/flota`; a client that negotiated the extension also gets the view's basemap
+//! (`vista`, left out of the text). Answers from positions and stops, never the truth log.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{AVISO, UnitState, cap, coord, iso, minutes, place, round1};
+use super::mapa_recorrido::{FrameOut, ImageOut, background_name};
+use crate::engine::EventKind;
+use crate::fleet::{Fleet, Snapshot};
+use crate::geometry::earth::{LatLon, compass_es};
+use crate::map::{self, Scene, TileFetcher, UnitMark};
+use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
+use crate::ui::{
+    self,
+    datos::{Teselas, VistaFlota},
+};
+
+pub struct MapaFlota {
+    pub fleet: Arc<Fleet>,
+    pub tiles: Arc<TileFetcher>,
+    /// Online tiles for the interactive view (only when the operator named a tile server).
+    pub view_tiles: Option<Teselas>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {}
+
+/// How far back the end of a moving unit's last stop is looked for.
+const LOOKBACK_S: i64 = 7 * 86_400;
+
+/// Each state with its colour on both maps (the view's `ui/flota.js` uses the same).
+const STATES: [(UnitState, (u8, u8, u8)); 4] = [
+    (UnitState::Moving, (0x1a, 0x96, 0x41)),
+    (UnitState::EngineOn, (0xf0, 0xa3, 0x0a)),
+    (UnitState::Off, (0x6b, 0x6b, 0x6b)),
+    (UnitState::Silent, (0xd7, 0x19, 0x1c)),
+];
+
+fn rgb(state: UnitState) -> (u8, u8, u8) {
+    STATES
+        .iter()
+        .find(|(s, _)| *s == state)
+        .map_or((0x99, 0x99, 0x99), |(_, c)| *c)
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct PorEstado {
+    pub en_movimiento: usize,
+    pub motor_encendido: usize,
+    pub apagada: usize,
+    pub sin_senal: usize,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct UnidadOut {
+    pub placa: String,
+    pub tipo: String,
+    pub conductor: String,
+    #[schemars(description = "en movimiento | detenida con motor encendido | apagada | sin señal")]
+    pub estado: String,
+    #[schemars(
+        description = "Minutos en ese estado: en movimiento, desde que terminó su última parada; detenida o apagada, desde que empezó la parada; sin señal, desde el último reporte. null si no se sabe"
+    )]
+    pub minutos_en_estado: Option<f64>,
+    #[schemars(description = "Hora local en que empezó ese estado, con zona (ISO 8601)")]
+    pub en_estado_desde: Option<String>,
+    #[schemars(description = "Hora local del último reporte, con zona (ISO 8601)")]
+    pub ultimo_reporte: String,
+    pub minutos_desde_ultimo_reporte: f64,
+    pub lat: f64,
+    pub lon: f64,
+    pub velocidad_kmh: f64,
+    #[schemars(description = "Rumbo en grados y punto cardinal, p. ej. 224° (SO)")]
+    pub rumbo: String,
+    #[schemars(description = "Referencia respecto de las geocercas y paradas de la flota")]
+    pub referencia: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    #[schemars(description = "El instante 'ahora' de la flota usado para la consulta")]
+    pub instante_consulta: String,
+    pub zona_horaria: String,
+    #[schemars(description = "Unidades activas con posición")]
+    pub total: usize,
+    pub por_estado: PorEstado,
+    #[schemars(description = "Una por unidad activa con algún reporte (hasta 200)")]
+    pub unidades: Vec<UnidadOut>,
+    #[schemars(description = "OpenStreetMap (u otro servidor de teselas) o «sin conexión»")]
+    pub fondo: String,
+    #[schemars(description = "Qué fondo se usó y, si fue el mapa base sin conexión, por qué")]
+    pub fondo_detalle: String,
+    pub leyenda: String,
+    pub imagen: ImageOut,
+    pub encuadre: FrameOut,
+    pub nota_para_el_asistente: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = AVISO)]
+    pub aviso: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    // Its own schema stays out of tools/list, which the model reads: an object here, the
+    // contract in docs/mapas.md and `ui::datos`.
+    #[schemars(
+        with = "Option<serde_json::Map<String, serde_json::Value>>",
+        description = "Solo para clientes que muestran la vista interactiva (MCP Apps): el mapa base que dibuja; no va en el texto"
+    )]
+    pub vista: Option<VistaFlota>,
+}
+
+impl TypedTool for MapaFlota {
+    type Params = Params;
+    type Output = Output;
+
+    fn name(&self) -> &'static str {
+        "mapa_flota"
+    }
+    fn title(&self) -> &'static str {
+        "Mapa de la flota ahora"
+    }
+    fn description(&self) -> String {
+        "Dibuja como imagen PNG la última posición de cada unidad activa, coloreada por estado \
+         (en movimiento, detenida con motor encendido, apagada o sin señal) con su placa y los \
+         minutos que lleva en ese estado, y devuelve esas cifras por unidad y por estado. Sin \
+         argumentos. Úsela cuando el usuario quiera VER dónde está toda la flota. Ejemplos: \
+         «muéstrame la flota en un mapa», «¿dónde están todas las unidades ahora?»"
+            .into()
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            // Tiles come from an outside server unless they are switched off.
+            open_world: self.tiles.config.template.is_some(),
+            ..Annotations::READ_ONLY
+        }
+    }
+    fn meta(&self) -> Option<serde_json::Value> {
+        Some(ui::tool_meta(ui::FLOTA_URI))
+    }
+    fn app_only_fields(&self) -> &'static [&'static str] {
+        &["vista"]
+    }
+
+    fn call(&self, _: Params, ctx: &CallContext) -> Result<Reply<Output>, ToolError> {
+        let snapshot = self.fleet.snapshot()?;
+        let (mut unidades, states) = self.units(&snapshot)?;
+        if unidades.is_empty() {
+            return Err(ToolError::Failed(
+                "Ninguna unidad activa tiene reportes hasta el 'ahora' de la flota.".into(),
+            ));
+        }
+        let count = |s: UnitState| states.iter().filter(|x| **x == s).count();
+        let por_estado = PorEstado {
+            en_movimiento: count(UnitState::Moving),
+            motor_encendido: count(UnitState::EngineOn),
+            apagada: count(UnitState::Off),
+            sin_senal: count(UnitState::Silent),
+        };
+        let scene = scene(&snapshot, &unidades, &states);
+        let progress = |done: usize, total: usize| {
+            if total > 0 {
+                ctx.progress(
+                    done as f64,
+                    Some(total as f64),
+                    Some(&format!("teselas del mapa: {done} de {total}")),
+                );
+            }
+        };
+        let cancelled = || ctx.is_cancelled();
+        let rendered = map::render(&scene, &self.tiles, &progress, &cancelled)
+            .map_err(|e| ToolError::Failed(format!("{e}.")))?;
+        let nw = rendered.view.unproject(0.0, 0.0);
+        let se = rendered
+            .view
+            .unproject(f64::from(rendered.width), f64::from(rendered.height));
+        let total = cap(&mut unidades);
+        let output = Output {
+            instante_consulta: iso(snapshot.zone(), snapshot.now_utc),
+            zona_horaria: snapshot.zone_name(),
+            total,
+            por_estado,
+            unidades,
+            fondo: background_name(&self.tiles, &rendered.background),
+            fondo_detalle: rendered.background.describe(),
+            leyenda: "Cada círculo es la última posición de una unidad activa, con su placa y \
+                      los minutos en su estado: verde = en movimiento, ámbar = detenida con \
+                      motor encendido, gris = apagada, rojo tachado = sin señal. Las unidades \
+                      en un mismo lugar se abren en abanico a su alrededor, unidas a él por una \
+                      línea fina. Áreas moradas = geocercas."
+                .into(),
+            imagen: ImageOut {
+                formato: "image/png".into(),
+                ancho_px: rendered.width,
+                alto_px: rendered.height,
+                bytes: rendered.png.len(),
+            },
+            encuadre: FrameOut {
+                zoom: rendered.view.zoom,
+                norte: coord(nw.lat),
+                sur: coord(se.lat),
+                este: coord(se.lon),
+                oeste: coord(nw.lon),
+            },
+            nota_para_el_asistente: "La imagen PNG del mapa va adjunta en este mismo resultado. \
+                 Dígale al usuario que el mapa está en la tarjeta de la herramienta. Para cifras \
+                 exactas use los campos de este resultado."
+                .into(),
+            aviso: self.note(&snapshot)?,
+            vista: ui::client_renders_views(&ctx.request().client_capabilities)
+                .then(|| VistaFlota::new(&snapshot, self.view_tiles.clone())),
+        };
+        let mut reply = Reply::new(output);
+        reply.extra.push(Content::Image {
+            data_base64: base64::engine::general_purpose::STANDARD.encode(&rendered.png),
+            mime_type: "image/png".into(),
+        });
+        Ok(reply)
+    }
+}
+
+impl MapaFlota {
+    /// Every active unit with a report, in the roster's order, with its state.
+    fn units(&self, snapshot: &Snapshot) -> Result<(Vec<UnidadOut>, Vec<UnitState>), ToolError> {
+        let now = snapshot.now_utc;
+        let gap_s = snapshot.meta.config.perdida_senal_s as i64;
+        let usable = snapshot.detections_usable();
+        let mut out = Vec::new();
+        let mut states = Vec::new();
+        for vehicle in snapshot.vehicles.iter().filter(|v| v.active) {
+            let (fix, stop, last_end) = self.fleet.query(|store| {
+                let fix = store.last_fix(vehicle.id, now)?;
+                if !usable {
+                    return Ok((fix, None, None));
+                }
+                let stop = store.stop_at(vehicle.id, now)?;
+                let last_end = store
+                    .vehicle_events(vehicle.id, EventKind::Stop, now - LOOKBACK_S, now + 1)?
+                    .iter()
+                    .filter_map(|s| s.end_utc)
+                    .filter(|end| *end <= now)
+                    .max();
+                Ok((fix, stop, last_end))
+            })?;
+            let Some(fix) = fix else { continue };
+            let state = UnitState::of(&fix, now, gap_s);
+            let since = match state {
+                UnitState::Moving => last_end,
+                UnitState::EngineOn | UnitState::Off => stop.map(|s| s.start_utc),
+                UnitState::Silent => Some(fix.ts_utc),
+            };
+            out.push(UnidadOut {
+                placa: vehicle.plate.clone(),
+                tipo: vehicle.kind.clone(),
+                conductor: vehicle.driver.clone(),
+                estado: state.words().into(),
+                minutos_en_estado: since.map(|t| minutes(now - t)),
+                en_estado_desde: since.map(|t| iso(vehicle.zone, t)),
+                ultimo_reporte: iso(vehicle.zone, fix.ts_utc),
+                minutos_desde_ultimo_reporte: minutes(now - fix.ts_utc),
+                lat: coord(fix.lat),
+                lon: coord(fix.lon),
+                velocidad_kmh: round1(fix.speed_kmh),
+                rumbo: format!(
+                    "{:.0}° ({})",
+                    fix.heading_deg.rem_euclid(360.0),
+                    compass_es(fix.heading_deg)
+                ),
+                referencia: place(snapshot, fix.lat, fix.lon),
+            });
+            states.push(state);
+        }
+        Ok((out, states))
+    }
+
+    /// The detections behind the minutes: stale or missing ones are said once.
+    fn note(&self, snapshot: &Snapshot) -> Result<Option<String>, ToolError> {
+        if snapshot.detections_usable() {
+            return snapshot.detections(None);
+        }
+        Ok(snapshot
+            .vehicles
+            .iter()
+            .find(|v| v.active)
+            .and_then(|v| snapshot.detections_note(v, "desde cuándo están detenidas las unidades")))
+    }
+}
+
+/// The picture: every listed unit with its state's colour and «placa · minutos».
+fn scene(snapshot: &Snapshot, unidades: &[UnidadOut], states: &[UnitState]) -> Scene {
+    let units = unidades
+        .iter()
+        .zip(states)
+        .map(|(u, state)| UnitMark {
+            p: LatLon::new(u.lat, u.lon),
+            rgb: rgb(*state),
+            label: match u.minutos_en_estado {
+                Some(m) => format!("{} · {m:.0} min", u.placa),
+                None => u.placa.clone(),
+            },
+            silent: *state == UnitState::Silent,
+        })
+        .collect();
+    let legend = STATES
+        .iter()
+        .map(|(state, colour)| {
+            let n = states.iter().filter(|s| *s == state).count();
+            (*colour, format!("{} ({n})", state.words()))
+        })
+        .collect();
+    let now = crate::fleet::dates::local(snapshot.zone(), snapshot.now_utc);
+    Scene::fleet(
+        format!("Flota · {} unidades activas", unidades.len()),
+        format!(
+            "{} · hora de {}",
+            now.format("%Y-%m-%d %H:%M"),
+            snapshot.zone_name()
+        ),
+        units,
+        legend,
+        snapshot,
+    )
+}
