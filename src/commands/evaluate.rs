@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use super::{Io, Settings};
 use crate::cli::EvaluateArgs;
 use crate::evaluation::{self, truth};
+use crate::store::Location;
 
 /// Prints the evaluation; exit 1 when `--f1-minimo` is given and some type falls below it.
 pub fn run(args: EvaluateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
@@ -18,11 +19,20 @@ pub fn run(args: EvaluateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Res
         (Some(detections), Some(truth)) => {
             evaluation::run_external(detections, truth, args.tolerancia)?
         }
-        _ => evaluation::run(&evaluation::Options {
-            truth: args.verdad.unwrap_or_else(|| truth::default_path(&args.db)),
-            db: args.db,
-            tolerance_s: args.tolerancia,
-        })?,
+        _ => {
+            let db = Location::parse(&args.db)?;
+            // A server's database: its truth log is `<database>.verdad.jsonl` here, as
+            // `flota simular` writes it, unless `--verdad` says where.
+            let default_truth = || match &db {
+                Location::Sqlite(path) => truth::default_path(path),
+                Location::Postgres(url) => format!("{}.verdad.jsonl", url.database()).into(),
+            };
+            evaluation::run(&evaluation::Options {
+                truth: args.verdad.unwrap_or_else(default_truth),
+                db,
+                tolerance_s: args.tolerancia,
+            })?
+        }
     };
     if args.json {
         writeln!(io.stdout, "{}", serde_json::to_string_pretty(&evaluation)?)?;

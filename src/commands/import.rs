@@ -20,6 +20,7 @@ use crate::ingest::import::{self, FileError, Format, Point};
 use crate::ingest::session::{self, Flow, Outcome, Position, Unit};
 use crate::plumbing::clock::Clock;
 use crate::store::{Reading, Store, StoredRow};
+use super::receive::live_file;
 
 /// What became of one file.
 #[derive(Debug, Default)]
@@ -35,7 +36,7 @@ struct Summary {
 
 /// Imports every file; exit 1 if any was refused.
 pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = settings.db_path(args.db.as_deref());
+    let db = live_file(settings.db_location(args.db.as_deref())?, "flota importar")?;
     let clock = Clock::system();
     super::receive::ensure_database(&db, args.zona, &clock)?;
     let store = Store::open_live(&db)?;

@@ -27,6 +27,6 @@ pub use session::{ServerInfo, Service};
 pub use stdio::serve_stdio;
 pub use tool::{
     Annotations, CallContext, Content, Reply, Tool, ToolDefinition, ToolError, ToolResult,
-    TypedTool, current_call_cancelled, typed,
+    TypedTool, current_call_cancelled, current_call_flag, typed,
 };
 pub use version::ProtocolVersion;
