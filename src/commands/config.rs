@@ -29,7 +29,9 @@ pub fn run(verb: ConfigVerb, io: &mut Io, settings: &Settings) -> anyhow::Result
         serde_json::to_string_pretty(&entry(&exe, &db))?
     )?;
     writeln!(io.stderr, "{}", locations())?;
-    if crate::store::Location::parse(&db)?.is_postgres() {
+    let server = crate::store::Location::parse(&db)?.is_postgres();
+    if server {
+        // Nothing to look at on disk: the server says at the first call.
     } else if db.is_dir() {
         writeln!(
             io.stderr,

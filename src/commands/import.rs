@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use chrono_tz::Tz;
 
+use super::receive::live_file;
 use super::{Io, Settings};
 use crate::cli::{ImportArgs, ImportFormat};
 use crate::ingest::devices::Devices;
@@ -20,7 +21,6 @@ use crate::ingest::import::{self, FileError, Format, Point};
 use crate::ingest::session::{self, Flow, Outcome, Position, Unit};
 use crate::plumbing::clock::Clock;
 use crate::store::{Reading, Store, StoredRow};
-use super::receive::live_file;
 
 /// What became of one file.
 #[derive(Debug, Default)]

@@ -18,8 +18,8 @@ pub mod text;
 mod trust;
 
 use std::path::Path;
-use std::time::Duration;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use std::time::SystemTime;
 
 use chrono::NaiveDate;

@@ -34,7 +34,7 @@ pub struct Store {
 
 enum Backend {
     Sqlite(SqliteStore),
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
 }
 
 /// Runs `$body` with `$s` bound to whichever backend `$store` holds.
@@ -53,7 +53,7 @@ impl Store {
     pub fn open(at: impl Into<Location>) -> Result<Store, StoreError> {
         let backend = match at.into() {
             Location::Sqlite(path) => Backend::Sqlite(SqliteStore::open(&path)?),
-            Location::Postgres(url) => Backend::Postgres(PgStore::open(&url)?),
+            Location::Postgres(url) => Backend::Postgres(Box::new(PgStore::open(&url)?)),
         };
         Ok(Store { backend })
     }
@@ -62,7 +62,7 @@ impl Store {
     pub fn open_read_write(at: impl Into<Location>) -> Result<Store, StoreError> {
         let backend = match at.into() {
             Location::Sqlite(path) => Backend::Sqlite(SqliteStore::open_read_write(&path)?),
-            Location::Postgres(url) => Backend::Postgres(PgStore::open_read_write(&url)?),
+            Location::Postgres(url) => Backend::Postgres(Box::new(PgStore::open_read_write(&url)?)),
         };
         Ok(Store { backend })
     }
@@ -371,14 +371,14 @@ impl Rewrite<'_> {
 /// PostgreSQL schema built in one transaction.
 pub enum Writer {
     Sqlite(SqliteWriter),
-    Postgres(PgWriter),
+    Postgres(Box<PgWriter>),
 }
 
 /// A written database not yet in place: [`Finished::commit`] puts it there.
 pub struct Finished {
     /// Bytes on disk, when the backend can tell before committing.
     pub bytes: Option<u64>,
-    pending: Option<PgWriter>,
+    pending: Option<Box<PgWriter>>,
 }
 
 impl Finished {
@@ -397,7 +397,7 @@ impl Writer {
     pub fn create(at: &Location) -> Result<Writer, WriteError> {
         Ok(match at {
             Location::Sqlite(path) => Writer::Sqlite(SqliteWriter::create(path)?),
-            Location::Postgres(url) => Writer::Postgres(PgWriter::create(url)?),
+            Location::Postgres(url) => Writer::Postgres(Box::new(PgWriter::create(url)?)),
         })
     }
 
@@ -439,9 +439,7 @@ impl Writer {
         now_utc: i64,
     ) -> Result<(), WriteError> {
         match self {
-            Writer::Sqlite(w) => {
-                w.write_analysis(vehicle_id, analysis, fence_ids, config, now_utc)
-            }
+            Writer::Sqlite(w) => w.write_analysis(vehicle_id, analysis, fence_ids, config, now_utc),
             Writer::Postgres(w) => {
                 Ok(w.write_analysis(vehicle_id, analysis, fence_ids, config, now_utc)?)
             }

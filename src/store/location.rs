@@ -49,7 +49,10 @@ impl Location {
         let Some(raw) = text.to_str() else {
             return Ok(Location::Sqlite(text.to_path_buf()));
         };
-        let lower = raw.get(..SCHEMES[1].len()).unwrap_or(raw).to_ascii_lowercase();
+        let lower = raw
+            .get(..SCHEMES[1].len())
+            .unwrap_or(raw)
+            .to_ascii_lowercase();
         if !SCHEMES.iter().any(|s| lower.starts_with(s)) {
             return Ok(Location::Sqlite(text.to_path_buf()));
         }
@@ -144,8 +147,15 @@ impl PgUrl {
 
 /// The URL parser's complaint in Spanish (its English only at `debug`).
 fn url_words(e: &postgres::Error) -> String {
-    let text = e.to_string();
-    let words = if text.contains("invalid port") {
+    // The parser's own words are in the error's cause.
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    let words = if text.contains("port") {
         "el puerto no es un número"
     } else if text.contains("percent") || text.contains("UTF-8") || text.contains("utf-8") {
         "tiene un carácter mal codificado"
@@ -154,7 +164,7 @@ fn url_words(e: &postgres::Error) -> String {
     } else {
         "no se entiende"
     };
-    format!("{words}{}", crate::plumbing::spanish::original(e))
+    format!("{words}{}", crate::plumbing::spanish::original(text))
 }
 
 /// `scheme://user:password@rest` → `scheme://user:***@rest`; a `password=` option too.
@@ -216,7 +226,10 @@ mod tests {
     fn passwords_are_never_shown() {
         let location = parse("postgres://ana:s3creta@db.example:5432/flota?password=otra").unwrap();
         let shown = location.to_string();
-        assert_eq!(shown, "postgres://ana:***@db.example:5432/flota?password=***");
+        assert_eq!(
+            shown,
+            "postgres://ana:***@db.example:5432/flota?password=***"
+        );
         assert!(!format!("{location:?}").contains("s3creta"));
     }
 
@@ -228,7 +241,10 @@ mod tests {
             assert!(!err.to_string().contains("clave123"), "{err}");
         };
         check("postgres://ana:clave123@servidor:puerto/flota", "el puerto");
-        check("postgres://ana:clave123@servidor:5432", "falta el nombre de la base");
+        check(
+            "postgres://ana:clave123@servidor:5432",
+            "falta el nombre de la base",
+        );
         check("postgres://servidor:5432/flota", "falta el usuario");
     }
 }

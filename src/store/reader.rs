@@ -202,7 +202,11 @@ impl SqliteStore {
         )
     }
 
-    fn open_with(path: &Path, flags: OpenFlags, query_only: bool) -> Result<SqliteStore, StoreError> {
+    fn open_with(
+        path: &Path,
+        flags: OpenFlags,
+        query_only: bool,
+    ) -> Result<SqliteStore, StoreError> {
         let shown = path.display().to_string();
         if !path.exists() {
             return Err(StoreError::Missing { path: shown });
@@ -251,9 +255,7 @@ impl SqliteStore {
     /// Starts the read transaction of [`crate::store::Store::read_consistently`]: every
     /// query in it sees the same state of the file, whatever another connection commits.
     pub(super) fn begin_read(&self) -> Result<(), StoreError> {
-        self.conn
-            .execute_batch("BEGIN")
-            .map_err(|e| self.sqlite(e))
+        self.conn.execute_batch("BEGIN").map_err(|e| self.sqlite(e))
     }
 
     pub(super) fn end_read(&self, ok: bool) -> Result<(), StoreError> {

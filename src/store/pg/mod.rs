@@ -54,8 +54,7 @@ pub(super) fn connect(url: &PgUrl, read_only: bool) -> Result<Client, StoreError
 pub(super) fn error(url: &PgUrl, e: &postgres::Error) -> StoreError {
     let path = url.shown().to_owned();
     let Some(code) = e.code() else {
-        if e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-        {
+        if e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()) {
             return StoreError::Down { path };
         }
         return StoreError::Server {

@@ -41,7 +41,8 @@ pub struct PgStore {
 const STOP: &str = EventKind::Stop.name();
 const VISIT: &str = EventKind::Visit.name();
 
-const FIX_COLUMNS: &str = "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
+const FIX_COLUMNS: &str =
+    "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
 const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
 const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
 

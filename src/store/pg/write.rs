@@ -12,9 +12,9 @@
 
 use std::collections::BTreeSet;
 
+use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
-use postgres::Client;
 use rusqlite::types::Value;
 
 use super::read::PgStore;
@@ -137,7 +137,9 @@ impl PgWriter {
             .collect();
         for day in days {
             let ddl = partition_ddl(day);
-            self.client.batch_execute(&ddl).map_err(|e| error(&self.url, &e))?;
+            self.client
+                .batch_execute(&ddl)
+                .map_err(|e| error(&self.url, &e))?;
             self.days.insert(day);
         }
         let copied = copy_positions(&mut self.client, vehicle_id, reports);
@@ -423,7 +425,9 @@ fn triggered_tables() -> impl Iterator<Item = &'static str> {
 fn seal(client: &mut Client, covered: &Covered<'_>) -> Result<(), postgres::Error> {
     let mut sql = String::from(CHANGE_LOG_DDL);
     for ((name, create), table) in change_triggers().iter().zip(triggered_tables()) {
-        sql.push_str(&format!(" DROP TRIGGER IF EXISTS {name} ON {table}; {create}"));
+        sql.push_str(&format!(
+            " DROP TRIGGER IF EXISTS {name} ON {table}; {create}"
+        ));
     }
     sql.push_str(" DELETE FROM cambios_desde_analisis;");
     client.batch_execute(&sql)?;
@@ -475,9 +479,8 @@ impl PgRewrite<'_> {
         config: &DetectionConfig,
         now_utc: i64,
     ) -> Result<(), StoreError> {
-        self.store.with_client(|c| {
-            copy_analysis(c, vehicle_id, analysis, fence_ids, config, now_utc)
-        })
+        self.store
+            .with_client(|c| copy_analysis(c, vehicle_id, analysis, fence_ids, config, now_utc))
     }
 
     /// Records what was covered, gathers statistics and commits; returns the events stored.
@@ -485,7 +488,9 @@ impl PgRewrite<'_> {
         let events = self.store.with_client(|c| {
             seal(c, covered)?;
             c.batch_execute("ANALYZE eventos; ANALYZE resumen_diario;")?;
-            let events: i64 = c.query_one("SELECT count(*) FROM eventos", &[])?.try_get(0)?;
+            let events: i64 = c
+                .query_one("SELECT count(*) FROM eventos", &[])?
+                .try_get(0)?;
             c.batch_execute("COMMIT")?;
             Ok(events)
         })?;
