@@ -63,9 +63,19 @@ start() {
         echo "host all flota_clave 127.0.0.1/32 scram-sha-256"
         cat "$dir/data/pg_hba.conf"
     } >"$dir/hba" && as_owner cp "$dir/hba" "$dir/data/pg_hba.conf"
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-        start >/dev/null \
+    # In the configuration file rather than on pg_ctl's command line, so that a later
+    # `pg_ctl start` (a test restarting the server) listens on the same place.
+    cat >"$dir/conf" <<CONF
+port = $port
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 200
+CONF
+    as_owner sh -c "cat '$dir/conf' >>'$dir/data/postgresql.conf'"
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     as_owner "$bin/psql" -h "$dir" -p "$port" -U flota -d postgres -qAt \
         -c "CREATE ROLE flota_clave LOGIN PASSWORD 'secreta' CREATEDB" >/dev/null
