@@ -107,6 +107,11 @@ impl From<&Location> for Location {
 
 impl PgUrl {
     fn parse(raw: &str) -> Result<PgUrl, LocationError> {
+        // The client's parser takes the scheme in lower case only.
+        let raw = &match raw.split_once("://") {
+            Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+            None => raw.to_owned(),
+        };
         let shown = redact(raw);
         let fail = |reason: &str| LocationError {
             shown: shown.clone(),
