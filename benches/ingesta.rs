@@ -146,7 +146,7 @@ fn bench_receiver(dir: &Path, seconds: f64) {
     let summary = simulate::simulate(&Options {
         scenario: Source::File(scenario),
         ahora: Ahora::Local(flota::cli::parse_ahora("2026-08-19T23:59").unwrap()),
-        db: sim_db.clone(),
+        db: flota::store::Location::Sqlite(sim_db.clone()),
         truth: dir.join("escala.verdad.jsonl"),
         seed: None,
         progress: false,

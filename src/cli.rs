@@ -34,7 +34,7 @@ pub struct Cli {
 pub enum Verb {
     /// Run a scenario: positions database plus ground-truth log.
     #[command(
-        about = "Simula un escenario y escribe las posiciones (SQLite) y el registro de verdad"
+        about = "Simula un escenario y escribe las posiciones (SQLite o PostgreSQL) y el registro de verdad"
     )]
     Simular(SimulateArgs),
     /// Re-run the detection engine over a database.
@@ -95,7 +95,7 @@ pub struct SimulateArgs {
         help = "Fin de los datos, hora local de la zona del escenario (por defecto: ahora, al minuto)"
     )]
     pub ahora: Option<WallTime>,
-    #[arg(long, value_name = "RUTA", default_value = DEFAULT_DB, help = "Base de datos de salida")]
+    #[arg(long, value_name = "RUTA", default_value = DEFAULT_DB, help = "Base de datos de salida: un archivo SQLite o una URL postgres://usuario:clave@servidor/base")]
     pub salida: PathBuf,
     #[arg(
         long,
@@ -144,7 +144,7 @@ pub fn parse_speedup(text: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    #[arg(value_name = "BASE", default_value = DEFAULT_DB, help = "Base de datos a analizar")]
+    #[arg(value_name = "BASE", default_value = DEFAULT_DB, help = "Base de datos a analizar (archivo SQLite o URL postgres://…)")]
     pub db: PathBuf,
 }
 
@@ -428,7 +428,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "RUTA",
-        help = "Base de datos SQLite (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db)"
+        help = "Base de datos: archivo SQLite o URL postgres://… (por defecto $FLOTA_DB, $MCP_FLOTA_DB o datos/flota.db)"
     )]
     pub db: Option<PathBuf>,
     #[arg(

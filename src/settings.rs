@@ -132,6 +132,15 @@ impl Settings {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DB))
     }
 
+    /// The database a verb uses, as [`Self::db_path`], told apart: a `postgres://` URL is
+    /// PostgreSQL, anything else a SQLite file. A malformed URL is refused here, in Spanish.
+    pub fn db_location(
+        &self,
+        flag: Option<&Path>,
+    ) -> Result<crate::store::Location, crate::store::LocationError> {
+        crate::store::Location::parse(&self.db_path(flag))
+    }
+
     /// "Now" for the fleet: `--ahora` if given, else `FLOTA_AHORA`, else `None` (the data
     /// set's own).
     pub fn ahora(&self, flag: Option<WallTime>) -> Result<Option<WallTime>, Invalid> {

@@ -8,7 +8,6 @@
 //! store's [`crate::store::analysis::Rewrite`] does the writing, with Spanish errors.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use super::{Io, Settings};
 use crate::cli::AnalyzeArgs;
 use crate::engine::{self, Context};
 use crate::plumbing::clock::Clock;
-use crate::store::{Covered, Store};
+use crate::store::{Covered, Location, Store};
 
 #[derive(Debug)]
 pub struct Summary {
@@ -28,14 +27,15 @@ pub struct Summary {
 
 /// `flota analizar`: one line on stderr saying what was analysed.
 pub fn run(args: AnalyzeArgs, io: &mut Io, _settings: &Settings) -> anyhow::Result<ExitCode> {
-    let summary = analyze(&args.db, &Clock::system())?;
+    let db = Location::parse(&args.db)?;
+    let summary = analyze(&db, &Clock::system())?;
     writeln!(
         io.stderr,
         "{} unidades, {} posiciones analizadas → {} eventos en {} ({:.2} s)",
         summary.vehicles,
         summary.fixes,
         summary.events,
-        args.db.display(),
+        db,
         summary.elapsed.as_secs_f64()
     )?;
     Ok(ExitCode::SUCCESS)
@@ -43,7 +43,7 @@ pub fn run(args: AnalyzeArgs, io: &mut Io, _settings: &Settings) -> anyhow::Resu
 
 /// Re-runs the engine over `db` up to the data's "now", or `clock`'s for a data set that does
 /// not say (a live one).
-pub fn analyze(db: &Path, clock: &Clock) -> anyhow::Result<Summary> {
+pub fn analyze(db: impl Into<Location>, clock: &Clock) -> anyhow::Result<Summary> {
     let started = Instant::now();
     let mut store = Store::open_read_write(db)?;
     let meta = store.meta()?;

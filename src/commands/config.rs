@@ -17,14 +17,22 @@ use crate::cli::ConfigVerb;
 pub fn run(verb: ConfigVerb, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
     let ConfigVerb::Claude(args) = verb;
     let exe = std::env::current_exe()?.canonicalize()?;
-    let db = absolute(&settings.db_path(args.db.as_deref()));
+    let given = settings.db_path(args.db.as_deref());
+    // A server's URL is written as given (password included: the entry must connect).
+    let db = match crate::store::Location::parse(&given)? {
+        crate::store::Location::Postgres(_) => given,
+        crate::store::Location::Sqlite(path) => absolute(&path),
+    };
     writeln!(
         io.stdout,
         "{}",
         serde_json::to_string_pretty(&entry(&exe, &db))?
     )?;
     writeln!(io.stderr, "{}", locations())?;
-    if db.is_dir() {
+    let server = crate::store::Location::parse(&db)?.is_postgres();
+    if server {
+        // Nothing to look at on disk: the server says at the first call.
+    } else if db.is_dir() {
         writeln!(
             io.stderr,
             "Aviso: {} es una carpeta, no una base de datos; indique el archivo, por ejemplo {}",

@@ -26,6 +26,7 @@ use crate::plumbing::clock::Clock;
 use crate::plumbing::interrupt::Interrupt;
 use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
+use crate::store::Location;
 
 /// Seeds of a grid when `--semillas` is not given.
 const DEFAULT_SEEDS: [u64; 5] = [1, 2, 3, 4, 5];
@@ -39,11 +40,20 @@ pub fn run(args: EvaluateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Res
         (Some(detections), Some(truth)) => {
             evaluation::run_external(detections, truth, args.tolerancia)?
         }
-        _ => evaluation::run(&evaluation::Options {
-            truth: args.verdad.unwrap_or_else(|| truth::default_path(&args.db)),
-            db: args.db,
-            tolerance_s: args.tolerancia,
-        })?,
+        _ => {
+            let db = Location::parse(&args.db)?;
+            // A server's database: its truth log is `<database>.verdad.jsonl` here, as
+            // `flota simular` writes it, unless `--verdad` says where.
+            let default_truth = || match &db {
+                Location::Sqlite(path) => truth::default_path(path),
+                Location::Postgres(url) => format!("{}.verdad.jsonl", url.database()).into(),
+            };
+            evaluation::run(&evaluation::Options {
+                truth: args.verdad.unwrap_or_else(default_truth),
+                db,
+                tolerance_s: args.tolerancia,
+            })?
+        }
     };
     if args.json {
         writeln!(io.stdout, "{}", serde_json::to_string_pretty(&evaluation)?)?;
@@ -196,7 +206,7 @@ fn one_run(
         scenario: Source::File(point.path.clone()),
         ahora: Ahora::NowUtc(world.ahora_utc),
         truth: truth::default_path(&db),
-        db,
+        db: Location::Sqlite(db.clone()),
         seed: Some(seed),
         progress: false,
         interrupt: interrupt.clone(),
@@ -210,7 +220,7 @@ fn one_run(
             tolerance_s,
         })
     });
-    let _ = std::fs::remove_file(&options.db);
+    let _ = std::fs::remove_file(&db);
     let _ = std::fs::remove_file(&options.truth);
     Ok(RunScore::of(&result?))
 }

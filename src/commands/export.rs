@@ -21,9 +21,9 @@ use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
 
 pub fn run(args: ExportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = settings.db_path(args.db.as_deref());
+    let db = settings.db_location(args.db.as_deref())?;
     let ahora = settings.ahora(args.ahora)?;
-    let fleet = Arc::new(Fleet::new(&db, ahora, Geocoder::new(None), Clock::system()));
+    let fleet = Arc::new(Fleet::new(db, ahora, Geocoder::new(None), Clock::system()));
     let spanish = |e: ToolError| anyhow::anyhow!("{e}");
     let snapshot = fleet.snapshot().map_err(spanish)?;
     let track = fleet

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use chrono_tz::Tz;
 
+use super::receive::live_file;
 use super::{Io, Settings};
 use crate::cli::{ImportArgs, ImportFormat};
 use crate::ingest::devices::Devices;
@@ -35,7 +36,7 @@ struct Summary {
 
 /// Imports every file; exit 1 if any was refused.
 pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = settings.db_path(args.db.as_deref());
+    let db = live_file(settings.db_location(args.db.as_deref())?, "flota importar")?;
     let clock = Clock::system();
     super::receive::ensure_database(&db, args.zona, &clock)?;
     let store = Store::open_live(&db)?;

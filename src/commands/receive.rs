@@ -8,7 +8,7 @@
 //! the sessions and the server are `crate::ingest`'s.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::ingest::server::{self, App, Limits, Protocol};
 use crate::ingest::writer;
 use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
-use crate::store::{NewDatabase, Store};
+use crate::store::{Location, NewDatabase, Store, StoreError};
 use crate::{log_info, log_warn};
 
 /// How often every vehicle is republished at "now" (open stops, losses going on).
@@ -44,9 +44,21 @@ pub enum ReceiveUsage {
     },
 }
 
+/// The SQLite file the live writers need: PostgreSQL is refused for them, in Spanish, until
+/// they write there.
+pub fn live_file(at: Location, verb: &'static str) -> Result<PathBuf, StoreError> {
+    match at {
+        Location::Sqlite(path) => Ok(path),
+        Location::Postgres(url) => Err(StoreError::Unsupported {
+            what: verb,
+            path: url.shown().to_owned(),
+        }),
+    }
+}
+
 /// Receives until SIGINT or SIGTERM.
 pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = settings.db_path(args.db.as_deref());
+    let db = live_file(settings.db_location(args.db.as_deref())?, "flota recibir")?;
     if !args.escuchar.ip().is_loopback() {
         if !args.permitir_red {
             return Err(ReceiveUsage::Exposed(args.escuchar).into());

@@ -32,24 +32,25 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
     if args.verbose {
         log::set_level(Level::Debug);
     }
-    let db = settings.db_path(args.db.as_deref());
+    let db = settings.db_location(args.db.as_deref())?;
     let ahora = settings.ahora(args.ahora)?;
     log_info!(
-        "flota servir {} (base de datos {})",
-        env!("CARGO_PKG_VERSION"),
-        db.display()
+        "flota servir {} (base de datos {db})",
+        env!("CARGO_PKG_VERSION")
     );
     let geocoder = Geocoder::new(settings.geocoding.clone());
     if let Some(service) = geocoder.service() {
         log_info!("direcciones en línea: {}", service.name());
     }
-    let fleet = Arc::new(Fleet::new(&db, ahora, geocoder, Clock::system()));
+    let limit = settings.call_limit_s(args.limite_llamada)?;
+    let call_timeout = (limit > 0.0).then(|| Duration::from_secs_f64(limit));
+    let fleet =
+        Arc::new(Fleet::new(db, ahora, geocoder, Clock::system()).with_call_limit(call_timeout));
     // A "now" the clocks skip is refused before serving, as `flota simular` refuses it.
     fleet.ahora_exists().map_err(anyhow::Error::msg)?;
-    let limit = settings.call_limit_s(args.limite_llamada)?;
     let options = ServeOptions {
         verbose: args.verbose,
-        call_timeout: (limit > 0.0).then(|| Duration::from_secs_f64(limit)),
+        call_timeout,
         ..ServeOptions::default()
     };
     // The views load online tiles only when the operator named a tile server.

@@ -29,14 +29,15 @@ use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
 use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
 use crate::store::encoding::fixes_of;
-use crate::store::{Covered, Writer};
+use crate::store::{Covered, Location, LocationError, Writer};
 
 /// What to simulate and where to put it.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub scenario: Source,
     pub ahora: Ahora,
-    pub db: PathBuf,
+    /// A SQLite file or a PostgreSQL database.
+    pub db: Location,
     pub truth: PathBuf,
     pub seed: Option<u64>,
     pub progress: bool,
@@ -58,7 +59,7 @@ pub struct Summary {
     pub db_bytes: u64,
     pub truth_bytes: u64,
     pub elapsed: Duration,
-    pub db: PathBuf,
+    pub db: Location,
     pub truth: PathBuf,
     /// Every unit's plate and reports, when asked for.
     pub reports: Vec<(String, Vec<Report>)>,
@@ -73,7 +74,7 @@ impl Summary {
             self.days,
             self.positions,
             self.truth_events,
-            self.db.display(),
+            self.db,
             self.db_bytes as f64 / 1e6,
             self.truth.display(),
             self.truth_bytes as f64 / 1e6,
@@ -95,18 +96,20 @@ pub struct Interrupted {
 impl Interrupted {
     fn new(signal: i32, options: &Options) -> Interrupted {
         let shown = |p: &Path| p.display().to_string();
-        let (db, truth) = (options.db.exists(), options.truth.exists());
+        // A PostgreSQL build is one transaction: whatever was there stays, or nothing was.
+        let db = options.db.as_path().is_none_or(Path::exists);
+        let (db_shown, truth) = (options.db.to_string(), options.truth.exists());
         let kept = match (db, truth) {
             (true, true) => format!(
                 "{} y {} quedan como estaban",
-                shown(&options.db),
+                db_shown,
                 shown(&options.truth)
             ),
-            (true, false) => format!("{} queda como estaba", shown(&options.db)),
+            (true, false) => format!("{db_shown} queda como estaba"),
             (false, true) => format!("{} queda como estaba", shown(&options.truth)),
             (false, false) => format!(
                 "no había {} ni {} antes, y no se crearon",
-                shown(&options.db),
+                db_shown,
                 shown(&options.truth)
             ),
         };
@@ -256,7 +259,7 @@ pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Res
         grace: Duration::from_secs(30),
         timeout: Duration::from_secs(10),
     });
-    let mut options = Options::from_args(args, io.stderr_is_terminal, &Clock::system());
+    let mut options = Options::from_args(args, io.stderr_is_terminal, &Clock::system())?;
     options.keep_reports = emit.is_some();
     options.interrupt = Interrupt::watch();
     let mut summary = simulate(&options)?;
@@ -287,31 +290,42 @@ pub fn run(args: SimulateArgs, io: &mut Io, _settings: &Settings) -> anyhow::Res
 impl Options {
     /// The command line's options. Without `--ahora` the period ends at `clock`'s now: the
     /// wall clock is read here, never in the simulator.
-    pub fn from_args(args: SimulateArgs, progress: bool, clock: &Clock) -> Options {
+    pub fn from_args(
+        args: SimulateArgs,
+        progress: bool,
+        clock: &Clock,
+    ) -> Result<Options, LocationError> {
         let ahora = match args.ahora {
             Some(local) => Ahora::Local(local),
             None => Ahora::NowUtc(clock.now_utc()),
         };
-        Options {
+        let db = Location::parse(&args.salida)?;
+        // A server's database has no folder: its truth log goes to `<database>.verdad.jsonl`
+        // here unless `--verdad` says where.
+        let default_truth = match &db {
+            Location::Sqlite(path) => truth::default_path(path),
+            Location::Postgres(url) => PathBuf::from(format!("{}.verdad.jsonl", url.database())),
+        };
+        Ok(Options {
             scenario: args.escenario.map_or(Source::Embedded, Source::File),
             ahora,
-            truth: args
-                .verdad
-                .unwrap_or_else(|| truth::default_path(&args.salida)),
-            db: args.salida,
+            truth: args.verdad.unwrap_or(default_truth),
+            db,
             seed: args.semilla,
             progress,
             interrupt: Interrupt::never(),
             keep_reports: false,
             write_db: !args.sin_base,
-        }
+        })
     }
 }
 
 /// Simulates, analyses and writes both files; the previous ones stay until both new ones are
 /// complete.
 pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
-    check_paths(&options.db, &options.truth)?;
+    if let Location::Sqlite(db) = &options.db {
+        check_paths(db, &options.truth)?;
+    }
     let world = scenario::load(&options.scenario, options.ahora)?;
     simulate_world(options, world)
 }
@@ -320,7 +334,9 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
 /// overrides its noise); `options.scenario` only names it in messages.
 pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary> {
     let started = Instant::now();
-    check_paths(&options.db, &options.truth)?;
+    if let Location::Sqlite(db) = &options.db {
+        check_paths(db, &options.truth)?;
+    }
     let (simulation, config) = prepare(options, world)?;
     let world = &simulation.world;
     let mut outputs = Outputs::open(options, world)?;
@@ -346,7 +362,7 @@ pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary
         "simulación y escritura de posiciones: {:?} (escritura {write_time:?})",
         started.elapsed()
     );
-    let positions = outputs.db.rows;
+    let positions = outputs.db.rows();
     let truth_events = outputs.truth_events;
     let (db_bytes, truth_bytes) = outputs.close(options, world, &config, fixes, started)?;
     Ok(Summary {
@@ -390,7 +406,8 @@ fn progress_bar(shown: bool, unit_days: u64) -> ProgressBar {
 
 /// The two files being written, under their temporary names.
 struct Outputs {
-    db_file: Staged,
+    /// The SQLite file's temporary name (none for PostgreSQL, built in a transaction).
+    db_file: Option<Staged>,
     truth_file: Staged,
     db: Writer,
     truth: BufWriter<std::fs::File>,
@@ -401,9 +418,15 @@ impl Outputs {
     /// Proves both places writable before any work (the errors name the user's paths), then
     /// writes the fleet and the truth header.
     fn open(options: &Options, world: &World) -> anyhow::Result<Outputs> {
-        let db_file = Staged::prepare(&options.db)?;
+        let db_file = match &options.db {
+            Location::Sqlite(path) => Some(Staged::prepare(path)?),
+            Location::Postgres(_) => None,
+        };
         let truth_file = Staged::prepare(&options.truth)?;
-        let mut db = Writer::create(db_file.temp())?;
+        let mut db = match &db_file {
+            Some(staged) => Writer::create(&Location::Sqlite(staged.temp().to_path_buf()))?,
+            None => Writer::create(&options.db)?,
+        };
         db.write_fleet(world)?;
         let truth_out = std::fs::File::create(truth_file.temp())
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
@@ -479,7 +502,7 @@ impl Outputs {
             fixes,
         })?;
         self.db.write_meta(world)?;
-        self.db.finish()?;
+        let finished = self.db.finish()?;
         self.truth.flush()?;
         drop(self.truth);
         crate::log_debug!("base cerrada: {:?}", started.elapsed());
@@ -489,7 +512,11 @@ impl Outputs {
                 .map(|m| m.len())
                 .unwrap_or(0)
         };
-        let (truth_bytes, db_bytes) = (size(&self.truth_file), size(&self.db_file));
+        let truth_bytes = size(&self.truth_file);
+        let db_bytes = match (&self.db_file, finished.bytes) {
+            (Some(staged), _) => size(staged),
+            (None, bytes) => bytes.unwrap_or(0),
+        };
         // The last moment a stop keeps the previous files: the renames below are quick.
         if let Some(signal) = options.interrupt.signal() {
             drop(self.db_file);
@@ -500,9 +527,12 @@ impl Outputs {
             .commit()
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
         if options.write_db {
-            self.db_file
-                .commit()
-                .with_context(|| format!("no se pudo escribir {}", options.db.display()))?;
+            finished.commit()?;
+            if let Some(db_file) = self.db_file {
+                db_file
+                    .commit()
+                    .with_context(|| format!("no se pudo escribir {}", options.db))?;
+            }
         }
         crate::log_debug!("archivos en su lugar: {:?}", started.elapsed());
         Ok((db_bytes, truth_bytes))

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::store::Store;
+use crate::store::{Location, Store};
 use intervals::{Context, Detected, Scored};
 use km::{DayKms, KmScore};
 use matching::Rules;
@@ -34,7 +34,7 @@ pub const DEFAULT_TOLERANCE_S: u32 = 60;
 /// What to evaluate.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub db: PathBuf,
+    pub db: Location,
     pub truth: PathBuf,
     /// Largest start or end error of a hit, seconds.
     pub tolerance_s: u32,
@@ -121,7 +121,7 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     {
         return Err(EvaluateError::Mismatch {
             truth: truth_file.display().to_string(),
-            db: db.display().to_string(),
+            db: db.to_string(),
         }
         .into());
     }
@@ -184,7 +184,7 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     let phantom = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
 
     Ok(Evaluation {
-        base: db.display().to_string(),
+        base: db.to_string(),
         verdad: truth_file.display().to_string(),
         escenario: meta.scenario,
         tolerancia_s: options.tolerance_s,

@@ -17,8 +17,9 @@ pub mod places;
 pub mod text;
 mod trust;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use std::time::SystemTime;
 
 use chrono::NaiveDate;
@@ -27,7 +28,7 @@ use chrono_tz::Tz;
 use crate::calendar::{self, WallTime};
 use crate::mcp::ToolError;
 use crate::plumbing::clock::Clock;
-use crate::store::{AnalysisState, Meta, Store, StoreError, StoredFence, Vehicle};
+use crate::store::{AnalysisState, Location, Meta, Store, StoreError, StoredFence, Vehicle};
 use places::{Geocoder, Places};
 use text::Found;
 
@@ -269,7 +270,9 @@ struct Loaded {
 
 /// The tools' shared context.
 pub struct Fleet {
-    db: PathBuf,
+    db: Location,
+    /// The per-call limit, given to a database server as its statement timeout.
+    call_limit: Option<Duration>,
     ahora: Option<WallTime>,
     /// "Now" when neither `ahora` nor the data says.
     clock: Clock,
@@ -283,14 +286,21 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn new(db: &Path, ahora: Option<WallTime>, geocoder: Geocoder, clock: Clock) -> Fleet {
-        let db = if db.is_absolute() {
-            db.to_path_buf()
-        } else {
-            std::env::current_dir().map_or_else(|_| db.to_path_buf(), |cwd| cwd.join(db))
+    pub fn new(
+        db: impl Into<Location>,
+        ahora: Option<WallTime>,
+        geocoder: Geocoder,
+        clock: Clock,
+    ) -> Fleet {
+        let db = match db.into() {
+            Location::Sqlite(path) if !path.is_absolute() => Location::Sqlite(
+                std::env::current_dir().map_or_else(|_| path.clone(), |cwd| cwd.join(&path)),
+            ),
+            other => other,
         };
         Fleet {
             db,
+            call_limit: None,
             ahora,
             clock,
             loaded: Mutex::new(None),
@@ -301,7 +311,13 @@ impl Fleet {
         }
     }
 
-    pub fn db_path(&self) -> &Path {
+    /// Ends a database server's statements at `limit` (the server's per-call limit).
+    pub fn with_call_limit(mut self, limit: Option<Duration>) -> Fleet {
+        self.call_limit = limit;
+        self
+    }
+
+    pub fn db(&self) -> &Location {
         &self.db
     }
 
@@ -330,8 +346,7 @@ impl Fleet {
         let message = match err {
             StoreError::Missing { .. } => format!(
                 "No hay base de datos en {}. Genérela con: flota simular --salida {}",
-                self.db.display(),
-                self.db.display()
+                self.db, self.db
             ),
             other => format!("{other}."),
         };
@@ -342,17 +357,21 @@ impl Fleet {
     /// live database) the clock's second changed. Costs a `stat` and one
     /// `PRAGMA data_version` when nothing changed.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
-        let file = FileIdentity::of(&self.db);
+        let file = self.db.as_path().and_then(FileIdentity::of);
         let mut slot = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(loaded) = slot.as_ref()
             && loaded.file == file
         {
-            let version = loaded
-                .watch
-                .data_version()
-                .map_err(|e| self.store_error(e))?;
-            if version == loaded.data_version && !self.clock_moved(&loaded.snapshot) {
-                return Ok(Arc::clone(&loaded.snapshot));
+            match loaded.watch.data_version() {
+                Ok(version)
+                    if version == loaded.data_version && !self.clock_moved(&loaded.snapshot) =>
+                {
+                    return Ok(Arc::clone(&loaded.snapshot));
+                }
+                Ok(_) => {}
+                // A server that dropped the connection (restarted): load again on a new one.
+                Err(_) if loaded.watch.is_broken() => {}
+                Err(e) => return Err(self.store_error(e)),
             }
         }
         // New, replaced or changed: pooled connections may point at a file no longer there.
@@ -421,7 +440,7 @@ impl Fleet {
             now_utc,
             today,
             analysis,
-            db_shown: self.db.display().to_string(),
+            db_shown: self.db.to_string(),
         });
         Ok(Loaded {
             snapshot,
@@ -443,14 +462,20 @@ impl Fleet {
     /// client or the server's time limit), so a cancelled call frees its worker.
     fn open_store(&self) -> Result<Store, ToolError> {
         let mut store = Store::open(&self.db).map_err(|e| self.store_error(e))?;
-        store.interrupt_when(crate::mcp::current_call_cancelled);
+        store.interrupt_when(
+            crate::mcp::current_call_cancelled,
+            crate::mcp::current_call_flag,
+        );
+        store
+            .set_statement_timeout(self.call_limit)
+            .map_err(|e| self.store_error(e))?;
         Ok(store)
     }
 
     /// Runs `query` on a pooled read-only connection.
     pub fn query<T>(
         &self,
-        query: impl FnOnce(&Store) -> Result<T, StoreError>,
+        query: impl Fn(&Store) -> Result<T, StoreError>,
     ) -> Result<T, ToolError> {
         let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
         let pooled = self
@@ -458,13 +483,21 @@ impl Fleet {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let store = match pooled {
-            Some((g, store)) if g == generation => store,
+        let mut store = match pooled {
+            Some((g, store)) if g == generation && !store.is_broken() => store,
             _ => self.open_store()?,
         };
-        let result = query(&store).map_err(|e| self.store_error(e));
+        let mut result = query(&store);
+        // A pooled connection the server dropped (it restarted): once more on a new one.
+        if result.is_err() && store.is_broken() {
+            store = self.open_store()?;
+            result = query(&store);
+        }
+        let result = result.map_err(|e| self.store_error(e));
         let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < 8 && generation == self.generation.load(std::sync::atomic::Ordering::SeqCst)
+        if pool.len() < 8
+            && !store.is_broken()
+            && generation == self.generation.load(std::sync::atomic::Ordering::SeqCst)
         {
             pool.push((generation, store));
         }

@@ -43,6 +43,7 @@ pub use service::{ServerInfo, Service};
 pub use stdio::serve_stdio;
 pub use tool::{
     Annotations, CallContext, Content, InputRequired, Peer, Reply, RequestInfo, Tool,
-    ToolDefinition, ToolError, ToolResult, TypedTool, current_call_cancelled, typed,
+    ToolDefinition, ToolError, ToolResult, TypedTool, current_call_cancelled, current_call_flag,
+    typed,
 };
 pub use version::ProtocolVersion;

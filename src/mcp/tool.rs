@@ -198,6 +198,12 @@ pub fn current_call_cancelled() -> bool {
     })
 }
 
+/// The cancellation flag of the call running on this thread, for code that must watch it
+/// from another thread (a database server's cancel request); `None` outside a call.
+pub fn current_call_flag() -> Option<Arc<AtomicBool>> {
+    CURRENT_CALL.with(|c| c.borrow().clone())
+}
+
 /// Marks `flag` as this thread's current call until dropped (also when a tool panics).
 pub(crate) struct CurrentCall;
 

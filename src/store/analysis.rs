@@ -2,28 +2,28 @@
 //!
 //! Owns the mapping from an [`Analysis`] to rows. Used inline by `flota simular` (while the
 //! positions are still in memory) and by `flota analizar` (re-reading them from the file,
-//! through a [`Rewrite`]); both call the same function, so the tables cannot differ.
+//! through a [`SqliteRewrite`]); both call the same function, so the tables cannot differ.
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
 use super::coverage::{self, Covered};
 use super::queries::EventRow;
-use super::reader::{Store, StoreError, for_each_fix_in, spanish};
+use super::reader::{SqliteStore, StoreError, for_each_fix_in, spanish};
 use crate::engine::{Analysis, DayStats, DetectionConfig, EventKind, Fix};
 
 /// A re-analysis under way: one transaction that recreates the analysis tables if they are
-/// missing, empties them, takes each vehicle's analysis, and on [`Rewrite::commit`] records
+/// missing, empties them, takes each vehicle's analysis, and on [`SqliteRewrite::commit`] records
 /// what it covered. Dropped without committing, it leaves the previous tables as they were.
-pub struct Rewrite<'a> {
+pub struct SqliteRewrite<'a> {
     tx: Transaction<'a>,
     path: String,
 }
 
-impl Store {
+impl SqliteStore {
     /// Starts rewriting the analysis tables. The write lock is taken at once, so a
     /// concurrent writer is reported before any work is done.
-    pub fn rewrite_analysis(&mut self) -> Result<Rewrite<'_>, StoreError> {
+    pub fn rewrite_analysis(&mut self) -> Result<SqliteRewrite<'_>, StoreError> {
         let path = self.path().to_owned();
         let tx = self
             .conn
@@ -32,12 +32,12 @@ impl Store {
         coverage::unseal(&tx)
             .and_then(|()| clear(&tx))
             .map_err(|e| spanish(&path, e))?;
-        Ok(Rewrite { tx, path })
+        Ok(SqliteRewrite { tx, path })
     }
 }
 
-impl Rewrite<'_> {
-    /// A vehicle's fixes with `from_utc <= ts < to_utc`, as [`Store::for_each_fix`].
+impl SqliteRewrite<'_> {
+    /// A vehicle's fixes with `from_utc <= ts < to_utc`, as [`SqliteStore::for_each_fix`].
     pub fn for_each_fix(
         &self,
         vehicle_id: i64,

@@ -3,7 +3,7 @@
 //! Owns the analysis's coverage record (the `analisis_*` keys of `meta`: engine version,
 //! thresholds' SHA-256, "now" and fixes analysed), sealing it with the change log
 //! (`cambios_desde_analisis` and its triggers, src/store/schema.rs), and the check a reader
-//! runs: [`Store::analysis_state`]. The check reads the schema list, `meta` and the change log
+//! runs: [`SqliteStore::analysis_state`]. The check reads the schema list, `meta` and the change log
 //! (a handful of rows, never the positions), so it costs the same on any size of database.
 //! Spanish reasons live here; the sentences with the command to run are the fleet's.
 
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use rusqlite::Connection;
 
 use super::meta;
-use super::reader::{Store, StoreError};
+use super::reader::{SqliteStore, StoreError};
 use super::schema::{
     ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL, change_triggers,
 };
@@ -81,40 +81,50 @@ pub(super) fn seal(conn: &Connection, covered: &Covered<'_>) -> rusqlite::Result
     meta::write(conn, &meta::of_analysis(covered))
 }
 
-impl Store {
+/// The rules both backends apply: `present` names the database's tables and triggers,
+/// `changes` reads the change log (only when the rest allows the detections).
+pub(super) fn state_of(
+    present: &BTreeSet<String>,
+    meta: &Meta,
+    changes: impl FnOnce() -> Result<Vec<(String, i64, i64)>, StoreError>,
+) -> Result<AnalysisState, StoreError> {
+    if !ANALYSIS_TABLES.iter().all(|t| present.contains(*t)) {
+        return Ok(AnalysisState::Unusable(Unusable::TablesMissing));
+    }
+    let record = &meta.analysis;
+    if record.version.is_some_and(|v| v != ANALYSIS_VERSION) {
+        return Ok(AnalysisState::Unusable(Unusable::OtherVersion));
+    }
+    let logged = present.contains(CHANGE_LOG)
+        && change_triggers()
+            .iter()
+            .all(|(name, _)| present.contains(name));
+    if !logged || record.version.is_none() || record.detection_sha256.is_none() {
+        return Ok(AnalysisState::Unusable(Unusable::NoRecord));
+    }
+    if record.detection_sha256.as_deref() != Some(meta.config.sha256().as_str()) {
+        return Ok(AnalysisState::Unusable(Unusable::OtherThresholds));
+    }
+    let changes = changes()?;
+    if changes.iter().any(|(table, _, _)| table != "posiciones") {
+        return Ok(AnalysisState::Unusable(Unusable::Modified));
+    }
+    if changes.is_empty() {
+        return Ok(AnalysisState::Current);
+    }
+    Ok(AnalysisState::Behind(
+        changes
+            .into_iter()
+            .map(|(_, id, rows)| (id, rows))
+            .collect(),
+    ))
+}
+
+impl SqliteStore {
     /// How far the detections can be trusted, given the database's `meta`.
     pub fn analysis_state(&self, meta: &Meta) -> Result<AnalysisState, StoreError> {
         let present = self.schema_names()?;
-        if !ANALYSIS_TABLES.iter().all(|t| present.contains(*t)) {
-            return Ok(AnalysisState::Unusable(Unusable::TablesMissing));
-        }
-        let record = &meta.analysis;
-        if record.version.is_some_and(|v| v != ANALYSIS_VERSION) {
-            return Ok(AnalysisState::Unusable(Unusable::OtherVersion));
-        }
-        let logged = present.contains(CHANGE_LOG)
-            && change_triggers()
-                .iter()
-                .all(|(name, _)| present.contains(name));
-        if !logged || record.version.is_none() || record.detection_sha256.is_none() {
-            return Ok(AnalysisState::Unusable(Unusable::NoRecord));
-        }
-        if record.detection_sha256.as_deref() != Some(meta.config.sha256().as_str()) {
-            return Ok(AnalysisState::Unusable(Unusable::OtherThresholds));
-        }
-        let changes = self.changes()?;
-        if changes.iter().any(|(table, _, _)| table != "posiciones") {
-            return Ok(AnalysisState::Unusable(Unusable::Modified));
-        }
-        if changes.is_empty() {
-            return Ok(AnalysisState::Current);
-        }
-        Ok(AnalysisState::Behind(
-            changes
-                .into_iter()
-                .map(|(_, id, rows)| (id, rows))
-                .collect(),
-        ))
+        state_of(&present, meta, || self.changes())
     }
 
     /// Names of the tables and triggers in the file.
@@ -179,7 +189,7 @@ mod tests {
     }
 
     fn state(path: &std::path::Path) -> AnalysisState {
-        let store = Store::open(path).unwrap();
+        let store = SqliteStore::open(path).unwrap();
         let meta = store.meta().unwrap();
         store.analysis_state(&meta).unwrap()
     }

@@ -25,7 +25,7 @@ use super::coverage::{self, Covered};
 use super::encoding::StoredRow;
 use super::meta::{self, Key};
 use super::queries::{EVENT_COLUMNS, EventRow, event};
-use super::reader::{Store, StoreError, for_each_fix_in, spanish};
+use super::reader::{SqliteStore, StoreError, for_each_fix_in, spanish};
 use super::schema::{ANALYSIS_DDL, CHANGE_LOG, CHANGE_LOG_DDL, DDL, DEVICES_DDL, SCHEMA_VERSION};
 use crate::engine::{Analysis, DetectionConfig, Fix};
 
@@ -70,12 +70,12 @@ pub fn create(path: &Path, new: &NewDatabase) -> Result<(), StoreError> {
     conn.close().map_err(|(_, e)| sqlite(e))
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens `path` to write positions beside readers: WAL journal (readers see each commit
     /// and never block the writer), `synchronous = FULL` (a commit is on disk before it is
     /// acknowledged, power loss included), and a writer's patience for other writers.
-    pub fn open_live(path: &Path) -> Result<Store, StoreError> {
-        let store = Store::open_read_write(path)?;
+    pub fn open_live(path: &Path) -> Result<SqliteStore, StoreError> {
+        let store = SqliteStore::open_read_write(path)?;
         store
             .conn
             .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
@@ -136,7 +136,7 @@ impl Store {
 /// One live transaction. Dropped without [`LiveTx::commit`], nothing of it is kept.
 pub struct LiveTx<'a> {
     tx: Transaction<'a>,
-    store: &'a Store,
+    store: &'a SqliteStore,
     /// The change log's triggers were dropped ([`LiveTx::restart_analysis`]).
     unsealed: std::cell::Cell<bool>,
 }

@@ -11,7 +11,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::encoding::{FIX_COLUMNS, fix_of_row};
-use super::reader::{Store, StoreError};
+use super::reader::{SqliteStore, StoreError};
 use crate::engine::{EventKind, Fix};
 
 /// `eventos.tipo` holds [`EventKind::name`].
@@ -136,7 +136,7 @@ pub struct DayKm {
     pub km_gps: f64,
 }
 
-impl Store {
+impl SqliteStore {
     fn err(&self, e: rusqlite::Error) -> StoreError {
         self.sqlite(e)
     }

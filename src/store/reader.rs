@@ -1,7 +1,7 @@
 //! Reading a flota database: opening it (read-only for the server), its metadata, fleet
 //! tables and positions.
 //!
-//! Owns every query that reads; `Store::open` opens with `SQLITE_OPEN_READ_ONLY` and
+//! Owns every query that reads; `SqliteStore::open` opens with `SQLITE_OPEN_READ_ONLY` and
 //! `query_only`, so the server provably cannot write. Errors say in Spanish what is wrong and
 //! what to do about it.
 
@@ -53,6 +53,24 @@ pub enum StoreError {
     DiskFull { path: String },
     #[error("{path}: {message}")]
     Sqlite { path: String, message: String },
+    #[error(
+        "no se pudo conectar con el servidor PostgreSQL de {path} (¿está en marcha y acepta conexiones en esa dirección y puerto?)"
+    )]
+    Down { path: String },
+    #[error("el servidor PostgreSQL de {path} rechazó el usuario o la contraseña")]
+    Denied { path: String },
+    #[error(
+        "la base de datos {database} no existe en el servidor de {path}; créela (createdb {database}) y luego: flota simular --salida {path}"
+    )]
+    NoDatabase { path: String, database: String },
+    #[error(
+        "{path} no tiene las tablas de flota (el esquema flota); créelas con: flota simular --salida {path}"
+    )]
+    NoTables { path: String },
+    #[error("{path}: {message}")]
+    Server { path: String, message: String },
+    #[error("{what} todavía no escribe en PostgreSQL ({path}); use una base SQLite")]
+    Unsupported { what: &'static str, path: String },
 }
 
 /// What changed since an older schema, for the message that refuses it.
@@ -160,14 +178,14 @@ pub struct StoredRoute {
 /// A connection to a flota database. The connection itself stays inside the store: callers
 /// get typed methods, so every statement is written here and a future backend can answer
 /// the same calls.
-pub struct Store {
+pub struct SqliteStore {
     pub(super) conn: Connection,
     path: String,
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens read-only. A missing file is an error naming the command that creates it.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         Self::open_with(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -176,7 +194,7 @@ impl Store {
     }
 
     /// Opens for `flota analizar`, which rewrites the analysis tables.
-    pub fn open_read_write(path: &Path) -> Result<Store, StoreError> {
+    pub fn open_read_write(path: &Path) -> Result<SqliteStore, StoreError> {
         Self::open_with(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -184,7 +202,11 @@ impl Store {
         )
     }
 
-    fn open_with(path: &Path, flags: OpenFlags, query_only: bool) -> Result<Store, StoreError> {
+    fn open_with(
+        path: &Path,
+        flags: OpenFlags,
+        query_only: bool,
+    ) -> Result<SqliteStore, StoreError> {
         let shown = path.display().to_string();
         if !path.exists() {
             return Err(StoreError::Missing { path: shown });
@@ -209,7 +231,7 @@ impl Store {
         }
         // Wait a little for a writer instead of failing at once.
         let _ = conn.busy_timeout(std::time::Duration::from_millis(2000));
-        let store = Store { conn, path: shown };
+        let store = SqliteStore { conn, path: shown };
         store.check_version()?;
         Ok(store)
     }
@@ -230,21 +252,16 @@ impl Store {
         spanish(&self.path, e)
     }
 
-    /// Runs `read` in one read transaction: every query in it sees the same state of the
-    /// file, whatever another connection commits meanwhile.
-    pub fn read_consistently<T>(
-        &self,
-        read: impl FnOnce(&Store) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+    /// Starts the read transaction of [`crate::store::Store::read_consistently`]: every
+    /// query in it sees the same state of the file, whatever another connection commits.
+    pub(super) fn begin_read(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN").map_err(|e| self.sqlite(e))
+    }
+
+    pub(super) fn end_read(&self, ok: bool) -> Result<(), StoreError> {
         self.conn
-            .execute_batch("BEGIN")
-            .map_err(|e| self.sqlite(e))?;
-        let result = read(self);
-        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        let ended = self.conn.execute_batch(end).map_err(|e| self.sqlite(e));
-        let value = result?;
-        ended?;
-        Ok(value)
+            .execute_batch(if ok { "COMMIT" } else { "ROLLBACK" })
+            .map_err(|e| self.sqlite(e))
     }
 
     /// SQLite's `data_version` on this connection: it changes when another connection
@@ -439,7 +456,7 @@ impl Store {
     }
 }
 
-/// [`Store::for_each_fix`] on any connection (a transaction, for `flota analizar`).
+/// [`SqliteStore::for_each_fix`] on any connection (a transaction, for `flota analizar`).
 pub(super) fn for_each_fix_in(
     conn: &Connection,
     path: &str,
@@ -504,7 +521,7 @@ mod tests {
         conn.execute_batch(DDL).unwrap();
         meta::write(&conn, &[(Key::SchemaVersion, SCHEMA_VERSION.to_string())]).unwrap();
         drop(conn);
-        let mut store = Store::open(&path).unwrap();
+        let mut store = SqliteStore::open(&path).unwrap();
         store.interrupt_when(|| STOP.load(Ordering::Relaxed));
         // Long enough to be stopped many times over: a hundred million rows.
         let long = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n \

@@ -31,6 +31,9 @@ pub enum WriteError {
     /// not kept as a source, so nothing prints its English.
     #[error("{path}: {message}")]
     Sqlite { path: String, message: String },
+    /// A PostgreSQL failure, worded by the store.
+    #[error(transparent)]
+    Store(#[from] super::reader::StoreError),
 }
 
 fn write_error(path: &str, e: &rusqlite::Error) -> WriteError {
@@ -40,7 +43,7 @@ fn write_error(path: &str, e: &rusqlite::Error) -> WriteError {
     }
 }
 
-pub struct Writer {
+pub struct SqliteWriter {
     conn: Connection,
     path: String,
     in_batch: usize,
@@ -49,9 +52,9 @@ pub struct Writer {
     pub rows: u64,
 }
 
-impl Writer {
+impl SqliteWriter {
     /// Creates `path` (which must not exist) with the schema.
-    pub fn create(path: &Path) -> Result<Writer, WriteError> {
+    pub fn create(path: &Path) -> Result<SqliteWriter, WriteError> {
         let shown = path.display().to_string();
         let wrap = |source| write_error(&shown, &source);
         let conn = Connection::open(path).map_err(wrap)?;
@@ -66,7 +69,7 @@ impl Writer {
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(wrap)?;
         let row = format!("({})", ["?"; COLUMNS].join(","));
-        Ok(Writer {
+        Ok(SqliteWriter {
             conn,
             path: shown,
             in_batch: 0,

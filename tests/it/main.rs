@@ -24,6 +24,8 @@
 //! - `routes`: `flota rutas` against loopback Google Directions and OSRM mocks (`http_mock`);
 //! - `fuzz_corpus`: both fuzz targets' committed seeds through the harness (missing and
 //!   simulated database) and the real `flota servir`, on stable;
+//! - `pg`: PostgreSQL as the second backend on a throwaway cluster (tests/pg/cluster.sh): every
+//!   tool's answer identical to SQLite's, atomic `simular`, faults in Spanish;
 //! - `paths`: folders as databases, truth logs aimed at databases, unwritable outputs;
 //! - `hardening`: the bad-input matrix (snapshot), time limit, flood, database faults, SIGKILL;
 //! - `redaction`: no secret in any output when geocoding, tiles or directions fail, every fault;
@@ -75,6 +77,7 @@ mod kilometres;
 mod live;
 mod maps;
 mod paths;
+mod pg;
 mod protocol;
 #[cfg(unix)]
 mod receive;

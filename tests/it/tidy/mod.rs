@@ -182,8 +182,10 @@ fn only_the_store_speaks_sql() {
         }
         for (number, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            if !store && code.contains("rusqlite") {
-                hits.push(format!("{relative}:{}: rusqlite", number + 1));
+            for backend in ["rusqlite", "postgres::"] {
+                if !store && code.contains(backend) {
+                    hits.push(format!("{relative}:{}: {backend}", number + 1));
+                }
             }
         }
     }

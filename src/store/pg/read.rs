@@ -1,0 +1,554 @@
+//! Reading a flota database on PostgreSQL: the same typed answers as the SQLite reader
+//! (src/store/reader.rs, queries.rs, coverage.rs), from the same tables.
+//!
+//! Owns every PostgreSQL query that reads. Where SQLite returns rows in an index's order
+//! without saying so (ties broken by rowid), the query here spells that order out (ties broken
+//! by `eventos.id`, which both backends assign in the same insertion order), so both backends
+//! answer row for row alike.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use postgres::types::ToSql;
+use postgres::{Client, Row};
+
+use super::{CallFlag, Canceller, connect, error};
+use crate::engine::{EventKind, Fix};
+use crate::geometry::earth::LatLon;
+use crate::geometry::geofence::{Geofence, Shape, ShapeColumns};
+use crate::store::coverage::{self, AnalysisState};
+use crate::store::encoding::StoredRow;
+use crate::store::location::PgUrl;
+use crate::store::meta::{Key, Meta};
+use crate::store::queries::{DayKm, DayRow, EventRow, KmRow};
+use crate::store::reader::{StoreError, StoredFence, StoredRoute, Vehicle};
+use crate::store::schema::SCHEMA_VERSION;
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// A connection to a flota database on PostgreSQL (read-only unless opened for the
+/// analysis). The client sits in a `RefCell`: the store's methods take `&self`, and a store
+/// is used by one thread at a time.
+pub struct PgStore {
+    client: RefCell<Client>,
+    url: PgUrl,
+    canceller: Canceller,
+    flag: Option<CallFlag>,
+}
+
+const STOP: &str = EventKind::Stop.name();
+const VISIT: &str = EventKind::Visit.name();
+
+const FIX_COLUMNS: &str =
+    "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
+const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
+
+impl PgStore {
+    /// Opens read-only: every transaction on this connection is `READ ONLY`.
+    pub fn open(url: &PgUrl) -> Result<PgStore, StoreError> {
+        Self::open_with(url, true)
+    }
+
+    /// Opens for `flota analizar`, which rewrites the analysis tables.
+    pub fn open_read_write(url: &PgUrl) -> Result<PgStore, StoreError> {
+        Self::open_with(url, false)
+    }
+
+    fn open_with(url: &PgUrl, read_only: bool) -> Result<PgStore, StoreError> {
+        let client = connect(url, read_only)?;
+        let store = PgStore {
+            client: RefCell::new(client),
+            url: url.clone(),
+            canceller: Canceller::new(),
+            flag: None,
+        };
+        store.check_version()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &str {
+        self.url.shown()
+    }
+
+    /// Cancels the running statement when the flag `flag` returns goes up.
+    pub fn interrupt_when(&mut self, flag: CallFlag) {
+        self.flag = Some(flag);
+    }
+
+    /// Ends any statement that runs longer than `limit` (`None`: no limit).
+    pub fn set_statement_timeout(&self, limit: Option<Duration>) -> Result<(), StoreError> {
+        let ms = limit.map_or(0, |l| l.as_millis().max(1));
+        self.batch(&format!("SET statement_timeout = {ms}"))
+    }
+
+    /// Whether the connection is gone (the server restarted or dropped it): such a store is
+    /// thrown away and a new one opened.
+    pub fn is_broken(&self) -> bool {
+        self.client.borrow().is_closed()
+    }
+
+    pub(in crate::store) fn with_client<T>(
+        &self,
+        run: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let _watch = self
+            .flag
+            .and_then(|flag| flag())
+            .map(|flag| self.canceller.watch(flag, &client));
+        run(&mut client).map_err(|e| error(&self.url, &e))
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.with_client(|c| c.batch_execute(sql))
+    }
+
+    fn rows(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
+        self.with_client(|c| c.query(sql, params))
+    }
+
+    fn map<T>(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        each: impl Fn(&Row) -> Result<T, postgres::Error>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.with_client(|c| c.query(sql, params)?.iter().map(each).collect())
+    }
+
+    /// Starts the read transaction of [`crate::store::Store::read_consistently`]: one snapshot
+    /// for every query in it.
+    pub(in crate::store) fn begin_read(&self) -> Result<(), StoreError> {
+        self.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    }
+
+    pub(in crate::store) fn end_read(&self, ok: bool) -> Result<(), StoreError> {
+        self.batch(if ok { "COMMIT" } else { "ROLLBACK" })
+    }
+
+    /// Changes whenever any transaction commits on the server since the last look (the
+    /// snapshot's upper bound): a reader reloads the fleet's fixed data then.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        let rows = self.rows(
+            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
+            &[],
+        )?;
+        self.with_client(|_| rows[0].try_get(0))
+    }
+
+    fn check_version(&self) -> Result<(), StoreError> {
+        let found = match self.meta_values() {
+            Ok(values) => values
+                .get(Key::SchemaVersion.name())
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(0),
+            Err(StoreError::MissingTable { table, .. }) if table == "meta" => {
+                return Err(StoreError::NoTables {
+                    path: self.path().to_owned(),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        if found != SCHEMA_VERSION {
+            return Err(StoreError::Version {
+                path: self.path().to_owned(),
+                found,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    fn meta_values(&self) -> Result<HashMap<String, String>, StoreError> {
+        self.map("SELECT clave, valor FROM meta", &[], |r| {
+            Ok((r.try_get(0)?, r.try_get(1)?))
+        })
+        .map(|pairs| pairs.into_iter().collect())
+    }
+
+    pub fn meta(&self) -> Result<Meta, StoreError> {
+        let values = self.meta_values()?;
+        Meta::parse(|key| values.get(key.name()).cloned()).map_err(|e| StoreError::Server {
+            path: self.path().to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    pub fn vehicles(&self) -> Result<Vec<Vehicle>, StoreError> {
+        self.map(
+            "SELECT id, placa, tipo, conductor, activo, limite_kmh, rutas, zona_horaria FROM vehiculos ORDER BY id",
+            &[],
+            |r| {
+                let routes: String = r.try_get(6)?;
+                let zone: String = r.try_get(7)?;
+                Ok(Vehicle {
+                    id: r.try_get(0)?,
+                    plate: r.try_get(1)?,
+                    kind: r.try_get(2)?,
+                    driver: r.try_get(3)?,
+                    active: r.try_get::<_, i64>(4)? != 0,
+                    limit_kmh: r.try_get(5)?,
+                    routes: serde_json::from_str(&routes).unwrap_or_default(),
+                    zone: zone.parse().unwrap_or(chrono_tz::UTC),
+                })
+            },
+        )
+    }
+
+    pub fn fences(&self) -> Result<Vec<StoredFence>, StoreError> {
+        let rows = self.rows(
+            "SELECT id, nombre, tipo, forma, centro_lat, centro_lon, medio_lado_m, radio_m, poligono_wkt, limite_kmh FROM geocercas ORDER BY id",
+            &[],
+        )?;
+        let mut fences = Vec::new();
+        for r in &rows {
+            let fence = self.with_client(|_| {
+                let form: String = r.try_get(3)?;
+                let wkt: String = r.try_get(8)?;
+                let columns = ShapeColumns {
+                    form: &form,
+                    centre: LatLon::new(r.try_get(4)?, r.try_get(5)?),
+                    half_side_m: r.try_get(6)?,
+                    radius_m: r.try_get(7)?,
+                    wkt: &wkt,
+                };
+                Ok((
+                    r.try_get::<_, i64>(0)?,
+                    Shape::from_columns(&columns),
+                    r.try_get::<_, String>(1)?,
+                    r.try_get::<_, String>(2)?,
+                    r.try_get::<_, Option<f64>>(9)?,
+                ))
+            })?;
+            let (id, shape, name, kind, limit) = fence;
+            let Some(shape) = shape else {
+                return Err(StoreError::Server {
+                    path: self.path().to_owned(),
+                    message: format!("la geocerca {id} tiene una forma ilegible"),
+                });
+            };
+            fences.push(StoredFence {
+                id,
+                fence: Geofence::new(name, kind, shape, limit),
+            });
+        }
+        Ok(fences)
+    }
+
+    pub fn routes(&self) -> Result<Vec<StoredRoute>, StoreError> {
+        let heads: Vec<(i64, String, String)> = self.map(
+            "SELECT id, nombre, polilinea FROM rutas ORDER BY id",
+            &[],
+            |r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)),
+        )?;
+        let stops: Vec<(i64, String, LatLon)> = self.map(
+            "SELECT ruta_id, nombre, lat, lon FROM paradas ORDER BY ruta_id, orden",
+            &[],
+            |r| {
+                Ok((
+                    r.try_get(0)?,
+                    r.try_get(1)?,
+                    LatLon::new(r.try_get(2)?, r.try_get(3)?),
+                ))
+            },
+        )?;
+        Ok(heads
+            .into_iter()
+            .map(|(id, name, polyline)| StoredRoute {
+                name,
+                polyline,
+                stops: stops
+                    .iter()
+                    .filter(|(route, _, _)| *route == id)
+                    .map(|(_, name, at)| (name.clone(), *at))
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// A vehicle's fixes with `from_utc <= ts < to_utc`, in time order, duplicates dropped.
+    pub fn fixes(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<Fix>, StoreError> {
+        let mut out = Vec::new();
+        self.for_each_fix(vehicle_id, from_utc, to_utc, |fix| out.push(fix))?;
+        Ok(out)
+    }
+
+    /// Streams a vehicle's fixes (as [`Self::fixes`]) without collecting them.
+    pub fn for_each_fix(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+        mut each: impl FnMut(Fix),
+    ) -> Result<(), StoreError> {
+        let sql = format!(
+            "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc >= $2 AND ts_utc < $3 AND secuencia = 0 ORDER BY ts_utc"
+        );
+        self.with_client(|c| {
+            let mut rows = c.query_raw(&sql, [vehicle_id, from_utc, to_utc])?;
+            while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+                each(fix(&r)?);
+            }
+            Ok(())
+        })
+    }
+
+    /// The vehicle's last fix at or before `at_utc`.
+    pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
+        let sql = format!(
+            "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc <= $2 ORDER BY ts_utc DESC, secuencia DESC LIMIT 1"
+        );
+        Ok(self
+            .map(&sql, &[&vehicle_id, &at_utc], fix)?
+            .into_iter()
+            .next())
+    }
+
+    pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = $1 AND tipo = '{STOP}' AND inicio_utc <= $2
+             AND (fin_utc IS NULL OR fin_utc > $2) ORDER BY inicio_utc DESC, id DESC LIMIT 1"
+        );
+        Ok(self
+            .map(&sql, &[&vehicle_id, &at_utc], event)?
+            .into_iter()
+            .next())
+    }
+
+    pub fn stops_at(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "(SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= $1 ORDER BY vehiculo_id, id)
+             UNION ALL
+             (SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{STOP}' AND fin_utc > $1 AND inicio_utc <= $1 ORDER BY fin_utc, vehiculo_id, id)"
+        );
+        self.map(&sql, &[&at_utc], event)
+    }
+
+    pub fn vehicle_events(
+        &self,
+        vehicle_id: i64,
+        kind: EventKind,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = $1 AND tipo = $2 AND inicio_utc < $4
+             AND (fin_utc IS NULL OR fin_utc > $3) ORDER BY inicio_utc, id"
+        );
+        self.map(
+            &sql,
+            &[&vehicle_id, &kind.name(), &from_utc, &to_utc],
+            event,
+        )
+    }
+
+    pub fn events_starting(
+        &self,
+        kind: EventKind,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = $1 AND inicio_utc >= $2 AND inicio_utc < $3 ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id"
+        );
+        self.map(&sql, &[&kind.name(), &from_utc, &to_utc], event)
+    }
+
+    pub fn crossings_by_vehicle(
+        &self,
+        exits: bool,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<(i64, usize)>, StoreError> {
+        let sql = if exits {
+            format!(
+                "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = '{VISIT}' AND fin_utc >= $1 AND fin_utc < $2 GROUP BY vehiculo_id ORDER BY vehiculo_id"
+            )
+        } else {
+            format!(
+                "SELECT vehiculo_id, count(*) FROM eventos WHERE tipo = '{VISIT}' AND inicio_utc >= $1 AND inicio_utc < $2 AND desde_inicio_datos = 0 GROUP BY vehiculo_id ORDER BY vehiculo_id"
+            )
+        };
+        self.map(&sql, &[&from_utc, &to_utc], |r| {
+            Ok((r.try_get(0)?, r.try_get::<_, i64>(1)? as usize))
+        })
+    }
+
+    pub fn first_crossings(
+        &self,
+        exits: bool,
+        from_utc: i64,
+        to_utc: i64,
+        limit: usize,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let sql = if exits {
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND fin_utc >= $1 AND fin_utc < $2 ORDER BY fin_utc, vehiculo_id, id LIMIT $3"
+            )
+        } else {
+            format!(
+                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND inicio_utc >= $1 AND inicio_utc < $2 AND desde_inicio_datos = 0 ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id LIMIT $3"
+            )
+        };
+        self.map(&sql, &[&from_utc, &to_utc, &(limit as i64)], event)
+    }
+
+    pub fn long_stops(&self, from_utc: i64, to_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos
+             WHERE tipo = '{STOP}' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
+             AND inicio_utc >= $1 AND inicio_utc < $2 ORDER BY inicio_utc, id"
+        );
+        self.map(&sql, &[&from_utc, &to_utc], event)
+    }
+
+    pub fn day(&self, vehicle_id: i64, date: NaiveDate) -> Result<Option<DayRow>, StoreError> {
+        let sql = format!(
+            "SELECT {DAY_COLUMNS} FROM resumen_diario WHERE vehiculo_id = $1 AND fecha = $2"
+        );
+        Ok(self
+            .map(&sql, &[&vehicle_id, &date.to_string()], day)?
+            .into_iter()
+            .next())
+    }
+
+    pub fn km_by_vehicle(
+        &self,
+        from_date: NaiveDate,
+        to_date: NaiveDate,
+    ) -> Result<Vec<KmRow>, StoreError> {
+        // Summed in the key's order (a vehicle's days by date), as SQLite sums them: the same
+        // additions in the same order give the same last bits.
+        self.map(
+            "SELECT vehiculo_id, sum(km ORDER BY fecha), count(*), sum(minutos_en_movimiento ORDER BY fecha) FROM resumen_diario
+             WHERE fecha >= $1 AND fecha <= $2 AND reportes > 0 GROUP BY vehiculo_id ORDER BY vehiculo_id",
+            &[&from_date.to_string(), &to_date.to_string()],
+            |r| {
+                Ok(KmRow {
+                    vehicle_id: r.try_get(0)?,
+                    km: r.try_get(1)?,
+                    days: r.try_get(2)?,
+                    moving_min: r.try_get(3)?,
+                })
+            },
+        )
+    }
+
+    pub fn count_fixes(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<i64, StoreError> {
+        let rows = self.rows(
+            "SELECT count(*) FROM posiciones WHERE vehiculo_id = $1 AND ts_utc >= $2 AND ts_utc < $3 AND secuencia = 0",
+            &[&vehicle_id, &from_utc, &to_utc],
+        )?;
+        self.with_client(|_| rows[0].try_get(0))
+    }
+
+    /// Every event of every vehicle, for `flota evaluar`; kinds flota does not know are left
+    /// out.
+    pub fn every_event(&self) -> Result<Vec<EventRow>, StoreError> {
+        let known: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = ANY($1) ORDER BY vehiculo_id, inicio_utc, id"
+        );
+        self.map(&sql, &[&known], event)
+    }
+
+    pub fn every_day_km(&self) -> Result<Vec<DayKm>, StoreError> {
+        self.map(
+            "SELECT vehiculo_id, fecha, km, km_gps FROM resumen_diario ORDER BY vehiculo_id, fecha",
+            &[],
+            |r| {
+                Ok(DayKm {
+                    vehicle_id: r.try_get(0)?,
+                    date: r.try_get(1)?,
+                    km: r.try_get(2)?,
+                    km_gps: r.try_get(3)?,
+                })
+            },
+        )
+    }
+
+    /// How far the detections can be trusted (the same rules as SQLite's).
+    pub fn analysis_state(&self, meta: &Meta) -> Result<AnalysisState, StoreError> {
+        let present: BTreeSet<String> = self
+            .map(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()
+                 UNION ALL
+                 SELECT t.tgname::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                 WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal",
+                &[],
+                |r| r.try_get(0),
+            )?
+            .into_iter()
+            .collect();
+        coverage::state_of(&present, meta, || {
+            self.map(
+                "SELECT tabla, vehiculo_id, filas FROM cambios_desde_analisis ORDER BY vehiculo_id, tabla",
+                &[],
+                |r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)),
+            )
+        })
+    }
+}
+
+fn fix(r: &Row) -> Result<Fix, postgres::Error> {
+    let row = StoredRow {
+        delay_s: 0,
+        lat_e6: r.try_get(1)?,
+        lon_e6: r.try_get(2)?,
+        speed_kmh: r.try_get(3)?,
+        heading_deg: r.try_get(4)?,
+        ignition: r.try_get::<_, i64>(5)? != 0,
+        odometer_m: r.try_get(6)?,
+    };
+    Ok(row.to_fix(r.try_get(0)?))
+}
+
+pub(super) fn event(r: &Row) -> Result<EventRow, postgres::Error> {
+    let kind: String = r.try_get(1)?;
+    Ok(EventRow {
+        vehicle_id: r.try_get(0)?,
+        // Rows of an unknown kind are filtered out by the one query that could meet them.
+        kind: EventKind::from_name(&kind).unwrap_or(EventKind::Stop),
+        start_utc: r.try_get(2)?,
+        end_utc: r.try_get(3)?,
+        lat: r.try_get(4)?,
+        lon: r.try_get(5)?,
+        fence_id: r.try_get(6)?,
+        max_kmh: r.try_get(7)?,
+        limit_kmh: r.try_get(8)?,
+        long: r.try_get::<_, i64>(9)? != 0,
+        end_of_day: r.try_get::<_, i64>(10)? != 0,
+        engine_on: r.try_get::<_, Option<i64>>(11)?.map(|v| v != 0),
+        from_data_start: r.try_get::<_, i64>(12)? != 0,
+    })
+}
+
+fn day(r: &Row) -> Result<DayRow, postgres::Error> {
+    Ok(DayRow {
+        vehicle_id: r.try_get(0)?,
+        date: r.try_get(1)?,
+        km: r.try_get(2)?,
+        first_move_utc: r.try_get(3)?,
+        last_move_utc: r.try_get(4)?,
+        moving_min: r.try_get(5)?,
+        stops: r.try_get(6)?,
+        stop_min: r.try_get(7)?,
+        max_speed_kmh: r.try_get(8)?,
+        fixes: r.try_get(9)?,
+        gaps: r.try_get(10)?,
+        overspeeds: r.try_get(11)?,
+    })
+}

@@ -1,0 +1,620 @@
+//! PostgreSQL as the second backend, on a throwaway cluster that `tests/pg/cluster.sh serve`
+//! starts for this test process (and removes when the process ends: it holds the script's
+//! stdin). Where no PostgreSQL is installed the tests say so and pass; under `CI=true` they
+//! fail instead, so CI always runs them.
+//!
+//! The proof: every tool's structured answer identical on SQLite and PostgreSQL, call by call,
+//! for the shipped scenarios; `analizar`, `evaluar` and `exportar` alike; `simular` killed
+//! mid-load leaves the previous data; bad URLs, credentials, databases and tables and a server
+//! restarted or down, each in Spanish.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::ground_truth::fixture;
+use crate::simulation::{ahora_of, scenario_path};
+use crate::support::{Server, flota_bin};
+
+/// A running throwaway cluster.
+pub struct Cluster {
+    /// `postgres://flota@127.0.0.1:PORT` (append `/database`).
+    base: String,
+    /// The cluster's folder (data, socket, log).
+    dir: PathBuf,
+    bin: PathBuf,
+    /// The script waits on this stdin; closing it (the process ending) removes the cluster.
+    _keep: Mutex<(Child, ChildStdin)>,
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/pg/cluster.sh")
+}
+
+/// Starts a cluster with `tests/pg/cluster.sh serve`.
+pub fn start_cluster() -> Result<Cluster, String> {
+    let mut child = Command::new("bash")
+        .arg(script())
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("no se pudo lanzar cluster.sh: {e}"))?;
+    let stdin = child.stdin.take().ok_or("sin stdin")?;
+    let stdout = child.stdout.take().ok_or("sin stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut value = |key: &str| -> Result<String, String> {
+        let line = lines
+            .next()
+            .and_then(Result::ok)
+            .ok_or_else(|| format!("cluster.sh terminó sin decir {key}"))?;
+        line.strip_prefix(&format!("{key}="))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("cluster.sh dijo {line:?} en vez de {key}"))
+    };
+    let started = value("URL").and_then(|url| Ok((url, value("DIR")?, value("BIN")?)));
+    let (url, dir, bin) = match started {
+        Ok(values) => values,
+        Err(why) => {
+            let _ = child.kill();
+            let mut stderr = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut err, &mut stderr);
+            }
+            let _ = child.wait();
+            return Err(format!("{why}: {}", stderr.trim()));
+        }
+    };
+    Ok(Cluster {
+        base: url.trim_end_matches("/postgres").to_owned(),
+        dir: dir.into(),
+        bin: bin.into(),
+        _keep: Mutex::new((child, stdin)),
+    })
+}
+
+/// The shared cluster, or `None` (the caller returns: skipped) where PostgreSQL is missing.
+/// Under `CI=true` a cluster that cannot start fails the test.
+pub fn cluster() -> Option<&'static Cluster> {
+    static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
+    CLUSTER
+        .get_or_init(|| match start_cluster() {
+            Ok(cluster) => Some(cluster),
+            Err(why) => {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "CI=true needs PostgreSQL for these tests, and the cluster did not start: {why}"
+                );
+                eprintln!("PostgreSQL tests skipped: no PostgreSQL cluster here ({why})");
+                None
+            }
+        })
+        .as_ref()
+}
+
+impl Cluster {
+    /// A new, empty database; returns its URL.
+    pub fn database(&self, hint: &str) -> String {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("{hint}_{}", NEXT.fetch_add(1, Ordering::SeqCst));
+        self.sql("postgres", &format!("CREATE DATABASE {name}"));
+        format!("{}/{name}", self.base)
+    }
+
+    /// Runs `sql` on `database` (as the cluster's owner) and returns the rows as text.
+    pub fn sql(&self, database: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+        let mut client =
+            postgres::Client::connect(&format!("{}/{database}", self.base), postgres::NoTls)
+                .unwrap();
+        client
+            .simple_query(sql)
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => Some(
+                    (0..row.len())
+                        .map(|i| row.get(i).map(str::to_owned))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn port(&self) -> &str {
+        self.base.rsplit(':').next().unwrap()
+    }
+
+    /// Runs `pg_ctl` on the cluster (as its owner). The server it starts logs to the
+    /// cluster's file and holds none of our pipes.
+    fn pg_ctl(&self, action: &str) {
+        let data = self.dir.join("data");
+        let log = self.dir.join("server.log");
+        let mut command = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"));
+            c
+        } else {
+            Command::new(self.bin.join("pg_ctl"))
+        };
+        let status = command
+            .arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(&log)
+            .args(["-w", "-t", "60", "-m", "fast", action])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "pg_ctl {action}");
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+fn flota(args: &[&str]) -> Output {
+    Command::new(flota_bin()).args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Simulates the shipped scenario `name` at its `--ahora` into `url`, truth log in `dir`.
+fn simulate_into(name: &str, url: &str, dir: &Path) {
+    let truth = dir.join(format!("{name}.verdad.jsonl"));
+    let out = flota(&[
+        "simular",
+        scenario_path(name).to_str().unwrap(),
+        "--ahora",
+        ahora_of(name),
+        "--salida",
+        url,
+        "--verdad",
+        truth.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A served database: every answer whole (`result`, errors included).
+struct Served {
+    server: Server,
+    next: i64,
+}
+
+impl Served {
+    fn new(db: &str, extra: &[&str]) -> Served {
+        let mut args = vec!["servir", "--db", db];
+        args.extend_from_slice(extra);
+        let mut server = Server::spawn(flota_bin(), &args);
+        server.initialize("2025-11-25");
+        Served { server, next: 1 }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.next += 1;
+        let answer = self.server.call(self.next, tool, arguments);
+        assert!(answer.get("error").is_none(), "{tool}: {answer}");
+        answer["result"].clone()
+    }
+}
+
+/// Every tool over every unit, fence and day of the data set at `db` (a SQLite file), with
+/// the date words and ranges the tools take.
+fn every_call(db: &Path) -> Vec<(&'static str, Value)> {
+    let store = flota::store::Store::open(db).unwrap();
+    let meta = store.meta().unwrap();
+    let plates: Vec<String> = store
+        .vehicles()
+        .unwrap()
+        .into_iter()
+        .map(|v| v.plate)
+        .collect();
+    let fences: Vec<String> = store
+        .fences()
+        .unwrap()
+        .into_iter()
+        .map(|f| f.fence.name)
+        .collect();
+    let (from, to) = (meta.from_date.unwrap(), meta.to_date.unwrap());
+    let mut days: Vec<String> = from
+        .iter_days()
+        .take_while(|d| *d <= to)
+        .map(|d| d.to_string())
+        .collect();
+    days.extend(["hoy", "ayer"].map(str::to_owned));
+    let mut calls = vec![
+        ("unidades_detenidas", json!({})),
+        ("unidades_detenidas", json!({"minutos_minimos": 0})),
+        (
+            "reporte_kilometraje",
+            json!({"fecha_inicio": from.to_string(), "fecha_fin": to.to_string()}),
+        ),
+        (
+            "reporte_kilometraje",
+            json!({"fecha_inicio": "ayer", "fecha_fin": "hoy"}),
+        ),
+        (
+            "alertas",
+            json!({"fecha_inicio": from.to_string(), "fecha_fin": to.to_string()}),
+        ),
+    ];
+    for kind in [
+        "exceso_velocidad",
+        "parada_prolongada",
+        "perdida_senal",
+        "geocerca_entrada",
+        "geocerca_salida",
+    ] {
+        calls.push((
+            "alertas",
+            json!({"tipo": kind, "fecha_inicio": from.to_string(), "fecha_fin": to.to_string()}),
+        ));
+    }
+    // Maps and fence checks on two days (a map is drawn whole on both sides: slow in debug).
+    let some_days = [from.to_string(), "ayer".to_owned()];
+    for plate in &plates {
+        calls.push(("posicion_actual", json!({"placa": plate})));
+        for day in &days {
+            calls.push(("resumen_recorrido", json!({"placa": plate, "fecha": day})));
+        }
+        for day in &some_days {
+            calls.push(("mapa_recorrido", json!({"placa": plate, "fecha": day})));
+            for fence in fences.iter().take(2) {
+                calls.push((
+                    "verificar_geocerca",
+                    json!({"placa": plate, "nombre_geocerca": fence, "fecha": day}),
+                ));
+            }
+        }
+    }
+    calls
+}
+
+fn same_answers_on_both(name: &'static str) {
+    let Some(pg) = cluster() else { return };
+    let sqlite = fixture(name);
+    let url = pg.database(name);
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into(name, &url, dir.path());
+    let calls = every_call(&sqlite.db);
+    let mut on_sqlite = Served::new(sqlite.db.to_str().unwrap(), &[]);
+    let mut on_pg = Served::new(&url, &[]);
+    let mut answered = 0;
+    for (tool, arguments) in &calls {
+        let expected = on_sqlite.call(tool, arguments.clone());
+        let actual = on_pg.call(tool, arguments.clone());
+        assert_eq!(actual, expected, "{name}: {tool} {arguments}");
+        answered += usize::from(expected["isError"] != true);
+    }
+    // Most calls have data: the comparison is of answers, not of errors.
+    assert!(answered * 2 > calls.len(), "{answered} of {}", calls.len());
+}
+
+#[test]
+fn every_tool_answers_alike_on_sqlite_and_postgres_minimo() {
+    same_answers_on_both("minimo");
+}
+
+#[test]
+fn every_tool_answers_alike_on_sqlite_and_postgres_semana() {
+    same_answers_on_both("semana");
+}
+
+fn database_name(url: &str) -> &str {
+    url.rsplit('/').next().unwrap()
+}
+
+/// Waits (bounded) until `sql` on `database` returns `true`.
+fn wait_for(pg: &Cluster, database: &str, sql: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pg.sql(database, sql)[0][0].as_deref() != Some("t") {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn simular_killed_mid_load_leaves_the_previous_data() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("matado");
+    let name = database_name(&url).to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into("minimo", &url, dir.path());
+    let count = "SELECT count(*)::text FROM flota.posiciones";
+    let before = pg.sql(&name, count);
+    let mut served = Served::new(&url, &[]);
+    let answer = served.call("posicion_actual", json!({"placa": "P-123BCD"}));
+    assert_ne!(answer["isError"], true, "{answer}");
+
+    // The week into the same database, killed while it copies positions.
+    let truth = dir.path().join("semana.verdad.jsonl");
+    let mut child = Command::new(flota_bin())
+        .args(["simular", scenario_path("semana").to_str().unwrap()])
+        .args(["--ahora", ahora_of("semana"), "--salida", &url])
+        .args(["--verdad", truth.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(
+        pg,
+        &name,
+        &format!(
+            "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND query LIKE 'COPY posiciones%'"
+        ),
+        "the load to start",
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The server rolls the load back as soon as it sees the connection gone.
+    wait_for(
+        pg,
+        &name,
+        &format!(
+            "SELECT count(*) = 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND query LIKE 'COPY%'"
+        ),
+        "the load to end",
+    );
+    assert_eq!(pg.sql(&name, count), before);
+    let leftovers = pg.sql(
+        &name,
+        "SELECT count(*)::text FROM pg_namespace WHERE nspname LIKE 'flota_nueva%'",
+    );
+    assert_eq!(leftovers[0][0].as_deref(), Some("0"));
+    assert_eq!(
+        served.call("posicion_actual", json!({"placa": "P-123BCD"})),
+        answer
+    );
+}
+
+/// `flota evaluar --json` of `db`, without the fields that name the files.
+fn evaluation(db: &str, truth: &Path) -> Value {
+    let out = flota(&["evaluar", db, "--verdad", truth.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["base", "verdad", "registro_verdad"] {
+        value.as_object_mut().unwrap().remove(key);
+    }
+    value
+}
+
+#[test]
+fn analizar_evaluar_and_exportar_agree_with_sqlite() {
+    let Some(pg) = cluster() else { return };
+    let sqlite = fixture("minimo");
+    let url = pg.database("analizar");
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into("minimo", &url, dir.path());
+    let truth = dir.path().join("minimo.verdad.jsonl");
+    let sqlite_truth = sqlite.db.with_extension("verdad.jsonl");
+    let expected = evaluation(sqlite.db.to_str().unwrap(), &sqlite_truth);
+    assert_eq!(evaluation(&url, &truth), expected);
+
+    let calls = every_call(&sqlite.db);
+    let answers = |url: &str| -> Vec<Value> {
+        let mut served = Served::new(url, &[]);
+        calls
+            .iter()
+            .filter(|(tool, _)| *tool != "mapa_recorrido")
+            .map(|(tool, args)| served.call(tool, args.clone()))
+            .collect()
+    };
+    let before = answers(&url);
+    let out = flota(&["analizar", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("eventos en postgres://"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        answers(&url),
+        before,
+        "analizar rewrote the same detections"
+    );
+    assert_eq!(evaluation(&url, &truth), expected);
+
+    let export = |db: &str| {
+        let out = flota(&[
+            "exportar",
+            "--db",
+            db,
+            "--placa",
+            "P-456DEF",
+            "--fecha",
+            "ayer",
+            "--formato",
+            "geojson",
+            "--salida",
+            "-",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    };
+    assert_eq!(export(&url), export(sqlite.db.to_str().unwrap()));
+}
+
+/// The tool error a server on `db` gives for any call.
+fn tool_error(db: &str) -> String {
+    let mut served = Served::new(db, &[]);
+    let answer = served.call("posicion_actual", json!({"placa": "P-123BCD"}));
+    assert_eq!(answer["isError"], true, "{answer}");
+    answer["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn bad_urls_credentials_databases_and_tables_are_said_in_spanish() {
+    let Some(pg) = cluster() else { return };
+    let empty = pg.database("vacia");
+    let port = pg.port();
+    let wrong_password = format!("postgres://flota_clave:mala_clave@127.0.0.1:{port}/postgres");
+    let missing_database = format!("{}/no_existe", pg.base);
+    let nobody_listens = "postgres://flota@127.0.0.1:1/flota".to_owned();
+    // (database, what a tool says, and `flota exportar` and `flota analizar` too)
+    let cases = [
+        (
+            wrong_password.as_str(),
+            "rechazó el usuario o la contraseña",
+        ),
+        (
+            missing_database.as_str(),
+            "la base de datos no_existe no existe en el servidor",
+        ),
+        (empty.as_str(), "no tiene las tablas de flota"),
+        (
+            nobody_listens.as_str(),
+            "no se pudo conectar con el servidor PostgreSQL",
+        ),
+    ];
+    for (db, words) in cases {
+        let said = tool_error(db);
+        assert!(said.contains(words), "{db}: {said}");
+        assert!(!said.contains("mala_clave"), "{said}");
+        for args in [
+            vec![
+                "exportar",
+                "--db",
+                db,
+                "--placa",
+                "P-123BCD",
+                "--fecha",
+                "hoy",
+                "--formato",
+                "gpx",
+            ],
+            vec!["analizar", db],
+        ] {
+            let out = flota(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let said = stderr(&out);
+            assert!(said.contains(words), "{args:?}: {said}");
+            assert!(!said.contains("mala_clave"), "{said}");
+        }
+    }
+    // A simulation that cannot connect writes nothing, not even its truth log.
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("t.verdad.jsonl");
+    let out = flota(&[
+        "simular",
+        scenario_path("minimo").to_str().unwrap(),
+        "--ahora",
+        ahora_of("minimo"),
+        "--salida",
+        &missing_database,
+        "--verdad",
+        truth.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no_existe no existe"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!truth.exists());
+    // A URL that is not one, wherever a database is named.
+    let bad = "postgres://ana:mala_clave@servidor:puerto/flota";
+    for args in [
+        vec!["servir", "--db", bad],
+        vec!["analizar", bad],
+        vec!["evaluar", bad],
+        vec!["simular", "--salida", bad],
+        vec!["importar", "--db", bad, "x.gpx"],
+    ] {
+        let out = flota(&args);
+        let said = stderr(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            said.contains("no es una URL de PostgreSQL válida"),
+            "{args:?}: {said}"
+        );
+        assert!(
+            said.contains("el puerto no es un número"),
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("mala_clave"), "{args:?}: {said}");
+    }
+    // The live writers say they do not write there yet.
+    let out = flota(&["importar", "--db", &empty, "x.gpx"]);
+    assert!(
+        stderr(&out).contains("todavía no escribe en PostgreSQL"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_restarted_server_is_reconnected_and_a_stopped_one_is_said() {
+    let Some(_) = cluster() else { return };
+    // Its own cluster: restarting the shared one would disturb the other tests.
+    let own = start_cluster().unwrap();
+    let url = own.database("reinicio");
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into("minimo", &url, dir.path());
+    let mut served = Served::new(&url, &[]);
+    let call = json!({"placa": "P-123BCD"});
+    let answer = served.call("posicion_actual", call.clone());
+    assert_ne!(answer["isError"], true, "{answer}");
+    own.pg_ctl("restart");
+    assert_eq!(served.call("posicion_actual", call.clone()), answer);
+    own.pg_ctl("stop");
+    let down = served.call("posicion_actual", call.clone());
+    let said = down["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(down["isError"], true, "{down}");
+    assert!(
+        said.contains("no se pudo conectar con el servidor PostgreSQL"),
+        "{said}"
+    );
+    own.pg_ctl("start");
+    assert_eq!(served.call("posicion_actual", call), answer);
+}
+
+#[test]
+fn a_cancelled_call_cancels_its_statement_on_the_server() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("cancelar");
+    let name = database_name(&url).to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into("minimo", &url, dir.path());
+    let mut served = Served::new(&url, &["--limite-llamada", "0"]);
+    // Load the fleet first, then hold the detections so the next call waits on them.
+    let answer = served.call("unidades_detenidas", json!({}));
+    assert_ne!(answer["isError"], true, "{answer}");
+    let mut locker = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    locker
+        .batch_execute("BEGIN; LOCK TABLE flota.eventos IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    served.server.send_json(&json!({
+        "jsonrpc": "2.0", "id": "esperando", "method": "tools/call",
+        "params": {"name": "posicion_actual", "arguments": {"placa": "P-123BCD"}}
+    }));
+    let waiting = format!(
+        "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND wait_event_type = 'Lock'"
+    );
+    wait_for(pg, &name, &waiting, "the call to wait on the lock");
+    served.server.send_json(&json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "esperando"}
+    }));
+    // The statement ends on the server while the lock is still held.
+    let gone = format!(
+        "SELECT count(*) = 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND wait_event_type = 'Lock'"
+    );
+    wait_for(pg, &name, &gone, "the cancelled statement to end");
+    locker.batch_execute("ROLLBACK").unwrap();
+    let again = served.call("unidades_detenidas", json!({}));
+    assert_eq!(again, answer);
+}
