@@ -401,12 +401,7 @@ fn receive(
 ) -> Result<Reply, NetError> {
     let response = builder.send().map_err(|e| classify(&e))?;
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+    let retry_after = retry_after(response.headers());
     let mut body = Vec::new();
     response
         .take(max_bytes.saturating_add(1))
@@ -459,12 +454,7 @@ impl FleetHttp {
         }
         let mut response = builder.send().await.map_err(|e| classify(&e))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(response.headers());
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| classify(&e))? {
             body.extend_from_slice(&chunk);
@@ -480,6 +470,16 @@ impl FleetHttp {
             body: scrub(body, &secrets),
         })
     }
+}
+
+/// A `Retry-After` given in seconds (the HTTP-date form is not honoured: the callers'
+/// own back-off applies).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
 }
 
 /// A reqwest error as a [`NetError`]; only its kind is kept, never its text.
