@@ -18,7 +18,8 @@ use super::catalog;
 use super::jsonrpc::{ErrorCode, Incoming, RawId, Request, RpcError, error_line, response_line};
 use super::logging::LogLevel;
 use super::service::{Call, LIST_TTL_MS, Service, tool_json};
-use super::tool::{RequestInfo, arguments_or_empty};
+use super::tasks;
+use super::tool::{RequestInfo, TaskSupport, arguments_or_empty};
 use super::version::ProtocolVersion;
 use crate::log_info;
 
@@ -44,6 +45,9 @@ const METHODS: &[&str] = &[
     "completion/complete",
     "logging/setLevel",
     "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
 ];
 
 /// Methods 2026-07-28 removed: a request that carries the modern `_meta` gets `-32601`.
@@ -73,6 +77,9 @@ pub enum Action {
     Nothing,
     /// Run a tool call on a worker and write its answer when done.
     Call(Call),
+    /// Answer a tool call with a task handle (the tasks extension): hand it to
+    /// [`tasks::start`] and write the line it returns.
+    Task(Call),
     /// `notifications/cancelled` for the request whose raw id text is given.
     Cancel(String),
     /// `subscriptions/listen` (2026-07-28): keep a stream open for the list-changed
@@ -144,6 +151,7 @@ impl<'a> Session<'a> {
                 let id = request.id.clone();
                 match self.request(request) {
                     Ok(Reply::Result(result)) => Action::Send(response_line(&id, &result)),
+                    Ok(Reply::Call(call)) if call.task => Action::Task(*call),
                     Ok(Reply::Call(call)) => Action::Call(*call),
                     Ok(Reply::Listen(filter)) => Action::Listen { id, filter },
                     Err(error) => Action::Send(error_line(Some(&id), &error)),
@@ -191,6 +199,7 @@ impl<'a> Session<'a> {
             "resources/subscribe" | "resources/unsubscribe" => has_resources && service.subscribe,
             "completion/complete" => !service.prompts.is_empty() || !service.templates.is_empty(),
             "logging/setLevel" => service.logging,
+            "tasks/get" | "tasks/update" | "tasks/cancel" => service.tasks.is_some(),
             other => METHODS.contains(&other),
         }
     }
@@ -217,6 +226,10 @@ impl<'a> Session<'a> {
                 let version = self.era(modern, method)?;
                 let call = self.call(request.id, &params, request.params.as_deref(), version)?;
                 return Ok(Reply::Call(Box::new(call)));
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let version = self.era(modern, method)?;
+                return Ok(Reply::Result(self.task_method(method, &params, version)?));
             }
             "subscriptions/listen" => {
                 if modern.is_none() {
@@ -456,6 +469,7 @@ impl<'a> Session<'a> {
                 json!({"requiredCapabilities": missing}),
             ));
         }
+        let task = self.wants_task(tools[tool].definition().task_support, params, version)?;
         Ok(Call {
             id,
             tool,
@@ -464,7 +478,70 @@ impl<'a> Session<'a> {
             progress_token: progress_token(raw_params),
             log_level: self.call_log_level(params, version),
             request,
+            task,
         })
+    }
+
+    /// Whether the request declares the tasks extension: in its own `_meta` (any era), or in
+    /// `initialize` (legacy sessions).
+    fn declares_tasks(&self, params: &Map<String, Value>, version: ProtocolVersion) -> bool {
+        let per_request = meta(params)
+            .and_then(|m| m.get(META_CAPABILITIES))
+            .is_some_and(tasks::declared);
+        per_request || (!version.is_modern() && tasks::declared(&self.state.client_capabilities))
+    }
+
+    /// Whether a call becomes a task: the server offers tasks, the tool allows them and the
+    /// client declared the extension; a tool that runs only as a task refuses a client that
+    /// did not (`-32021`).
+    fn wants_task(
+        &self,
+        support: TaskSupport,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<bool, RpcError> {
+        if self.service.tasks.is_none() {
+            return Ok(false);
+        }
+        let declared = self.declares_tasks(params, version);
+        match support {
+            TaskSupport::Forbidden => Ok(false),
+            TaskSupport::Optional => Ok(declared),
+            TaskSupport::Required if declared => Ok(true),
+            TaskSupport::Required => Err(tasks::missing_extension()),
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`, for clients that declared the extension.
+    fn task_method(
+        &self,
+        method: &str,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<Value, RpcError> {
+        let Some(store) = &self.service.tasks else {
+            return Err(unknown_method(method));
+        };
+        if !self.declares_tasks(params, version) {
+            return Err(tasks::missing_extension());
+        }
+        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "falta 'taskId' (el texto que devolvió el servidor al crear la tarea)",
+            ));
+        };
+        match method {
+            "tasks/get" => store.get(id),
+            "tasks/cancel" => store.cancel(id),
+            _ => match params.get("inputResponses").and_then(Value::as_object) {
+                Some(responses) => store.update(id, responses),
+                None => Err(RpcError::new(
+                    ErrorCode::InvalidParams,
+                    "'inputResponses' debe ser un objeto con las respuestas por clave",
+                )),
+            },
+        }
     }
 
     /// Which log messages a call may send: per request in 2026-07-28 (none unless asked),
@@ -702,6 +779,7 @@ mod tests {
                 Action::Send(line) => line,
                 Action::Nothing => "-".into(),
                 Action::Call(call) => format!("call {}", call.tool),
+                Action::Task(call) => format!("task {}", call.tool),
                 Action::Cancel(id) => format!("cancel {id}"),
                 Action::Listen { .. } => "listen".into(),
             })

@@ -42,8 +42,9 @@ use streams::{StreamWriter, Streams, sse_response};
 use super::in_flight::InFlight;
 use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
 use super::server::ServeOptions;
-use super::service::{List, Service};
+use super::service::{Call, List, Service};
 use super::session::{Action, META_VERSION, Session, modern_version};
+use super::tasks::{self, Started};
 use super::version::ProtocolVersion;
 use crate::{log_debug, log_info, log_warn};
 
@@ -317,6 +318,9 @@ fn check_modern_headers(
     let name = match method {
         "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
         "resources/read" => params.get("uri").and_then(Value::as_str),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            params.get("taskId").and_then(Value::as_str)
+        }
         _ => None,
     };
     if let Some(name) = name
@@ -421,9 +425,42 @@ async fn stateless(
             let sse = accepts_sse(headers);
             calls::run(shared, None, call, body.len(), sse).await
         }
+        Action::Task(call) => {
+            let sse = accepts_sse(headers);
+            task(shared, None, call, body.len(), sse).await
+        }
         Action::Listen { id, filter } => listen(&shared, id.get(), &filter),
     }
 }
+
+/// A tool call answered with a task handle, owned by the session (stateless requests share
+/// one owner); an ordinary call when [`tasks::start`] says so.
+async fn task(
+    shared: Arc<Shared>,
+    session: Option<Arc<HttpSession>>,
+    call: Call,
+    size: usize,
+    sse: bool,
+) -> Response {
+    let owner = session
+        .as_ref()
+        .map_or_else(|| STATELESS_OWNER.to_owned(), |s| s.id.clone());
+    let started = {
+        let shared = Arc::clone(&shared);
+        tokio::task::spawn_blocking(move || tasks::start(&shared.service, call, &owner)).await
+    };
+    match started {
+        Ok(Started::Line(line)) => json_response(StatusCode::OK, line, None),
+        Ok(Started::Ordinary(call)) => calls::run(shared, session, *call, size, sse).await,
+        Err(_) => {
+            let error = RpcError::new(ErrorCode::InternalError, "la tarea no pudo crearse");
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, None, &error)
+        }
+    }
+}
+
+/// Who owns the tasks of requests without a session (2026-07-28).
+const STATELESS_OWNER: &str = "sin-sesion";
 
 /// Runs `handle` (which may read the application's data: a resource, a prompt's checks) on a
 /// blocking thread, so the runtime's few threads keep serving other connections.
@@ -540,6 +577,10 @@ async fn legacy(
         Action::Call(call) => {
             let sse = accepts_sse(headers);
             calls::run(shared, Some(session), call, body.len(), sse).await
+        }
+        Action::Task(call) => {
+            let sse = accepts_sse(headers);
+            task(shared, Some(session), call, body.len(), sse).await
         }
         Action::Listen { id, .. } => {
             json_response(StatusCode::OK, Session::cannot_listen(&id), None)
