@@ -288,7 +288,7 @@ pub(super) fn tool_json(tool: &dyn Tool, version: ProtocolVersion) -> Value {
     if version.has_annotations() {
         entry["annotations"] = d.annotations.to_json(&d.title);
     }
-    if d.task_support != TaskSupport::Forbidden {
+    if version.has_task_support() && d.task_support != TaskSupport::Forbidden {
         entry["execution"] = json!({"taskSupport": d.task_support.as_str()});
     }
     if let Some(meta) = &d.meta {

@@ -906,6 +906,171 @@ mod tests {
         assert_eq!(out[1], r#"cancel "x7""#);
     }
 
+    /// A service offering tasks, with one tool of each task support.
+    fn tasks_service() -> Service {
+        use crate::mcp::tool::{Annotations, CallContext, Tool, ToolDefinition, ToolError};
+        use crate::mcp::{TaskSettings, Tasks, ToolResult};
+        struct Plain(ToolDefinition);
+        impl Tool for Plain {
+            fn definition(&self) -> &ToolDefinition {
+                &self.0
+            }
+            fn call(&self, _: Value, _: &CallContext) -> Result<ToolResult, ToolError> {
+                Ok(ToolResult::content(Vec::new()))
+            }
+        }
+        let tool = |name: &str, task_support| -> Box<dyn Tool> {
+            Box::new(Plain(ToolDefinition {
+                name: name.into(),
+                title: name.into(),
+                description: name.into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: Annotations::READ_ONLY,
+                meta: None,
+                requires: None,
+                task_support,
+            }))
+        };
+        Service {
+            tools: vec![
+                tool("nunca", TaskSupport::Forbidden),
+                tool("quizas", TaskSupport::Optional),
+                tool("siempre", TaskSupport::Required),
+            ],
+            tasks: Some(Tasks::new(TaskSettings::new(
+                crate::plumbing::clock::Clock::fixed(0),
+            ))),
+            ..service()
+        }
+    }
+
+    /// A modern request; `ext` declares the tasks extension.
+    fn modern(method: &str, params: &str, ext: bool) -> String {
+        let extensions = if ext {
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        } else {
+            "{}"
+        };
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{params}"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{extensions}}}}}}}"#
+        )
+    }
+
+    fn kind(service: &Service, line: &str) -> String {
+        match Session::new(service).handle(classify(line.as_bytes())) {
+            Action::Send(line) => match code(&line) {
+                Some(code) => format!("error {code}"),
+                None => "answer".into(),
+            },
+            Action::Call(call) => format!("call {}", call.tool),
+            Action::Task(call) => format!("task {}", call.tool),
+            _ => "other".into(),
+        }
+    }
+
+    #[test]
+    fn calls_become_tasks_only_when_the_tool_allows_and_the_client_declares_them() {
+        let service = tasks_service();
+        let call = |name: &str, ext| {
+            let params = format!(r#""name":"{name}","arguments":{{}},"#);
+            kind(&service, &modern("tools/call", &params, ext))
+        };
+        assert_eq!(call("nunca", true), "call 0");
+        assert_eq!(call("quizas", true), "task 1");
+        assert_eq!(call("siempre", true), "task 2");
+        assert_eq!(call("nunca", false), "call 0");
+        assert_eq!(call("quizas", false), "call 1");
+        assert_eq!(call("siempre", false), "error -32021");
+        // A legacy session declares it once, in `initialize`.
+        let mut session = Session::new(&service);
+        let init = INIT.replace(
+            r#""capabilities":{}"#,
+            r#""capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+        );
+        session.handle(classify(init.as_bytes()));
+        session.handle(classify(INITIALIZED.as_bytes()));
+        let legacy = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"quizas"}}"#;
+        assert!(matches!(
+            session.handle(classify(legacy.as_bytes())),
+            Action::Task(_)
+        ));
+        // Without a store nothing is a task, and a required tool runs as an ordinary call.
+        let mut without = tasks_service();
+        without.tasks = None;
+        let params = r#""name":"siempre","arguments":{},"#;
+        assert_eq!(
+            kind(&without, &modern("tools/call", params, true)),
+            "call 2"
+        );
+    }
+
+    #[test]
+    fn task_methods_need_the_extension_and_the_removed_ones_are_unknown() {
+        let service = tasks_service();
+        let refused = Session::new(&service).handle(classify(
+            modern("tools/call", r#""name":"siempre","#, false).as_bytes(),
+        ));
+        let Action::Send(line) = refused else {
+            panic!("no refusal");
+        };
+        let error: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            error["error"]["data"],
+            json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+        );
+        for (method, params, ext, expected) in [
+            ("tasks/get", r#""taskId":"x","#, false, "error -32021"),
+            ("tasks/cancel", r#""taskId":"x","#, false, "error -32021"),
+            (
+                "tasks/update",
+                r#""taskId":"x","inputResponses":{},"#,
+                false,
+                "error -32021",
+            ),
+            ("tasks/get", r#""taskId":"x","#, true, "error -32602"),
+            ("tasks/get", "", true, "error -32602"),
+            ("tasks/update", r#""taskId":"x","#, true, "error -32602"),
+            ("tasks/result", r#""taskId":"x","#, true, "error -32601"),
+            ("tasks/list", "", true, "error -32601"),
+        ] {
+            let line = modern(method, params, ext);
+            assert_eq!(kind(&service, &line), expected, "{line}");
+        }
+        let mut without = tasks_service();
+        without.tasks = None;
+        let line = modern("tasks/get", r#""taskId":"x","#, true);
+        assert_eq!(kind(&without, &line), "error -32601");
+    }
+
+    #[test]
+    fn the_extension_and_each_tools_task_support_are_announced() {
+        let service = tasks_service();
+        assert_eq!(
+            service.capabilities()["extensions"],
+            json!({"io.modelcontextprotocol/tasks": {}})
+        );
+        assert!(service.capabilities().get("tasks").is_none());
+        let list = |version: ProtocolVersion| -> Vec<Value> {
+            service
+                .tools
+                .iter()
+                .map(|t| tool_json(t.as_ref(), version)["execution"].clone())
+                .collect()
+        };
+        let announced = vec![
+            Value::Null,
+            json!({"taskSupport": "optional"}),
+            json!({"taskSupport": "required"}),
+        ];
+        assert_eq!(list(ProtocolVersion::V2026_07_28), announced);
+        assert_eq!(list(ProtocolVersion::V2025_11_25), announced);
+        assert_eq!(list(ProtocolVersion::V2025_06_18), vec![Value::Null; 3]);
+        let mut without = tasks_service();
+        without.tasks = None;
+        assert!(without.capabilities().get("extensions").is_none());
+    }
+
     #[test]
     fn unknown_tool_is_invalid_params() {
         let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nada"}}"#;

@@ -554,3 +554,321 @@ pub fn missing_extension() -> RpcError {
         json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}}),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::jsonrpc::classify;
+    use crate::mcp::session::{Action, Session};
+    use crate::mcp::tool::{Annotations, Content, Tool, ToolDefinition, ToolError};
+
+    type Body = Box<dyn Fn(&Value, &CallContext) -> Result<ToolResult, ToolError> + Send + Sync>;
+
+    struct Probe(ToolDefinition, Body);
+
+    impl Tool for Probe {
+        fn definition(&self) -> &ToolDefinition {
+            &self.0
+        }
+        fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError> {
+            (self.1)(&arguments, ctx)
+        }
+    }
+
+    fn probe(
+        name: &str,
+        support: TaskSupport,
+        body: impl Fn(&Value, &CallContext) -> Result<ToolResult, ToolError> + Send + Sync + 'static,
+    ) -> Box<dyn Tool> {
+        Box::new(Probe(
+            ToolDefinition {
+                name: name.into(),
+                title: name.into(),
+                description: name.into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: Annotations::READ_ONLY,
+                meta: None,
+                requires: None,
+                task_support: support,
+            },
+            Box::new(body),
+        ))
+    }
+
+    fn text(text: impl Into<String>) -> ToolResult {
+        ToolResult::content(vec![Content::Text(text.into())])
+    }
+
+    /// Waits until the call is cancelled (the task's TTL or `tasks/cancel`).
+    fn until_cancelled(_: &Value, ctx: &CallContext) -> Result<ToolResult, ToolError> {
+        while !ctx.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(text("tarde"))
+    }
+
+    fn service(settings: TaskSettings) -> Arc<Service> {
+        let tools = vec![
+            probe("eco", TaskSupport::Optional, |args, _| {
+                Ok(text(format!("eco {}", args["x"])))
+            }),
+            probe("larga", TaskSupport::Optional, until_cancelled),
+            probe("solo_tarea", TaskSupport::Required, until_cancelled),
+            probe("dos_preguntas", TaskSupport::Optional, |_, ctx| {
+                let ask = |what: &str| ctx.ask("elicitation/create", json!({"message": what}));
+                let (a, b) = std::thread::scope(|scope| {
+                    let a = scope.spawn(|| ask("¿uno?"));
+                    let b = scope.spawn(|| ask("¿dos?"));
+                    (a.join(), b.join())
+                });
+                match (a, b) {
+                    (Ok(Ok(a)), Ok(Ok(b))) => Ok(text(format!("{} {}", a["v"], b["v"]))),
+                    _ => Err(ToolError::Failed("sin respuesta".into())),
+                }
+            }),
+            probe("ida_y_vuelta", TaskSupport::Optional, |_, ctx| {
+                Ok(match &ctx.request().input_responses {
+                    Some(answers) => text(format!("nombre {}", answers["nombre"]["v"])),
+                    None => ToolResult::input_required(
+                        json!({"nombre": {"method": "elicitation/create", "params": {}}}),
+                        Some("estado".into()),
+                    ),
+                })
+            }),
+            probe("falla", TaskSupport::Optional, |_, _| {
+                Err(ToolError::Failed("no hay datos".into()))
+            }),
+            probe("rechaza", TaskSupport::Optional, |_, _| {
+                Err(ToolError::Rejected("petición inaceptable".into()))
+            }),
+        ];
+        Arc::new(Service {
+            tools,
+            tasks: Some(Tasks::new(settings)),
+            ..Service::default()
+        })
+    }
+
+    fn settings() -> TaskSettings {
+        TaskSettings::new(Clock::fixed(1_785_000_000))
+    }
+
+    const EXT: &str = r#""io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+
+    /// A modern `tools/call` of `name` that declares the extension, as the session makes it.
+    fn task_call(service: &Service, name: &str, arguments: Value) -> Call {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28",{EXT}}}}}}}"#
+        );
+        match Session::new(service).handle(classify(line.as_bytes())) {
+            Action::Task(call) => call,
+            _ => panic!("not a task: {line}"),
+        }
+    }
+
+    /// Starts a task and returns its id.
+    fn started(service: &Arc<Service>, name: &str, owner: &str) -> String {
+        let call = task_call(service, name, json!({"x": 1}));
+        let Started::Line(line) = start(service, call, owner) else {
+            panic!("no task for {name}");
+        };
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+        answer["result"]["taskId"].as_str().unwrap().to_owned()
+    }
+
+    fn store(service: &Service) -> &Tasks {
+        service.tasks.as_ref().unwrap()
+    }
+
+    /// Polls `tasks/get` until `done` holds (bounded: a stuck task fails the test).
+    fn poll(service: &Service, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..2_000 {
+            let task = store(service).get(id).unwrap();
+            if done(&task) {
+                return task;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "task {id} never got there: {}",
+            store(service).get(id).unwrap()
+        );
+    }
+
+    fn terminal(task: &Value) -> bool {
+        ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap())
+    }
+
+    #[test]
+    fn a_task_is_created_at_once_and_its_result_inlined_when_done() {
+        let service = service(settings());
+        let id = started(&service, "eco", "a");
+        assert_eq!(id.len(), 32, "128 random bits");
+        let task = poll(&service, &id, terminal);
+        assert_eq!(task["status"], "completed");
+        assert_eq!(task["resultType"], "complete");
+        assert_eq!(task["result"]["content"][0]["text"], "eco 1");
+        assert_eq!(task["result"]["resultType"], "complete");
+        assert_eq!(task["createdAt"], "2026-07-25T17:20:00Z");
+        assert_eq!(task["ttlMs"], 1_800_000);
+        assert_eq!(task["pollIntervalMs"], 1_000);
+        for absent in [
+            "error",
+            "inputRequests",
+            "requestState",
+            "ttl",
+            "pollInterval",
+        ] {
+            assert!(task.get(absent).is_none(), "{absent} in {task}");
+        }
+    }
+
+    #[test]
+    fn a_tool_error_completes_and_a_protocol_error_fails() {
+        let service = service(settings());
+        let id = started(&service, "falla", "a");
+        let task = poll(&service, &id, terminal);
+        assert_eq!(task["status"], "completed");
+        assert_eq!(task["result"]["isError"], true);
+        let id = started(&service, "rechaza", "a");
+        let task = poll(&service, &id, terminal);
+        assert_eq!(task["status"], "failed");
+        assert_eq!(task["error"]["code"], -32602);
+        assert_eq!(task["statusMessage"], "petición inaceptable");
+        assert!(task.get("result").is_none());
+    }
+
+    #[test]
+    fn questions_wait_for_tasks_update_and_a_partial_answer_keeps_the_rest() {
+        let service = service(settings());
+        let id = started(&service, "dos_preguntas", "a");
+        let asking = poll(&service, &id, |t| {
+            t["inputRequests"].as_object().is_some_and(|r| r.len() == 2)
+        });
+        assert_eq!(asking["status"], "input_required");
+        let keys: Vec<String> = asking["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            asking["inputRequests"][&keys[0]]["method"],
+            "elicitation/create"
+        );
+        let one = json!({&keys[0]: {"action": "accept", "v": 1}, "nunca": {"v": 9}});
+        let ack = store(&service)
+            .update(&id, one.as_object().unwrap())
+            .unwrap();
+        assert_eq!(ack, json!({"resultType": "complete"}));
+        let after = store(&service).get(&id).unwrap();
+        assert_eq!(after["status"], "input_required");
+        let left: Vec<&String> = after["inputRequests"].as_object().unwrap().keys().collect();
+        assert_eq!(left, [&keys[1]]);
+        let two = json!({&keys[1]: {"action": "accept", "v": 2}});
+        store(&service)
+            .update(&id, two.as_object().unwrap())
+            .unwrap();
+        let task = poll(&service, &id, terminal);
+        assert_eq!(task["status"], "completed");
+        let answer = task["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(answer == "1 2" || answer == "2 1", "{answer}");
+    }
+
+    #[test]
+    fn an_input_required_result_inside_a_task_becomes_its_questions() {
+        let service = service(settings());
+        let id = started(&service, "ida_y_vuelta", "a");
+        let asking = poll(&service, &id, |t| t["status"] == "input_required");
+        let key = asking["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let answer = json!({&key: {"action": "accept", "v": "Ana"}});
+        store(&service)
+            .update(&id, answer.as_object().unwrap())
+            .unwrap();
+        let task = poll(&service, &id, terminal);
+        assert_eq!(task["result"]["content"][0]["text"], "nombre \"Ana\"");
+    }
+
+    #[test]
+    fn cancel_stops_the_tool_is_idempotent_and_unknown_ids_are_invalid_params() {
+        let service = service(settings());
+        let id = started(&service, "larga", "a");
+        let ack = store(&service).cancel(&id).unwrap();
+        assert_eq!(ack, json!({"resultType": "complete"}));
+        let task = store(&service).get(&id).unwrap();
+        assert_eq!(task["status"], "cancelled");
+        assert_eq!(store(&service).cancel(&id).unwrap(), ack);
+        // The tool saw the flag and ended; its late answer does not replace `cancelled`.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(store(&service).get(&id).unwrap()["status"], "cancelled");
+        for result in [
+            store(&service).get("otra"),
+            store(&service).cancel("otra"),
+            store(&service).update("otra", &Map::new()),
+        ] {
+            let error = result.unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidParams);
+            assert!(error.data.as_str().unwrap().contains("tarea desconocida"));
+        }
+    }
+
+    #[test]
+    fn each_owner_keeps_a_bounded_number_of_tasks() {
+        let service = service(TaskSettings {
+            max_per_owner: 2,
+            ..settings()
+        });
+        let first = started(&service, "larga", "a");
+        started(&service, "larga", "a");
+        // Full: an optional task runs as an ordinary call, a required one is refused.
+        let call = task_call(&service, "larga", json!({}));
+        assert!(matches!(start(&service, call, "a"), Started::Ordinary(_)));
+        let call = task_call(&service, "solo_tarea", json!({}));
+        let Started::Line(line) = start(&service, call, "a") else {
+            panic!("a required task was run without one");
+        };
+        assert!(line.contains("demasiadas tareas abiertas (2)"), "{line}");
+        // Another owner has its own room; a cancelled task makes room for its owner.
+        started(&service, "larga", "b");
+        store(&service).cancel(&first).unwrap();
+        started(&service, "larga", "a");
+        assert!(
+            store(&service).get(&first).is_err(),
+            "the cancelled one made room"
+        );
+    }
+
+    #[test]
+    fn a_task_past_its_ttl_is_dropped() {
+        let service = service(TaskSettings {
+            ttl: Duration::ZERO,
+            ..settings()
+        });
+        let call = task_call(&service, "larga", json!({}));
+        let Started::Line(line) = start(&service, call, "a") else {
+            panic!("no task");
+        };
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        let id = answer["result"]["taskId"].as_str().unwrap();
+        assert_eq!(
+            store(&service).get(id).unwrap_err().code,
+            ErrorCode::InvalidParams
+        );
+    }
+
+    #[test]
+    fn arguments_that_do_not_fit_are_answered_as_an_ordinary_call() {
+        let service = service(settings());
+        let mut call = task_call(&service, "eco", json!({}));
+        call.arguments = json!("no es un objeto");
+        assert!(matches!(start(&service, call, "a"), Started::Ordinary(_)));
+    }
+}
