@@ -1,0 +1,216 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`) over raw wire, on both transports:
+//! the example server's `esperar` answered with a task handle for a client that declares the
+//! extension, polled with `tasks/get`, cancelled with `tasks/cancel`, and answered as before
+//! for a client that does not. The extension's finer rules (questions and `tasks/update`,
+//! the store's bounds, every scenario of the conformance suite) are in `src/mcp/tasks.rs`
+//! and `tests/conformance/`.
+
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Response;
+use serde_json::{Value, json};
+
+use crate::http::{HttpServer, answer, client};
+use crate::support::{Server, TIMEOUT, example_bin};
+
+const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+fn with_extension() -> Value {
+    json!({"extensions": {EXTENSION: {}}})
+}
+
+/// Polls `get` (a `tasks/get` answer's result) until the task is no longer working.
+fn settled(mut get: impl FnMut() -> Value) -> Value {
+    let until = Instant::now() + TIMEOUT;
+    loop {
+        let task = get();
+        if task["status"] != "working" || Instant::now() > until {
+            return task;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// --- stdio ----------------------------------------------------------------------------------
+
+fn stdio(capabilities: Value) -> Server {
+    let mut server = Server::example();
+    server.send_json(&json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                   "clientInfo": {"name": "it", "version": "1"}}
+    }));
+    let init = server.recv();
+    assert_eq!(
+        init["result"]["capabilities"]["extensions"][EXTENSION],
+        json!({})
+    );
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    server
+}
+
+fn request(server: &mut Server, id: i64, method: &str, params: Value) -> Value {
+    server.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    let answer = server.recv();
+    assert_eq!(answer["id"], id, "{answer}");
+    answer
+}
+
+#[test]
+fn stdio_runs_a_long_call_as_a_task_polled_and_cancelled() {
+    let mut server = stdio(with_extension());
+    let tools = request(&mut server, 1, "tools/list", json!({}));
+    let esperar = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "esperar")
+        .unwrap()
+        .clone();
+    assert_eq!(esperar["execution"], json!({"taskSupport": "optional"}));
+
+    let created = server.call(2, "esperar", json!({"milisegundos": 60_000}))["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    assert!(created.get("content").is_none());
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let task = request(&mut server, 3, "tasks/get", json!({"taskId": id}))["result"].clone();
+    assert_eq!(
+        (task["taskId"].as_str(), &task["status"]),
+        (Some(id.as_str()), &json!("working"))
+    );
+    let ack = request(&mut server, 4, "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    let task = request(&mut server, 5, "tasks/get", json!({"taskId": id}))["result"].clone();
+    assert_eq!(task["status"], "cancelled");
+
+    let created = server.call(6, "esperar", json!({"milisegundos": 0}))["result"].clone();
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let mut next = 7;
+    let done = settled(|| {
+        next += 1;
+        request(&mut server, next, "tasks/get", json!({"taskId": id}))["result"].clone()
+    });
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"]["structuredContent"]["milisegundos_esperados"].is_u64());
+
+    let removed = request(&mut server, 99, "tasks/result", json!({"taskId": id}));
+    assert_eq!(removed["error"]["code"], -32601);
+}
+
+#[test]
+fn stdio_without_the_extension_answers_calls_as_before() {
+    let mut server = stdio(json!({}));
+    let answer = server.call(1, "esperar", json!({"milisegundos": 0}));
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    assert!(answer["result"].get("taskId").is_none());
+    let refused = request(&mut server, 2, "tasks/get", json!({"taskId": "x"}));
+    assert_eq!(refused["error"]["code"], -32021);
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"][EXTENSION],
+        json!({})
+    );
+}
+
+// --- Streamable HTTP ------------------------------------------------------------------------
+
+/// A 2026-07-28 request declaring the extension, with the routing headers it needs
+/// (`Mcp-Name` is the task for `tasks/*`); `name` overrides that header.
+fn modern(server: &HttpServer, method: &str, params: Value, name: Option<&str>) -> Response {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": with_extension(),
+    });
+    let routed = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut request = client()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(routed) = name.map(str::to_owned).or(routed) {
+        request = request.header("mcp-name", routed);
+    }
+    request
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .unwrap()
+}
+
+fn result(response: Response) -> Value {
+    assert_eq!(response.status(), 200);
+    answer(response, 1)["result"].clone()
+}
+
+#[test]
+fn http_stateless_tasks_are_polled_with_the_task_as_routing_header() {
+    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
+    let args = json!({"name": "esperar", "arguments": {"milisegundos": 60_000}});
+    let created = result(modern(&server, "tools/call", args, None));
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+
+    let task = result(modern(&server, "tasks/get", json!({"taskId": id}), None));
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["resultType"], "complete");
+    let wrong = modern(&server, "tasks/get", json!({"taskId": id}), Some("otra"));
+    assert_eq!(wrong.status(), 400);
+    assert_eq!(answer(wrong, 1)["error"]["code"], -32020);
+
+    let ack = result(modern(&server, "tasks/cancel", json!({"taskId": id}), None));
+    assert_eq!(ack, json!({"resultType": "complete"}));
+    let task = result(modern(&server, "tasks/get", json!({"taskId": id}), None));
+    assert_eq!(task["status"], "cancelled");
+
+    let args = json!({"name": "esperar", "arguments": {"milisegundos": 0}});
+    let id = result(modern(&server, "tools/call", args, None))["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = settled(|| result(modern(&server, "tasks/get", json!({"taskId": id}), None)));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["resultType"], "complete");
+}
+
+#[test]
+fn http_legacy_session_declares_the_extension_in_initialize() {
+    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
+    let http = client();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send().unwrap()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": with_extension(),
+            "clientInfo": {"name": "it", "version": "1"}}}),
+    );
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(Some(&session), initialized).status(), 202);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "esperar", "arguments": {"milisegundos": 0}}});
+    let created = answer(post(Some(&session), call), 1)["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].clone();
+    let get = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": id}});
+    let done = settled(|| answer(post(Some(&session), get.clone()), 1)["result"].clone());
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"]["content"].is_array());
+}
