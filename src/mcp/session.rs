@@ -239,6 +239,16 @@ impl<'a> Session<'a> {
                     ));
                 }
                 let filter = params.get("notifications").cloned().unwrap_or(json!({}));
+                let wants_tasks = filter
+                    .get("taskIds")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ids| !ids.is_empty());
+                if wants_tasks
+                    && self.service.tasks.is_some()
+                    && modern.is_some_and(|v| !self.declares_tasks(&params, v))
+                {
+                    return Err(tasks::missing_extension());
+                }
                 return Ok(Reply::Listen(filter));
             }
             _ => {

@@ -214,3 +214,71 @@ fn http_legacy_session_declares_the_extension_in_initialize() {
     assert_eq!(done["status"], "completed", "{done}");
     assert!(done["result"]["content"].is_array());
 }
+
+/// The stream's lines up to the first containing `needle` (all of them if it never comes).
+fn lines_until(response: Response, needle: &str) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(response);
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) > 0 {
+            if tx.send(std::mem::take(&mut line)).is_err() {
+                return;
+            }
+        }
+    });
+    let until = Instant::now() + TIMEOUT;
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        let found = line.contains(needle);
+        seen.push(line);
+        if found {
+            break;
+        }
+    }
+    seen
+}
+
+#[test]
+fn http_listeners_hear_of_the_tasks_they_asked_for() {
+    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
+    let args = json!({"name": "esperar", "arguments": {"milisegundos": 60_000}});
+    let id = result(modern(&server, "tools/call", args, None))["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let filter = json!({"notifications": {"taskIds": [id, "desconocida"]}});
+    let stream = modern(&server, "subscriptions/listen", filter, None);
+    assert_eq!(stream.status(), 200);
+    result(modern(&server, "tasks/cancel", json!({"taskId": id}), None));
+    let lines = lines_until(stream, "notifications/tasks");
+    let data: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect();
+    assert_eq!(
+        data[0]["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "only the known task is acknowledged: {data:?}"
+    );
+    let pushed = data.last().unwrap();
+    assert_eq!(pushed["method"], "notifications/tasks", "{lines:?}");
+    assert_eq!(pushed["params"]["taskId"], id.as_str());
+    assert_eq!(pushed["params"]["status"], "cancelled");
+
+    // Asking for task notifications without declaring the extension is refused.
+    let mut request = client()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen");
+    request = request.json(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"notifications": {"taskIds": [id]}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}),
+    );
+    let refused = answer(request.send().unwrap(), 1);
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}

@@ -84,6 +84,8 @@ struct Listener {
     writer: StreamWriter,
     id: Value,
     wants: [bool; 3],
+    /// Tasks whose changes it asked for (`taskIds`), each with the last state it was sent.
+    tasks: Vec<(String, Value)>,
 }
 
 /// What every handler shares.
@@ -126,6 +128,7 @@ pub fn serve_http(
         tokio::spawn(calls::watchdog(Arc::clone(&shared)));
         tokio::spawn(sweep_sessions(Arc::clone(&shared)));
         tokio::spawn(watch_lists(Arc::clone(&shared)));
+        tokio::spawn(watch_tasks(Arc::clone(&shared)));
         let app = router(Arc::clone(&shared));
         let stop = Arc::new(tokio::sync::Notify::new());
         let graceful = Arc::clone(&stop);
@@ -490,6 +493,20 @@ fn listen(shared: &Shared, id: &str, filter: &Value) -> Response {
             honoured.insert((*key).into(), json!(true));
         }
     }
+    // Task ids the store knows; the session refused `taskIds` from a client without the
+    // extension already.
+    let tasks: Vec<(String, Value)> = match (&shared.service.tasks, filter["taskIds"].as_array()) {
+        (Some(store), Some(ids)) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|task| Some((task.to_owned(), store.snapshot(task)?)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !tasks.is_empty() {
+        let ids: Vec<&str> = tasks.iter().map(|(task, _)| task.as_str()).collect();
+        honoured.insert("taskIds".into(), json!(ids));
+    }
     let (writer, rx) = Streams::default().open();
     let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}});
@@ -498,7 +515,12 @@ fn listen(shared: &Shared, id: &str, filter: &Value) -> Response {
         .listeners
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(Listener { writer, id, wants });
+        .push(Listener {
+            writer,
+            id,
+            wants,
+            tasks,
+        });
     sse_response(rx, &[])
 }
 
@@ -715,6 +737,47 @@ async fn watch_lists(shared: Arc<Shared>) {
             }
         }
         last = now;
+    }
+}
+
+/// Sends `notifications/tasks` (the detailed task, as `tasks/get` would answer) to the
+/// listeners that asked for a task whenever it changes; a task that ended or is gone is
+/// not watched any more.
+async fn watch_tasks(shared: Arc<Shared>) {
+    let Some(store) = &shared.service.tasks else {
+        return;
+    };
+    let mut last = store.version();
+    while !shared.stopping.load(Ordering::Relaxed) {
+        store.wait(Duration::from_secs(1)).await;
+        let now = store.version();
+        if now == last {
+            continue;
+        }
+        last = now;
+        let mut listeners = shared
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for listener in listeners.iter_mut() {
+            let subscription = listener.id.clone();
+            let writer = &listener.writer;
+            listener.tasks.retain_mut(|(task, sent)| {
+                let Some(current) = store.snapshot(task) else {
+                    return false;
+                };
+                if current != *sent {
+                    let mut params = current.clone();
+                    params["_meta"] =
+                        json!({"io.modelcontextprotocol/subscriptionId": subscription});
+                    writer.send(notification_line("notifications/tasks", &params));
+                    *sent = current;
+                }
+                !["completed", "failed", "cancelled"]
+                    .contains(&sent["status"].as_str().unwrap_or(""))
+            });
+        }
+        listeners.retain(|listener| listener.writer.is_live());
     }
 }
 
