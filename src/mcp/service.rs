@@ -148,6 +148,13 @@ impl Service {
         if let Some(extensions) = &self.extensions {
             capabilities["extensions"] = extensions.clone();
         }
+        capabilities
+    }
+
+    /// The capabilities `server/discover` announces: those of `initialize` plus the tasks
+    /// extension, which is per request (2026-07-28) and never offered to a legacy session.
+    pub fn modern_capabilities(&self) -> Value {
+        let mut capabilities = self.capabilities();
         if self.tasks.is_some() {
             if !capabilities["extensions"].is_object() {
                 capabilities["extensions"] = json!({});
@@ -288,7 +295,7 @@ pub(super) fn tool_json(tool: &dyn Tool, version: ProtocolVersion) -> Value {
     if version.has_annotations() {
         entry["annotations"] = d.annotations.to_json(&d.title);
     }
-    if version.has_task_support() && d.task_support != TaskSupport::Forbidden {
+    if version.is_modern() && d.task_support != TaskSupport::Forbidden {
         entry["execution"] = json!({"taskSupport": d.task_support.as_str()});
     }
     if let Some(meta) = &d.meta {

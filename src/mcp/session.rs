@@ -354,7 +354,7 @@ impl<'a> Session<'a> {
         let mut result = json!({
             "resultType": "complete",
             "supportedVersions": ProtocolVersion::all_strs(),
-            "capabilities": self.service.capabilities(),
+            "capabilities": self.service.modern_capabilities(),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "public",
             "_meta": {"io.modelcontextprotocol/serverInfo": self.service.server_info_json()},
@@ -492,13 +492,15 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Whether the request declares the tasks extension: in its own `_meta` (any era), or in
-    /// `initialize` (legacy sessions).
+    /// Whether the request declares the tasks extension. Only a 2026-07-28 request can, in
+    /// its own `_meta`: the extension says "regardless of prior declarations", and a legacy
+    /// client that names it in `initialize` (the Inspector does) does not expect a task
+    /// handle in its place of a result.
     fn declares_tasks(&self, params: &Map<String, Value>, version: ProtocolVersion) -> bool {
-        let per_request = meta(params)
-            .and_then(|m| m.get(META_CAPABILITIES))
-            .is_some_and(tasks::declared);
-        per_request || (!version.is_modern() && tasks::declared(&self.state.client_capabilities))
+        version.is_modern()
+            && meta(params)
+                .and_then(|m| m.get(META_CAPABILITIES))
+                .is_some_and(tasks::declared)
     }
 
     /// Whether a call becomes a task: the server offers tasks, the tool allows them and the
@@ -992,7 +994,7 @@ mod tests {
         assert_eq!(call("nunca", false), "call 0");
         assert_eq!(call("quizas", false), "call 1");
         assert_eq!(call("siempre", false), "error -32021");
-        // A legacy session declares it once, in `initialize`.
+        // A legacy session that names it in `initialize` still gets results, not tasks.
         let mut session = Session::new(&service);
         let init = INIT.replace(
             r#""capabilities":{}"#,
@@ -1003,8 +1005,13 @@ mod tests {
         let legacy = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"quizas"}}"#;
         assert!(matches!(
             session.handle(classify(legacy.as_bytes())),
-            Action::Task(_)
+            Action::Call(_)
         ));
+        let get = r#"{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"x"}}"#;
+        let Action::Send(refused) = session.handle(classify(get.as_bytes())) else {
+            panic!("no answer");
+        };
+        assert_eq!(code(&refused), Some(-32021));
         // Without a store nothing is a task, and a required tool runs as an ordinary call.
         let mut without = tasks_service();
         without.tasks = None;
@@ -1056,11 +1063,22 @@ mod tests {
     #[test]
     fn the_extension_and_each_tools_task_support_are_announced() {
         let service = tasks_service();
+        let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
+        let Action::Send(line) = Session::new(&service).handle(classify(discover.as_bytes()))
+        else {
+            panic!("no answer");
+        };
+        let capabilities =
+            serde_json::from_str::<Value>(&line).unwrap()["result"]["capabilities"].clone();
         assert_eq!(
-            service.capabilities()["extensions"],
+            capabilities["extensions"],
             json!({"io.modelcontextprotocol/tasks": {}})
         );
-        assert!(service.capabilities().get("tasks").is_none());
+        assert!(capabilities.get("tasks").is_none());
+        assert!(
+            service.capabilities().get("extensions").is_none(),
+            "not in initialize"
+        );
         let list = |version: ProtocolVersion| -> Vec<Value> {
             service
                 .tools
@@ -1074,11 +1092,10 @@ mod tests {
             json!({"taskSupport": "required"}),
         ];
         assert_eq!(list(ProtocolVersion::V2026_07_28), announced);
-        assert_eq!(list(ProtocolVersion::V2025_11_25), announced);
-        assert_eq!(list(ProtocolVersion::V2025_06_18), vec![Value::Null; 3]);
+        assert_eq!(list(ProtocolVersion::V2025_11_25), vec![Value::Null; 3]);
         let mut without = tasks_service();
         without.tasks = None;
-        assert!(without.capabilities().get("extensions").is_none());
+        assert!(without.modern_capabilities().get("extensions").is_none());
     }
 
     #[test]

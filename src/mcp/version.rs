@@ -81,11 +81,6 @@ impl ProtocolVersion {
     pub fn argument_errors_are_results(self) -> bool {
         self >= ProtocolVersion::V2025_11_25
     }
-
-    /// A tool's `execution.taskSupport` exists from 2025-11-25 (where tasks began).
-    pub fn has_task_support(self) -> bool {
-        self >= ProtocolVersion::V2025_11_25
-    }
 }
 
 impl fmt::Display for ProtocolVersion {

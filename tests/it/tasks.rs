@@ -1,7 +1,8 @@
 //! The tasks extension (`io.modelcontextprotocol/tasks`) over raw wire, on both transports:
-//! the example server's `esperar` answered with a task handle for a client that declares the
-//! extension, polled with `tasks/get`, cancelled with `tasks/cancel`, and answered as before
-//! for a client that does not. The extension's finer rules (questions and `tasks/update`,
+//! the example server's `esperar` answered with a task handle for a 2026-07-28 request that
+//! declares the extension, polled with `tasks/get`, cancelled with `tasks/cancel`, its changes
+//! pushed to a `subscriptions/listen` stream, and answered as before for a client that does
+//! not declare it (legacy sessions included). The extension's finer rules (questions and `tasks/update`,
 //! the store's bounds, every scenario of the conformance suite) are in `src/mcp/tasks.rs`
 //! and `tests/conformance/`.
 
@@ -33,23 +34,14 @@ fn settled(mut get: impl FnMut() -> Value) -> Value {
 
 // --- stdio ----------------------------------------------------------------------------------
 
-fn stdio(capabilities: Value) -> Server {
-    let mut server = Server::example();
-    server.send_json(&json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
-                   "clientInfo": {"name": "it", "version": "1"}}
-    }));
-    let init = server.recv();
-    assert_eq!(
-        init["result"]["capabilities"]["extensions"][EXTENSION],
-        json!({})
-    );
-    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    server
-}
-
-fn request(server: &mut Server, id: i64, method: &str, params: Value) -> Value {
+/// A 2026-07-28 request over stdio; `ext` declares the extension.
+fn stdio_modern(server: &mut Server, id: i64, method: &str, params: Value, ext: bool) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            if ext { with_extension() } else { json!({}) },
+    });
     server.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
     let answer = server.recv();
     assert_eq!(answer["id"], id, "{answer}");
@@ -58,8 +50,13 @@ fn request(server: &mut Server, id: i64, method: &str, params: Value) -> Value {
 
 #[test]
 fn stdio_runs_a_long_call_as_a_task_polled_and_cancelled() {
-    let mut server = stdio(with_extension());
-    let tools = request(&mut server, 1, "tools/list", json!({}));
+    let mut server = Server::example();
+    let discovered = stdio_modern(&mut server, 1, "server/discover", json!({}), true);
+    assert_eq!(
+        discovered["result"]["capabilities"]["extensions"][EXTENSION],
+        json!({})
+    );
+    let tools = stdio_modern(&mut server, 1, "tools/list", json!({}), true);
     let esperar = tools["result"]["tools"]
         .as_array()
         .unwrap()
@@ -69,47 +66,65 @@ fn stdio_runs_a_long_call_as_a_task_polled_and_cancelled() {
         .clone();
     assert_eq!(esperar["execution"], json!({"taskSupport": "optional"}));
 
-    let created = server.call(2, "esperar", json!({"milisegundos": 60_000}))["result"].clone();
+    let call = |ms: u32| json!({"name": "esperar", "arguments": {"milisegundos": ms}});
+    let created = stdio_modern(&mut server, 2, "tools/call", call(60_000), true)["result"].clone();
     assert_eq!(created["resultType"], "task", "{created}");
     assert_eq!(created["status"], "working");
     assert!(created.get("content").is_none());
     let id = created["taskId"].as_str().unwrap().to_owned();
-    let task = request(&mut server, 3, "tasks/get", json!({"taskId": id}))["result"].clone();
-    assert_eq!(
-        (task["taskId"].as_str(), &task["status"]),
-        (Some(id.as_str()), &json!("working"))
-    );
-    let ack = request(&mut server, 4, "tasks/cancel", json!({"taskId": id}));
+    let get = json!({"taskId": id});
+    let task = stdio_modern(&mut server, 3, "tasks/get", get.clone(), true)["result"].clone();
+    assert_eq!(task["taskId"], id.as_str());
+    assert_eq!(task["status"], "working");
+    let ack = stdio_modern(&mut server, 4, "tasks/cancel", get.clone(), true);
     assert_eq!(ack["result"], json!({"resultType": "complete"}));
-    let task = request(&mut server, 5, "tasks/get", json!({"taskId": id}))["result"].clone();
+    let task = stdio_modern(&mut server, 5, "tasks/get", get, true)["result"].clone();
     assert_eq!(task["status"], "cancelled");
 
-    let created = server.call(6, "esperar", json!({"milisegundos": 0}))["result"].clone();
-    let id = created["taskId"].as_str().unwrap().to_owned();
+    let created = stdio_modern(&mut server, 6, "tools/call", call(0), true)["result"].clone();
+    let get = json!({"taskId": created["taskId"]});
     let mut next = 7;
     let done = settled(|| {
         next += 1;
-        request(&mut server, next, "tasks/get", json!({"taskId": id}))["result"].clone()
+        stdio_modern(&mut server, next, "tasks/get", get.clone(), true)["result"].clone()
     });
     assert_eq!(done["status"], "completed", "{done}");
     assert!(done["result"]["structuredContent"]["milisegundos_esperados"].is_u64());
 
-    let removed = request(&mut server, 99, "tasks/result", json!({"taskId": id}));
+    let removed = stdio_modern(&mut server, 99, "tasks/result", get, true);
     assert_eq!(removed["error"]["code"], -32601);
 }
 
 #[test]
 fn stdio_without_the_extension_answers_calls_as_before() {
-    let mut server = stdio(json!({}));
-    let answer = server.call(1, "esperar", json!({"milisegundos": 0}));
+    let mut server = Server::example();
+    let call = json!({"name": "esperar", "arguments": {"milisegundos": 0}});
+    let answer = stdio_modern(&mut server, 1, "tools/call", call, false);
     assert!(answer["result"]["content"].is_array(), "{answer}");
     assert!(answer["result"].get("taskId").is_none());
-    let refused = request(&mut server, 2, "tasks/get", json!({"taskId": "x"}));
+    let refused = stdio_modern(&mut server, 2, "tasks/get", json!({"taskId": "x"}), false);
     assert_eq!(refused["error"]["code"], -32021);
     assert_eq!(
         refused["error"]["data"]["requiredCapabilities"]["extensions"][EXTENSION],
         json!({})
     );
+    // A legacy session that names the extension in `initialize` (as the Inspector does) still
+    // gets its results: the extension is declared per request, in 2026-07-28.
+    let mut legacy = Server::example();
+    legacy.send_json(&json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": with_extension(),
+                   "clientInfo": {"name": "it", "version": "1"}}
+    }));
+    let init = legacy.recv();
+    assert!(
+        init["result"]["capabilities"].get("extensions").is_none(),
+        "{init}"
+    );
+    legacy.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let answer = legacy.call(1, "esperar", json!({"milisegundos": 0}));
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    assert!(answer["result"].get("taskId").is_none());
 }
 
 // --- Streamable HTTP ------------------------------------------------------------------------
@@ -174,45 +189,6 @@ fn http_stateless_tasks_are_polled_with_the_task_as_routing_header() {
     let done = settled(|| result(modern(&server, "tasks/get", json!({"taskId": id}), None)));
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["resultType"], "complete");
-}
-
-#[test]
-fn http_legacy_session_declares_the_extension_in_initialize() {
-    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
-    let http = client();
-    let post = |session: Option<&str>, body: Value| {
-        let mut request = http
-            .post(&server.url)
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if let Some(session) = session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        request.send().unwrap()
-    };
-    let init = post(
-        None,
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": with_extension(),
-            "clientInfo": {"name": "it", "version": "1"}}}),
-    );
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(Some(&session), initialized).status(), 202);
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "esperar", "arguments": {"milisegundos": 0}}});
-    let created = answer(post(Some(&session), call), 1)["result"].clone();
-    assert_eq!(created["resultType"], "task", "{created}");
-    let id = created["taskId"].clone();
-    let get = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": id}});
-    let done = settled(|| answer(post(Some(&session), get.clone()), 1)["result"].clone());
-    assert_eq!(done["status"], "completed", "{done}");
-    assert!(done["result"]["content"].is_array());
 }
 
 /// The stream's lines up to the first containing `needle` (all of them if it never comes).
@@ -281,4 +257,30 @@ fn http_listeners_hear_of_the_tasks_they_asked_for() {
     );
     let refused = answer(request.send().unwrap(), 1);
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}
+
+// --- the fleet server -----------------------------------------------------------------------
+
+/// A fleet map asked for as a task ends with exactly the answer the same call gets without
+/// the extension: the task changes how the answer travels, never what it says.
+#[test]
+fn a_fleet_map_as_a_task_answers_what_the_call_answers() {
+    let db = &crate::ground_truth::fixture("minimo").db;
+    let mut server = Server::spawn(
+        crate::support::flota_bin(),
+        &["servir", "--db", db.to_str().unwrap()],
+    );
+    let call = json!({"name": "mapa_flota", "arguments": {}});
+    let plain = stdio_modern(&mut server, 1, "tools/call", call.clone(), false)["result"].clone();
+    assert_eq!(plain["content"][1]["type"], "image", "{plain}");
+    let created = stdio_modern(&mut server, 2, "tools/call", call, true)["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let get = json!({"taskId": created["taskId"]});
+    let mut next = 3;
+    let done = settled(|| {
+        next += 1;
+        stdio_modern(&mut server, next, "tasks/get", get.clone(), true)["result"].clone()
+    });
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"], plain);
 }
