@@ -6,8 +6,10 @@
 //! task's wire shapes (`CreateTaskResult`, the detailed task of `tasks/get`), the runner
 //! thread ([`start`]) and the [`Peer`] a task's tool asks the client through: its questions
 //! wait in `inputRequests` until `tasks/update` answers them. Knows nothing of transports:
-//! each hands [`start`] a call and an owner (its session) and writes the line it gets back;
-//! the session answers `tasks/*` through [`Tasks::get`], [`Tasks::update`], [`Tasks::cancel`].
+//! each hands [`start`] a call and an owner (the process on stdio, the stateless requests on
+//! HTTP) and writes the line it gets back; the session answers `tasks/*` through
+//! [`Tasks::get`], [`Tasks::update`], [`Tasks::cancel`]. Which calls become tasks is the
+//! session's decision, not this file's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
