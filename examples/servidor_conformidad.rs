@@ -16,8 +16,10 @@ use flota::mcp::{
     self, Annotations, CallContext, Content, HttpOptions, InputRequired, LogLevel, Prompt,
     PromptArgument, PromptDefinition, PromptMessage, PromptReply, RequestInfo, Resource,
     ResourceContents, ResourceDefinition, ResourceError, ResourceTemplate, ServerInfo, Service,
-    TemplateDefinition, Tool, ToolDefinition, ToolError, ToolResult,
+    TaskSettings, TaskSupport, Tasks, TemplateDefinition, Tool, ToolDefinition, ToolError,
+    ToolResult,
 };
+use flota::plumbing::clock::Clock;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -27,10 +29,14 @@ const AUDIO: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA
 
 type Handler = Box<dyn Fn(&Value, &CallContext) -> Result<ToolResult, ToolError> + Send + Sync>;
 
+/// What a fixture asks before its call becomes a task (the tasks extension).
+type Gather = Box<dyn Fn(&RequestInfo) -> Option<ToolResult> + Send + Sync>;
+
 /// A fixture tool: a definition and a closure.
 struct Fixture {
     definition: ToolDefinition,
     handler: Handler,
+    gather: Option<Gather>,
 }
 
 impl Tool for Fixture {
@@ -39,6 +45,9 @@ impl Tool for Fixture {
     }
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError> {
         (self.handler)(&arguments, ctx)
+    }
+    fn gather(&self, _arguments: &Value, request: &RequestInfo) -> Option<ToolResult> {
+        self.gather.as_ref().and_then(|gather| gather(request))
     }
 }
 
@@ -71,8 +80,10 @@ fn fixture(
             annotations: Annotations::READ_ONLY,
             meta: None,
             requires: None,
+            task_support: TaskSupport::Forbidden,
         },
         handler: Box::new(handler),
+        gather: None,
     }
 }
 
@@ -910,6 +921,140 @@ impl ResourceTemplate for DataTemplate {
     }
 }
 
+// --- the tasks extension (io.modelcontextprotocol/tasks) --------------------------------
+
+fn with_tasks(mut fixture: Fixture, support: TaskSupport) -> Box<dyn Tool> {
+    fixture.definition.task_support = support;
+    Box::new(fixture)
+}
+
+/// Sleeps `seconds` in short steps, stopping early once the call is cancelled.
+fn work(seconds: f64, ctx: &CallContext) {
+    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    while std::time::Instant::now() < until && !ctx.is_cancelled() {
+        pause();
+    }
+}
+
+fn confirmed(answer: &Value) -> bool {
+    answer["action"] == "accept"
+}
+
+fn task_tools() -> Vec<Box<dyn Tool>> {
+    let greet = fixture(
+        "greet",
+        "Sync-only greeting",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        |args, _| {
+            Ok(text(format!(
+                "Hello, {}!",
+                args["name"].as_str().unwrap_or("World")
+            )))
+        },
+    );
+    let slow = fixture(
+        "slow_compute",
+        "Task-supporting: sleeps `seconds` then answers",
+        json!({"type": "object", "properties": {
+            "seconds": {"type": "number"}, "label": {"type": "string"}}}),
+        |args, ctx| {
+            let seconds = args["seconds"].as_f64().unwrap_or(0.0);
+            work(seconds, ctx);
+            let label = args["label"].as_str().unwrap_or("");
+            Ok(text(format!("Computed {label} after {seconds}s")))
+        },
+    );
+    let failing = fixture(
+        "failing_job",
+        "Task-required: a tool error",
+        empty_schema(),
+        |_, ctx| {
+            work(0.5, ctx);
+            Err(ToolError::Failed("Job failed".into()))
+        },
+    );
+    let protocol = fixture(
+        "protocol_error_job",
+        "Task-supporting: a protocol-level error",
+        empty_schema(),
+        |_, _| {
+            Err(ToolError::Rejected(
+                "protocol error requested by the fixture".into(),
+            ))
+        },
+    );
+    let confirm = fixture(
+        "confirm_delete",
+        "Task-supporting: asks for confirmation",
+        json!({"type": "object", "properties": {"filename": {"type": "string"}}}),
+        |args, ctx| {
+            let file = args["filename"].as_str().unwrap_or("file");
+            let request = ask_for(&format!("Delete {file}?"), "confirm", "boolean");
+            let answer = ctx
+                .ask("elicitation/create", request["params"].clone())
+                .map_err(ToolError::Failed)?;
+            Ok(text(if confirmed(&answer) {
+                format!("Deleted {file}")
+            } else {
+                format!("Kept {file}")
+            }))
+        },
+    );
+    let multi = fixture(
+        "multi_input",
+        "Task-supporting: two questions at once",
+        empty_schema(),
+        |_, ctx| {
+            let ask = |field: &str| {
+                let request = ask_for(&format!("Your {field}?"), field, "string");
+                ctx.ask("elicitation/create", request["params"].clone())
+            };
+            let (first, second) = std::thread::scope(|scope| {
+                let first = scope.spawn(|| ask("name"));
+                let second = scope.spawn(|| ask("confirm"));
+                (first.join(), second.join())
+            });
+            match (first, second) {
+                (Ok(Ok(a)), Ok(Ok(b))) => Ok(text(format!(
+                    "Got {} and {}",
+                    a["content"]["name"], b["content"]["name"]
+                ))),
+                _ => Err(ToolError::Failed("an answer did not arrive".into())),
+            }
+        },
+    );
+    let mut composed = fixture(
+        "test_tool_with_task",
+        "Task-required: asks for a name in the request, then runs as a task",
+        empty_schema(),
+        |_, ctx| {
+            let responses = ctx.request().input_responses.as_ref();
+            let name = answered_text(responses, "user_name", "name").unwrap_or_default();
+            Ok(text(format!("Hello, {name}!")))
+        },
+    );
+    composed.gather = Some(Box::new(|request| {
+        let responses = request.input_responses.as_ref();
+        answered_text(responses, "user_name", "name")
+            .is_none()
+            .then(|| {
+                ToolResult::input_required(
+                    json!({"user_name": ask_for("What is your name?", "name", "string")}),
+                    None,
+                )
+            })
+    }));
+    vec![
+        Box::new(greet),
+        with_tasks(slow, TaskSupport::Optional),
+        with_tasks(failing, TaskSupport::Required),
+        with_tasks(protocol, TaskSupport::Optional),
+        with_tasks(confirm, TaskSupport::Optional),
+        with_tasks(multi, TaskSupport::Optional),
+        with_tasks(composed, TaskSupport::Required),
+    ]
+}
+
 fn service() -> Service {
     let changes = mcp::service::Changes::default();
     let mut tools = content_tools();
@@ -917,6 +1062,7 @@ fn service() -> Service {
     tools.extend(asking_tools());
     tools.extend(input_required_tools());
     tools.extend(diagnostic_tools(&changes));
+    tools.extend(task_tools());
     Service {
         info: ServerInfo {
             name: "servidor-conformidad".into(),
@@ -941,6 +1087,7 @@ fn service() -> Service {
         resources_version: None,
         changes,
         extensions: None,
+        tasks: Some(Tasks::new(TaskSettings::new(Clock::system()))),
     }
 }
 

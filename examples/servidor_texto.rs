@@ -2,7 +2,7 @@
 //!
 //! Four tools over stdio: `analizar_texto`, `calcular_estadisticas`, `informacion_sistema`
 //! (the course server's original three) and `esperar`, a slow tool that shows progress and
-//! cancellation. Each tool is a [`TypedTool`]: typed parameters, typed output, schemas derived
+//! cancellation, and runs as a task for clients that declare the tasks extension. Each tool is a [`TypedTool`]: typed parameters, typed output, schemas derived
 //! from the types. Try it: `cargo run --example servidor_texto < examples/requests.jsonl`, or
 //! over HTTP with `--http 127.0.0.1:8770` (plus `--limite-llamada SEGUNDOS`).
 #![allow(clippy::print_stderr)]
@@ -10,8 +10,10 @@
 use std::time::{Duration, Instant};
 
 use flota::mcp::{
-    self, CallContext, Reply, ServeOptions, ServerInfo, Service, ToolError, TypedTool, typed,
+    self, CallContext, Reply, ServeOptions, ServerInfo, Service, TaskSettings, TaskSupport, Tasks,
+    ToolError, TypedTool, typed,
 };
+use flota::plumbing::clock::Clock;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -204,6 +206,11 @@ impl TypedTool for Wait {
          para probar progreso, cancelación y respuestas fuera de orden."
             .into()
     }
+    /// A long wait is what tasks are for: a client that declares the extension gets a task
+    /// handle and polls it.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
 
     fn call(&self, p: WaitParams, ctx: &CallContext) -> Result<Reply<WaitOutput>, ToolError> {
         let total = Duration::from_millis(p.milisegundos.into());
@@ -244,6 +251,7 @@ fn main() {
             typed(SystemInfo),
             typed(Wait),
         ],
+        tasks: Some(Tasks::new(TaskSettings::new(Clock::system()))),
         ..Service::default()
     };
     let args: Vec<String> = std::env::args().collect();

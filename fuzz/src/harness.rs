@@ -81,6 +81,7 @@ pub fn check_session_with(service: &Service, input: &[u8]) -> Vec<Value> {
         let answer = match session.handle(incoming) {
             Action::Send(answer) => Some(answer),
             Action::Call(call) => Some(service.execute(&call, &CallContext::detached())),
+            Action::Task(call) => Some(service.execute(&call, &CallContext::detached())),
             Action::Listen { id, .. } => Some(Session::cannot_listen(&id)),
             Action::Nothing | Action::Cancel(_) => None,
         };

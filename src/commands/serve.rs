@@ -58,7 +58,9 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
         .tiles_chosen
         .then(|| crate::ui::datos::Teselas::from_config(&settings.tiles))
         .flatten();
-    let service = tools::service(&fleet, settings.tiles.clone(), view_tiles);
+    let mut service = tools::service(&fleet, settings.tiles.clone(), view_tiles);
+    // The tasks extension: long calls (the maps) become tasks for clients that declare it.
+    service.tasks = Some(mcp::Tasks::new(mcp::TaskSettings::new(Clock::system())));
     if let Some(address) = args.http.http.clone() {
         return serve_http(service, address, &args, io, settings, options);
     }

@@ -9,7 +9,7 @@
 //! Layers, bottom up: [`transport`] (bytes and lines), [`jsonrpc`] (messages and ids),
 //! [`version`] (what each revision allows), [`schema`] (derived schemas and validation),
 //! [`tool`], [`prompt`], [`resource`] (the contracts), [`service`] (what the application
-//! hands in, running a call), `catalog` (prompts, resources, completions), [`session`] (the
+//! hands in, running a call), [`tasks`] (the tasks extension: calls answered with a task handle), `catalog` (prompts, resources, completions), [`session`] (the
 //! state machine), `in_flight` (which calls run and what may still be written for them),
 //! [`server`] (threads and the bounded shutdown), [`stdio`] (the process's stdin/stdout,
 //! hang-up and signals), [`http`] (Streamable HTTP: sessions, streams, authentication).
@@ -27,6 +27,7 @@ pub mod service;
 pub mod session;
 mod sinks;
 pub mod stdio;
+pub mod tasks;
 pub mod tool;
 pub mod transport;
 pub mod version;
@@ -41,8 +42,9 @@ pub use resource::{
 pub use server::{ServeOptions, serve};
 pub use service::{ServerInfo, Service};
 pub use stdio::serve_stdio;
+pub use tasks::{TaskSettings, Tasks};
 pub use tool::{
-    Annotations, CallContext, Content, InputRequired, Peer, Reply, RequestInfo, Tool,
+    Annotations, CallContext, Content, InputRequired, Peer, Reply, RequestInfo, TaskSupport, Tool,
     ToolDefinition, ToolError, ToolResult, TypedTool, current_call_cancelled, current_call_flag,
     typed,
 };

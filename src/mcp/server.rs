@@ -27,6 +27,7 @@ use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
 use super::service::{Call, List, Service};
 use super::session::{Action, Session};
 use super::sinks;
+use super::tasks::{self, Started};
 use super::tool::CallContext;
 use super::transport::{DEFAULT_MAX_LINE_BYTES, Line, LineReader, Outbox, spawn_writer};
 use crate::{log_debug, log_error, log_info, log_warn};
@@ -332,6 +333,14 @@ impl Reader {
                         return;
                     }
                 }
+                Action::Task(call) => match tasks::start(&self.service, call, "stdio") {
+                    Started::Line(line) => send(&self.outbox, line),
+                    Started::Ordinary(call) => {
+                        if !self.admit(*call, size) {
+                            return;
+                        }
+                    }
+                },
             }
         }
     }

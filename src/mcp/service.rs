@@ -16,7 +16,8 @@ use super::logging::LogLevel;
 use super::prompt::Prompt;
 use super::resource::{Resource, ResourceTemplate};
 use super::schema;
-use super::tool::{CallContext, RequestInfo, Tool, ToolError, ToolResult};
+use super::tasks::{self, Tasks};
+use super::tool::{CallContext, RequestInfo, TaskSupport, Tool, ToolError, ToolResult};
 use super::version::ProtocolVersion;
 
 /// `serverInfo`: who the server is.
@@ -100,6 +101,10 @@ pub struct Service {
     /// `{"io.modelcontextprotocol/ui": {}}`); what the client offers is in each call's
     /// `RequestInfo::client_capabilities["extensions"]`.
     pub extensions: Option<Value>,
+    /// When set, the tasks extension is offered: calls to tools whose
+    /// [`TaskSupport`](super::tool::TaskSupport) allows it become tasks for clients that
+    /// declare it.
+    pub tasks: Option<Tasks>,
 }
 
 /// How long a modern client may cache a list: the sets never change while the process lives,
@@ -117,6 +122,8 @@ pub struct Call {
     /// The least severe log message the client wants; `None`: none.
     pub log_level: Option<LogLevel>,
     pub request: RequestInfo,
+    /// Answered with a task handle (the tasks extension) rather than the result.
+    pub task: bool,
 }
 
 impl Service {
@@ -144,6 +151,19 @@ impl Service {
         capabilities
     }
 
+    /// The capabilities `server/discover` announces: those of `initialize` plus the tasks
+    /// extension, which is per request (2026-07-28) and never offered to a legacy session.
+    pub fn modern_capabilities(&self) -> Value {
+        let mut capabilities = self.capabilities();
+        if self.tasks.is_some() {
+            if !capabilities["extensions"].is_object() {
+                capabilities["extensions"] = json!({});
+            }
+            capabilities["extensions"][tasks::EXTENSION] = json!({});
+        }
+        capabilities
+    }
+
     /// Runs a call to completion and returns the response line.
     pub fn execute(&self, call: &Call, ctx: &CallContext) -> String {
         match self.run(call, ctx) {
@@ -152,7 +172,7 @@ impl Service {
         }
     }
 
-    fn run(&self, call: &Call, ctx: &CallContext) -> Result<ToolResult, RpcError> {
+    pub(super) fn run(&self, call: &Call, ctx: &CallContext) -> Result<ToolResult, RpcError> {
         let Some(tool) = self.tools.get(call.tool) else {
             return Err(RpcError::new(
                 ErrorCode::InternalError,
@@ -275,13 +295,16 @@ pub(super) fn tool_json(tool: &dyn Tool, version: ProtocolVersion) -> Value {
     if version.has_annotations() {
         entry["annotations"] = d.annotations.to_json(&d.title);
     }
+    if version.is_modern() && d.task_support != TaskSupport::Forbidden {
+        entry["execution"] = json!({"taskSupport": d.task_support.as_str()});
+    }
     if let Some(meta) = &d.meta {
         entry["_meta"] = meta.clone();
     }
     entry
 }
 
-fn result_json(result: &ToolResult, version: ProtocolVersion) -> Value {
+pub(super) fn result_json(result: &ToolResult, version: ProtocolVersion) -> Value {
     if let Some(input) = &result.input_required {
         if version.is_modern() {
             let mut out = json!({

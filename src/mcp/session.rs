@@ -18,7 +18,8 @@ use super::catalog;
 use super::jsonrpc::{ErrorCode, Incoming, RawId, Request, RpcError, error_line, response_line};
 use super::logging::LogLevel;
 use super::service::{Call, LIST_TTL_MS, Service, tool_json};
-use super::tool::{RequestInfo, arguments_or_empty};
+use super::tasks;
+use super::tool::{RequestInfo, TaskSupport, arguments_or_empty};
 use super::version::ProtocolVersion;
 use crate::log_info;
 
@@ -44,6 +45,9 @@ const METHODS: &[&str] = &[
     "completion/complete",
     "logging/setLevel",
     "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
 ];
 
 /// Methods 2026-07-28 removed: a request that carries the modern `_meta` gets `-32601`.
@@ -73,6 +77,9 @@ pub enum Action {
     Nothing,
     /// Run a tool call on a worker and write its answer when done.
     Call(Call),
+    /// Answer a tool call with a task handle (the tasks extension): hand it to
+    /// [`tasks::start`] and write the line it returns.
+    Task(Call),
     /// `notifications/cancelled` for the request whose raw id text is given.
     Cancel(String),
     /// `subscriptions/listen` (2026-07-28): keep a stream open for the list-changed
@@ -144,6 +151,7 @@ impl<'a> Session<'a> {
                 let id = request.id.clone();
                 match self.request(request) {
                     Ok(Reply::Result(result)) => Action::Send(response_line(&id, &result)),
+                    Ok(Reply::Call(call)) if call.task => Action::Task(*call),
                     Ok(Reply::Call(call)) => Action::Call(*call),
                     Ok(Reply::Listen(filter)) => Action::Listen { id, filter },
                     Err(error) => Action::Send(error_line(Some(&id), &error)),
@@ -191,6 +199,7 @@ impl<'a> Session<'a> {
             "resources/subscribe" | "resources/unsubscribe" => has_resources && service.subscribe,
             "completion/complete" => !service.prompts.is_empty() || !service.templates.is_empty(),
             "logging/setLevel" => service.logging,
+            "tasks/get" | "tasks/update" | "tasks/cancel" => service.tasks.is_some(),
             other => METHODS.contains(&other),
         }
     }
@@ -218,6 +227,10 @@ impl<'a> Session<'a> {
                 let call = self.call(request.id, &params, request.params.as_deref(), version)?;
                 return Ok(Reply::Call(Box::new(call)));
             }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let version = self.era(modern, method)?;
+                return Ok(Reply::Result(self.task_method(method, &params, version)?));
+            }
             "subscriptions/listen" => {
                 if modern.is_none() {
                     return Err(RpcError::new(
@@ -226,6 +239,16 @@ impl<'a> Session<'a> {
                     ));
                 }
                 let filter = params.get("notifications").cloned().unwrap_or(json!({}));
+                let wants_tasks = filter
+                    .get("taskIds")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ids| !ids.is_empty());
+                if wants_tasks
+                    && self.service.tasks.is_some()
+                    && modern.is_some_and(|v| !self.declares_tasks(&params, v))
+                {
+                    return Err(tasks::missing_extension());
+                }
                 return Ok(Reply::Listen(filter));
             }
             _ => {
@@ -331,7 +354,7 @@ impl<'a> Session<'a> {
         let mut result = json!({
             "resultType": "complete",
             "supportedVersions": ProtocolVersion::all_strs(),
-            "capabilities": self.service.capabilities(),
+            "capabilities": self.service.modern_capabilities(),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "public",
             "_meta": {"io.modelcontextprotocol/serverInfo": self.service.server_info_json()},
@@ -456,6 +479,7 @@ impl<'a> Session<'a> {
                 json!({"requiredCapabilities": missing}),
             ));
         }
+        let task = self.wants_task(tools[tool].definition().task_support, params, version)?;
         Ok(Call {
             id,
             tool,
@@ -464,7 +488,72 @@ impl<'a> Session<'a> {
             progress_token: progress_token(raw_params),
             log_level: self.call_log_level(params, version),
             request,
+            task,
         })
+    }
+
+    /// Whether the request declares the tasks extension. Only a 2026-07-28 request can, in
+    /// its own `_meta`: the extension says "regardless of prior declarations", and a legacy
+    /// client that names it in `initialize` (the Inspector does) does not expect a task
+    /// handle in its place of a result.
+    fn declares_tasks(&self, params: &Map<String, Value>, version: ProtocolVersion) -> bool {
+        version.is_modern()
+            && meta(params)
+                .and_then(|m| m.get(META_CAPABILITIES))
+                .is_some_and(tasks::declared)
+    }
+
+    /// Whether a call becomes a task: the server offers tasks, the tool allows them and the
+    /// client declared the extension; a tool that runs only as a task refuses a client that
+    /// did not (`-32021`).
+    fn wants_task(
+        &self,
+        support: TaskSupport,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<bool, RpcError> {
+        if self.service.tasks.is_none() {
+            return Ok(false);
+        }
+        let declared = self.declares_tasks(params, version);
+        match support {
+            TaskSupport::Forbidden => Ok(false),
+            TaskSupport::Optional => Ok(declared),
+            TaskSupport::Required if declared => Ok(true),
+            TaskSupport::Required => Err(tasks::missing_extension()),
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`, for clients that declared the extension.
+    fn task_method(
+        &self,
+        method: &str,
+        params: &Map<String, Value>,
+        version: ProtocolVersion,
+    ) -> Result<Value, RpcError> {
+        let Some(store) = &self.service.tasks else {
+            return Err(unknown_method(method));
+        };
+        if !self.declares_tasks(params, version) {
+            return Err(tasks::missing_extension());
+        }
+        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "falta 'taskId' (el texto que devolvió el servidor al crear la tarea)",
+            ));
+        };
+        match method {
+            "tasks/get" => store.get(id),
+            "tasks/cancel" => store.cancel(id),
+            _ => match params.get("inputResponses").and_then(Value::as_object) {
+                Some(responses) => store.update(id, responses),
+                None => Err(RpcError::new(
+                    ErrorCode::InvalidParams,
+                    "'inputResponses' debe ser un objeto con las respuestas por clave",
+                )),
+            },
+        }
     }
 
     /// Which log messages a call may send: per request in 2026-07-28 (none unless asked),
@@ -702,6 +791,7 @@ mod tests {
                 Action::Send(line) => line,
                 Action::Nothing => "-".into(),
                 Action::Call(call) => format!("call {}", call.tool),
+                Action::Task(call) => format!("task {}", call.tool),
                 Action::Cancel(id) => format!("cancel {id}"),
                 Action::Listen { .. } => "listen".into(),
             })
@@ -826,6 +916,186 @@ mod tests {
         ]);
         assert_eq!(out[0], r#"{"jsonrpc":"2.0","id":5,"result":{}}"#);
         assert_eq!(out[1], r#"cancel "x7""#);
+    }
+
+    /// A service offering tasks, with one tool of each task support.
+    fn tasks_service() -> Service {
+        use crate::mcp::tool::{Annotations, CallContext, Tool, ToolDefinition, ToolError};
+        use crate::mcp::{TaskSettings, Tasks, ToolResult};
+        struct Plain(ToolDefinition);
+        impl Tool for Plain {
+            fn definition(&self) -> &ToolDefinition {
+                &self.0
+            }
+            fn call(&self, _: Value, _: &CallContext) -> Result<ToolResult, ToolError> {
+                Ok(ToolResult::content(Vec::new()))
+            }
+        }
+        let tool = |name: &str, task_support| -> Box<dyn Tool> {
+            Box::new(Plain(ToolDefinition {
+                name: name.into(),
+                title: name.into(),
+                description: name.into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: Annotations::READ_ONLY,
+                meta: None,
+                requires: None,
+                task_support,
+            }))
+        };
+        Service {
+            tools: vec![
+                tool("nunca", TaskSupport::Forbidden),
+                tool("quizas", TaskSupport::Optional),
+                tool("siempre", TaskSupport::Required),
+            ],
+            tasks: Some(Tasks::new(TaskSettings::new(
+                crate::plumbing::clock::Clock::fixed(0),
+            ))),
+            ..service()
+        }
+    }
+
+    /// A modern request; `ext` declares the tasks extension.
+    fn modern(method: &str, params: &str, ext: bool) -> String {
+        let extensions = if ext {
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        } else {
+            "{}"
+        };
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{params}"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{extensions}}}}}}}"#
+        )
+    }
+
+    fn kind(service: &Service, line: &str) -> String {
+        match Session::new(service).handle(classify(line.as_bytes())) {
+            Action::Send(line) => match code(&line) {
+                Some(code) => format!("error {code}"),
+                None => "answer".into(),
+            },
+            Action::Call(call) => format!("call {}", call.tool),
+            Action::Task(call) => format!("task {}", call.tool),
+            _ => "other".into(),
+        }
+    }
+
+    #[test]
+    fn calls_become_tasks_only_when_the_tool_allows_and_the_client_declares_them() {
+        let service = tasks_service();
+        let call = |name: &str, ext| {
+            let params = format!(r#""name":"{name}","arguments":{{}},"#);
+            kind(&service, &modern("tools/call", &params, ext))
+        };
+        assert_eq!(call("nunca", true), "call 0");
+        assert_eq!(call("quizas", true), "task 1");
+        assert_eq!(call("siempre", true), "task 2");
+        assert_eq!(call("nunca", false), "call 0");
+        assert_eq!(call("quizas", false), "call 1");
+        assert_eq!(call("siempre", false), "error -32021");
+        // A legacy session that names it in `initialize` still gets results, not tasks.
+        let mut session = Session::new(&service);
+        let init = INIT.replace(
+            r#""capabilities":{}"#,
+            r#""capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+        );
+        session.handle(classify(init.as_bytes()));
+        session.handle(classify(INITIALIZED.as_bytes()));
+        let legacy = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"quizas"}}"#;
+        assert!(matches!(
+            session.handle(classify(legacy.as_bytes())),
+            Action::Call(_)
+        ));
+        let get = r#"{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"x"}}"#;
+        let Action::Send(refused) = session.handle(classify(get.as_bytes())) else {
+            panic!("no answer");
+        };
+        assert_eq!(code(&refused), Some(-32021));
+        // Without a store nothing is a task, and a required tool runs as an ordinary call.
+        let mut without = tasks_service();
+        without.tasks = None;
+        let params = r#""name":"siempre","arguments":{},"#;
+        assert_eq!(
+            kind(&without, &modern("tools/call", params, true)),
+            "call 2"
+        );
+    }
+
+    #[test]
+    fn task_methods_need_the_extension_and_the_removed_ones_are_unknown() {
+        let service = tasks_service();
+        let refused = Session::new(&service).handle(classify(
+            modern("tools/call", r#""name":"siempre","#, false).as_bytes(),
+        ));
+        let Action::Send(line) = refused else {
+            panic!("no refusal");
+        };
+        let error: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            error["error"]["data"],
+            json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+        );
+        for (method, params, ext, expected) in [
+            ("tasks/get", r#""taskId":"x","#, false, "error -32021"),
+            ("tasks/cancel", r#""taskId":"x","#, false, "error -32021"),
+            (
+                "tasks/update",
+                r#""taskId":"x","inputResponses":{},"#,
+                false,
+                "error -32021",
+            ),
+            ("tasks/get", r#""taskId":"x","#, true, "error -32602"),
+            ("tasks/get", "", true, "error -32602"),
+            ("tasks/update", r#""taskId":"x","#, true, "error -32602"),
+            ("tasks/result", r#""taskId":"x","#, true, "error -32601"),
+            ("tasks/list", "", true, "error -32601"),
+        ] {
+            let line = modern(method, params, ext);
+            assert_eq!(kind(&service, &line), expected, "{line}");
+        }
+        let mut without = tasks_service();
+        without.tasks = None;
+        let line = modern("tasks/get", r#""taskId":"x","#, true);
+        assert_eq!(kind(&without, &line), "error -32601");
+    }
+
+    #[test]
+    fn the_extension_and_each_tools_task_support_are_announced() {
+        let service = tasks_service();
+        let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
+        let Action::Send(line) = Session::new(&service).handle(classify(discover.as_bytes()))
+        else {
+            panic!("no answer");
+        };
+        let capabilities =
+            serde_json::from_str::<Value>(&line).unwrap()["result"]["capabilities"].clone();
+        assert_eq!(
+            capabilities["extensions"],
+            json!({"io.modelcontextprotocol/tasks": {}})
+        );
+        assert!(capabilities.get("tasks").is_none());
+        assert!(
+            service.capabilities().get("extensions").is_none(),
+            "not in initialize"
+        );
+        let list = |version: ProtocolVersion| -> Vec<Value> {
+            service
+                .tools
+                .iter()
+                .map(|t| tool_json(t.as_ref(), version)["execution"].clone())
+                .collect()
+        };
+        let announced = vec![
+            Value::Null,
+            json!({"taskSupport": "optional"}),
+            json!({"taskSupport": "required"}),
+        ];
+        assert_eq!(list(ProtocolVersion::V2026_07_28), announced);
+        assert_eq!(list(ProtocolVersion::V2025_11_25), vec![Value::Null; 3]);
+        let mut without = tasks_service();
+        without.tasks = None;
+        assert!(without.modern_capabilities().get("extensions").is_none());
     }
 
     #[test]

@@ -62,6 +62,31 @@ pub struct ToolDefinition {
     /// Client capabilities the tool cannot work without (a `ClientCapabilities` object, e.g.
     /// `{"sampling": {}}`): a 2026-07-28 request that lacks one is refused with `-32021`.
     pub requires: Option<Value>,
+    /// Whether a call may run as a task (the tasks extension), sent as
+    /// `execution.taskSupport` in `tools/list`.
+    pub task_support: TaskSupport,
+}
+
+/// A tool's `execution.taskSupport`: may a call become a task (`io.modelcontextprotocol/tasks`)?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskSupport {
+    /// Always answered in the request (the default).
+    #[default]
+    Forbidden,
+    /// A task when the client declares the extension, an ordinary call otherwise.
+    Optional,
+    /// Only as a task: a client without the extension is refused with `-32021`.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 /// One block of a tool result's `content`.
@@ -179,6 +204,14 @@ pub trait Tool: Send + Sync {
 
     /// Runs the tool. `arguments` has already been validated against the input schema.
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError>;
+
+    /// Before a call becomes a task: an input-required result to answer at once (the
+    /// question is asked in the request, as the tasks extension recommends, and the task is
+    /// created when the client calls again with the answers), or `None` to create the task.
+    /// Must be quick: it runs before the answer goes out.
+    fn gather(&self, _arguments: &Value, _request: &RequestInfo) -> Option<ToolResult> {
+        None
+    }
 }
 
 thread_local! {
@@ -357,6 +390,10 @@ pub trait TypedTool: Send + Sync + 'static {
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
     }
+    /// Whether a call may run as a task (a long export, a map): [`TaskSupport`].
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Forbidden
+    }
     /// `_meta` of the tool's definition.
     fn meta(&self) -> Option<Value> {
         None
@@ -401,6 +438,7 @@ pub fn typed<T: TypedTool>(tool: T) -> Box<dyn Tool> {
         annotations: tool.annotations(),
         meta: tool.meta(),
         requires: None,
+        task_support: tool.task_support(),
     };
     Box::new(Typed { tool, definition })
 }

@@ -20,7 +20,7 @@ use crate::engine::EventKind;
 use crate::fleet::{Fleet, Snapshot};
 use crate::geometry::earth::{LatLon, compass_es};
 use crate::map::{self, Scene, TileFetcher, UnitMark};
-use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
+use crate::mcp::{Annotations, CallContext, Content, Reply, TaskSupport, ToolError, TypedTool};
 use crate::ui::{
     self,
     datos::{Teselas, VistaFlota},
@@ -143,6 +143,11 @@ impl TypedTool for MapaFlota {
             open_world: self.tiles.config.template.is_some(),
             ..Annotations::READ_ONLY
         }
+    }
+    /// Tiles may take a while to arrive: a client that declares the tasks extension gets a
+    /// task handle and polls it.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
     }
     fn meta(&self) -> Option<serde_json::Value> {
         Some(ui::tool_meta(ui::FLOTA_URI))

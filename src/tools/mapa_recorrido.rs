@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::common::{AVISO, coord, round1};
 use crate::fleet::{DayTrack, Fleet, Snapshot, dates};
 use crate::map::{self, Background, Scene, TileFetcher};
-use crate::mcp::{Annotations, CallContext, Content, Reply, ToolError, TypedTool};
+use crate::mcp::{Annotations, CallContext, Content, Reply, TaskSupport, ToolError, TypedTool};
 use crate::ui::{
     self,
     datos::{self, Teselas, VistaRecorrido},
@@ -119,6 +119,11 @@ impl TypedTool for MapaRecorrido {
         }
     }
 
+    /// Tiles may take a while to arrive: a client that declares the tasks extension gets a
+    /// task handle and polls it.
+    fn task_support(&self) -> TaskSupport {
+        TaskSupport::Optional
+    }
     fn meta(&self) -> Option<serde_json::Value> {
         Some(ui::tool_meta(ui::RECORRIDO_URI))
     }

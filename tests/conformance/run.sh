@@ -6,9 +6,9 @@
 #               @modelcontextprotocol/conformance@VERSION`), with Node 22 on PATH
 #   DB          a database for `flota servir` (the `minimo` scenario)
 # 1. Every scenario both revisions require (`--requirements 2025-11-25` and `2026-07-28`),
-#    plus the ones they run but do not score, against the fixtures example: all must pass
-#    except the optional tasks extension (expected-failures.yml says which, and the suite
-#    fails if one of those starts passing).
+#    plus the ones they run but do not score (the tasks extension's among them), against the
+#    fixtures example: all must pass (expected-failures.yml lists none; the suite fails if a
+#    listed one starts passing, so the list stays true).
 # 2. The scenarios that need no fixtures, against `flota servir --http --sin-token`.
 set -euo pipefail
 target=$(cd "$1" && pwd)

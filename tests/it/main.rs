@@ -90,6 +90,7 @@ mod shutdown;
 mod simulation;
 mod spanish;
 mod support;
+mod tasks;
 mod tidy;
 mod tools;
 mod trackers;

@@ -42,8 +42,9 @@ use streams::{StreamWriter, Streams, sse_response};
 use super::in_flight::InFlight;
 use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
 use super::server::ServeOptions;
-use super::service::{List, Service};
+use super::service::{Call, List, Service};
 use super::session::{Action, META_VERSION, Session, modern_version};
+use super::tasks::{self, Started};
 use super::version::ProtocolVersion;
 use crate::{log_debug, log_info, log_warn};
 
@@ -83,6 +84,8 @@ struct Listener {
     writer: StreamWriter,
     id: Value,
     wants: [bool; 3],
+    /// Tasks whose changes it asked for (`taskIds`), each with the last state it was sent.
+    tasks: Vec<(String, Value)>,
 }
 
 /// What every handler shares.
@@ -125,6 +128,7 @@ pub fn serve_http(
         tokio::spawn(calls::watchdog(Arc::clone(&shared)));
         tokio::spawn(sweep_sessions(Arc::clone(&shared)));
         tokio::spawn(watch_lists(Arc::clone(&shared)));
+        tokio::spawn(watch_tasks(Arc::clone(&shared)));
         let app = router(Arc::clone(&shared));
         let stop = Arc::new(tokio::sync::Notify::new());
         let graceful = Arc::clone(&stop);
@@ -317,6 +321,9 @@ fn check_modern_headers(
     let name = match method {
         "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
         "resources/read" => params.get("uri").and_then(Value::as_str),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            params.get("taskId").and_then(Value::as_str)
+        }
         _ => None,
     };
     if let Some(name) = name
@@ -421,9 +428,42 @@ async fn stateless(
             let sse = accepts_sse(headers);
             calls::run(shared, None, call, body.len(), sse).await
         }
+        Action::Task(call) => {
+            let sse = accepts_sse(headers);
+            task(shared, None, call, body.len(), sse).await
+        }
         Action::Listen { id, filter } => listen(&shared, id.get(), &filter),
     }
 }
+
+/// A tool call answered with a task handle, owned by the session (stateless requests share
+/// one owner); an ordinary call when [`tasks::start`] says so.
+async fn task(
+    shared: Arc<Shared>,
+    session: Option<Arc<HttpSession>>,
+    call: Call,
+    size: usize,
+    sse: bool,
+) -> Response {
+    let owner = session
+        .as_ref()
+        .map_or_else(|| STATELESS_OWNER.to_owned(), |s| s.id.clone());
+    let started = {
+        let shared = Arc::clone(&shared);
+        tokio::task::spawn_blocking(move || tasks::start(&shared.service, call, &owner)).await
+    };
+    match started {
+        Ok(Started::Line(line)) => json_response(StatusCode::OK, line, None),
+        Ok(Started::Ordinary(call)) => calls::run(shared, session, *call, size, sse).await,
+        Err(_) => {
+            let error = RpcError::new(ErrorCode::InternalError, "la tarea no pudo crearse");
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, None, &error)
+        }
+    }
+}
+
+/// Who owns the tasks of requests without a session (2026-07-28).
+const STATELESS_OWNER: &str = "sin-sesion";
 
 /// Runs `handle` (which may read the application's data: a resource, a prompt's checks) on a
 /// blocking thread, so the runtime's few threads keep serving other connections.
@@ -453,6 +493,20 @@ fn listen(shared: &Shared, id: &str, filter: &Value) -> Response {
             honoured.insert((*key).into(), json!(true));
         }
     }
+    // Task ids the store knows; the session refused `taskIds` from a client without the
+    // extension already.
+    let tasks: Vec<(String, Value)> = match (&shared.service.tasks, filter["taskIds"].as_array()) {
+        (Some(store), Some(ids)) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|task| Some((task.to_owned(), store.snapshot(task)?)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !tasks.is_empty() {
+        let ids: Vec<&str> = tasks.iter().map(|(task, _)| task.as_str()).collect();
+        honoured.insert("taskIds".into(), json!(ids));
+    }
     let (writer, rx) = Streams::default().open();
     let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honoured}});
@@ -461,7 +515,12 @@ fn listen(shared: &Shared, id: &str, filter: &Value) -> Response {
         .listeners
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(Listener { writer, id, wants });
+        .push(Listener {
+            writer,
+            id,
+            wants,
+            tasks,
+        });
     sse_response(rx, &[])
 }
 
@@ -540,6 +599,10 @@ async fn legacy(
         Action::Call(call) => {
             let sse = accepts_sse(headers);
             calls::run(shared, Some(session), call, body.len(), sse).await
+        }
+        Action::Task(call) => {
+            let sse = accepts_sse(headers);
+            task(shared, Some(session), call, body.len(), sse).await
         }
         Action::Listen { id, .. } => {
             json_response(StatusCode::OK, Session::cannot_listen(&id), None)
@@ -674,6 +737,47 @@ async fn watch_lists(shared: Arc<Shared>) {
             }
         }
         last = now;
+    }
+}
+
+/// Sends `notifications/tasks` (the detailed task, as `tasks/get` would answer) to the
+/// listeners that asked for a task whenever it changes; a task that ended or is gone is
+/// not watched any more.
+async fn watch_tasks(shared: Arc<Shared>) {
+    let Some(store) = &shared.service.tasks else {
+        return;
+    };
+    let mut last = store.version();
+    while !shared.stopping.load(Ordering::Relaxed) {
+        store.wait(Duration::from_secs(1)).await;
+        let now = store.version();
+        if now == last {
+            continue;
+        }
+        last = now;
+        let mut listeners = shared
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for listener in listeners.iter_mut() {
+            let subscription = listener.id.clone();
+            let writer = &listener.writer;
+            listener.tasks.retain_mut(|(task, sent)| {
+                let Some(current) = store.snapshot(task) else {
+                    return false;
+                };
+                if current != *sent {
+                    let mut params = current.clone();
+                    params["_meta"] =
+                        json!({"io.modelcontextprotocol/subscriptionId": subscription});
+                    writer.send(notification_line("notifications/tasks", &params));
+                    *sent = current;
+                }
+                !["completed", "failed", "cancelled"]
+                    .contains(&sent["status"].as_str().unwrap_or(""))
+            });
+        }
+        listeners.retain(|listener| listener.writer.is_live());
     }
 }
 
