@@ -36,12 +36,41 @@ use crate::geometry::earth::LatLon;
 pub use day::{DayTrack, is_long_stop, is_working_stop, no_reports, working_window};
 pub use trust::with_warning;
 
-/// A route of the fleet as a line on the map, with its named stops.
+/// A route of the fleet as a line on the map, with its named stops. The line is decoded
+/// from its polyline on first use: the snapshot is loaded before `initialize` is answered,
+/// and decoding every route there was a seventh of a server's start.
 #[derive(Debug, Clone)]
 pub struct RouteLine {
     pub name: String,
-    pub points: Vec<LatLon>,
+    polyline: String,
+    points: std::sync::OnceLock<Vec<LatLon>>,
     pub stops: Vec<(String, LatLon)>,
+}
+
+impl RouteLine {
+    pub fn new(name: String, polyline: String, stops: Vec<(String, LatLon)>) -> RouteLine {
+        RouteLine {
+            name,
+            polyline,
+            points: std::sync::OnceLock::new(),
+            stops,
+        }
+    }
+
+    /// The line's points. The writer validated every polyline; a bad one only loses its
+    /// road (no points), not its name or stops.
+    pub fn points(&self) -> &[LatLon] {
+        self.points.get_or_init(|| {
+            polyline::decode_polyline(&self.polyline, 5)
+                .map(|line| line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Whether [`RouteLine::points`] has been asked for.
+    pub fn is_decoded(&self) -> bool {
+        self.points.get().is_some()
+    }
 }
 
 /// Reference data loaded once per database file.
@@ -418,15 +447,7 @@ impl Fleet {
             .collect();
         let routes = stored_routes
             .into_iter()
-            .filter_map(|r| {
-                // The writer validated every polyline; a bad one only loses its road.
-                let line = polyline::decode_polyline(&r.polyline, 5).ok()?;
-                Some(RouteLine {
-                    name: r.name,
-                    points: line.0.iter().map(|c| LatLon::new(c.y, c.x)).collect(),
-                    stops: r.stops,
-                })
-            })
+            .map(|r| RouteLine::new(r.name, r.polyline, r.stops))
             .collect();
         let fence_list: Vec<_> = fences.iter().map(|f| f.fence.clone()).collect();
         let now_utc = now_utc(self.ahora, &meta, &self.clock).map_err(ToolError::Failed)?;
@@ -502,5 +523,25 @@ impl Fleet {
             pool.push((generation, store));
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod route_line_tests {
+    use super::*;
+
+    /// Google's documented example: three points.
+    const LINE: &str = "_p~iF~ps|U_ulLnnqC_mqNvxq`@";
+
+    #[test]
+    fn a_route_line_is_decoded_on_first_use_and_a_bad_one_has_no_road() {
+        let route = RouteLine::new("r".into(), LINE.into(), Vec::new());
+        assert!(!route.is_decoded());
+        let points = route.points();
+        assert_eq!(points.len(), 3);
+        assert!((points[0].lat - 38.5).abs() < 1e-9 && (points[0].lon + 120.2).abs() < 1e-9);
+        assert!(route.is_decoded());
+        let broken = RouteLine::new("r".into(), "\u{1}".into(), Vec::new());
+        assert!(broken.points().is_empty());
     }
 }

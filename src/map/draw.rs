@@ -14,6 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_backend::{BackendColor, DrawingBackend, DrawingErrorKind};
 
 use super::MapError;
+use super::buffer::Buffer;
 use super::markers::{self, Layout};
 use super::marks::Mark;
 use super::projection::{TILE_PX, TileRef, View};
@@ -45,7 +46,7 @@ pub enum Basemap<'a> {
 /// A drawn picture, before encoding.
 pub struct Picture {
     /// `WIDTH × HEIGHT` RGB.
-    pub rgb: Vec<u8>,
+    pub rgb: Buffer,
     /// Vertices of the track line after simplification.
     pub drawn_points: usize,
     /// Stop markers drawn (nearby stops share one).
@@ -555,8 +556,8 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
 }
 
 /// The supersampled buffer with the land colour and the tiles, if any.
-fn background(basemap: &Basemap<'_>, w: u32, h: u32) -> Vec<u8> {
-    let mut buffer = vec![0u8; (w * h * 3) as usize];
+fn background(basemap: &Basemap<'_>, w: u32, h: u32) -> Buffer {
+    let mut buffer = Buffer::zeroed((w * h * 3) as usize);
     fill(&mut buffer, palette::LAND);
     if let Basemap::Tiles { tiles, .. } = basemap {
         for (tile, pixels) in tiles.iter() {
@@ -650,10 +651,10 @@ fn blit_tile(buffer: &mut [u8], tile: &TileRef, pixels: &[u8]) {
 }
 
 /// Averages each 2 × 2 block: the anti-aliasing step.
-fn downsample(buffer: &[u8], w: u32, h: u32) -> Vec<u8> {
+fn downsample(buffer: &[u8], w: u32, h: u32) -> Buffer {
     let (ow, oh) = ((w / SS) as usize, (h / SS) as usize);
     let w = w as usize;
-    let mut out = vec![0u8; ow * oh * 3];
+    let mut out = Buffer::zeroed(ow * oh * 3);
     for y in 0..oh {
         let row0 = 2 * y * w * 3;
         let row1 = row0 + w * 3;
@@ -1103,6 +1104,16 @@ mod tests {
         assert_eq!(out.len(), (WIDTH * HEIGHT * 3) as usize);
         assert_eq!(&out[0..3], &[128, 128, 128]);
         assert_eq!(&out[3..6], &[0, 0, 0]);
+    }
+
+    /// The canvas and the picture are mappings of their own, returned to the system when a
+    /// map is done (not kept by a worker's allocator arena).
+    #[test]
+    fn the_big_buffers_are_mapped() {
+        let (w, h) = (WIDTH * SS, HEIGHT * SS);
+        let canvas = background(&Basemap::Offline, w, h);
+        assert!(canvas.is_mapped());
+        assert!(downsample(&canvas, w, h).is_mapped());
     }
 
     #[test]

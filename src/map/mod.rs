@@ -8,6 +8,7 @@
 //! of tiles. `markers` places the data's markers and labels, and records each as a
 //! [`Mark`] so a test can check the picture shows what the tool counts.
 
+mod buffer;
 mod draw;
 mod markers;
 pub mod marks;

@@ -141,7 +141,11 @@ impl Scene {
             speeding: speeding_marks(track, now),
             gaps: gap_marks(track, now, zone),
             fences,
-            roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
+            roads: snapshot
+                .routes
+                .iter()
+                .map(|r| r.points().to_vec())
+                .collect(),
             landmarks: landmarks(snapshot),
             ongoing: track.to_utc < crate::fleet::day_bounds(zone, track.date).1,
             units: Vec::new(),
@@ -175,7 +179,11 @@ impl Scene {
                     visited: false,
                 })
                 .collect(),
-            roads: snapshot.routes.iter().map(|r| r.points.clone()).collect(),
+            roads: snapshot
+                .routes
+                .iter()
+                .map(|r| r.points().to_vec())
+                .collect(),
             landmarks: landmarks(snapshot),
             ongoing: false,
             units,

@@ -228,7 +228,7 @@ impl Service {
     /// Names registered twice (tools, prompts, resource URIs), to warn when serving starts.
     pub fn duplicate_names(&self) -> Vec<String> {
         let mut seen = HashSet::new();
-        let tools = self.tools.iter().map(|t| t.definition().name.clone());
+        let tools = self.tools.iter().map(|t| t.name().to_owned());
         let prompts = self
             .prompts
             .iter()

@@ -443,8 +443,8 @@ impl<'a> Session<'a> {
             }
         };
         let tools = &self.service.tools;
-        let Some(tool) = tools.iter().position(|t| t.definition().name == *name) else {
-            let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
+        let Some(tool) = tools.iter().position(|t| t.name() == *name) else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
                 format!(

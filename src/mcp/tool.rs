@@ -202,6 +202,12 @@ pub enum ToolError {
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
 
+    /// The tool's name, without building its definition where that is costly (a typed tool's
+    /// schemas): the server checks names at start and finds tools by name.
+    fn name(&self) -> &str {
+        &self.definition().name
+    }
+
     /// Runs the tool. `arguments` has already been validated against the input schema.
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError>;
 
@@ -427,30 +433,38 @@ impl<T> Reply<T> {
     }
 }
 
-/// Wraps a [`TypedTool`] into the object-safe [`Tool`] the server takes.
+/// Wraps a [`TypedTool`] into the object-safe [`Tool`] the server takes. The definition (its
+/// schemas derived with schemars: a quarter of a server's start) is built on first use, so
+/// `initialize` is answered without it.
 pub fn typed<T: TypedTool>(tool: T) -> Box<dyn Tool> {
-    let definition = ToolDefinition {
-        name: tool.name().to_owned(),
-        title: tool.title().to_owned(),
-        description: tool.description(),
-        input_schema: schema::input_schema_for::<T::Params>(),
-        output_schema: Some(schema::output_schema_for::<T::Output>()),
-        annotations: tool.annotations(),
-        meta: tool.meta(),
-        requires: None,
-        task_support: tool.task_support(),
-    };
-    Box::new(Typed { tool, definition })
+    Box::new(Typed {
+        tool,
+        definition: std::sync::OnceLock::new(),
+    })
 }
 
 struct Typed<T> {
     tool: T,
-    definition: ToolDefinition,
+    definition: std::sync::OnceLock<ToolDefinition>,
 }
 
 impl<T: TypedTool> Tool for Typed<T> {
+    fn name(&self) -> &str {
+        self.tool.name()
+    }
+
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        self.definition.get_or_init(|| ToolDefinition {
+            name: self.tool.name().to_owned(),
+            title: self.tool.title().to_owned(),
+            description: self.tool.description(),
+            input_schema: schema::input_schema_for::<T::Params>(),
+            output_schema: Some(schema::output_schema_for::<T::Output>()),
+            annotations: self.tool.annotations(),
+            meta: self.tool.meta(),
+            requires: None,
+            task_support: self.tool.task_support(),
+        })
     }
 
     fn call(&self, arguments: Value, ctx: &CallContext) -> Result<ToolResult, ToolError> {
@@ -467,13 +481,13 @@ impl<T: TypedTool> Tool for Typed<T> {
             ToolError::Failed(format!("no se pudo serializar el resultado: {err}"))
         })?;
         if cfg!(debug_assertions)
-            && let Some(schema) = &self.definition.output_schema
+            && let Some(schema) = &self.definition().output_schema
             && let Err(violation) = schema::validate(schema, &structured)
         {
             // A test build must never ship a result its own schema rejects.
             panic!(
                 "structuredContent of {} violates its outputSchema: {violation}",
-                self.definition.name
+                self.definition().name
             );
         }
         // Compact: the model reads this block, and whitespace costs tokens.
@@ -574,5 +588,51 @@ mod app_only_tests {
             panic!("no text block");
         };
         assert_eq!(text, r#"{"cuenta":2}"#);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    struct Counted(Arc<AtomicUsize>);
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Params {
+        #[allow(dead_code)]
+        text: String,
+    }
+
+    impl TypedTool for Counted {
+        type Params = Params;
+        type Output = Value;
+        fn name(&self) -> &'static str {
+            "contada"
+        }
+        fn title(&self) -> &'static str {
+            "Contada"
+        }
+        fn description(&self) -> String {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            "Cuenta sus definiciones.".into()
+        }
+        fn call(&self, _: Params, _: &CallContext) -> Result<Reply<Value>, ToolError> {
+            Ok(Reply::new(Value::Null))
+        }
+    }
+
+    /// Registering a tool derives nothing: its definition (schemas) is built on first use,
+    /// once, so a server answers `initialize` without it.
+    #[test]
+    fn a_typed_tool_builds_its_definition_on_first_use_only() {
+        let built = Arc::new(AtomicUsize::new(0));
+        let tool = typed(Counted(built.clone()));
+        assert_eq!(tool.name(), "contada");
+        assert_eq!(built.load(Ordering::SeqCst), 0);
+        assert_eq!(tool.definition().name, "contada");
+        assert!(tool.definition().input_schema["properties"]["text"].is_object());
+        assert_eq!(built.load(Ordering::SeqCst), 1);
     }
 }

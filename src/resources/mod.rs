@@ -252,7 +252,7 @@ impl ResourceTemplate for RouteTemplate {
                 )));
             }
         };
-        let line: Vec<[f64; 2]> = found.points.iter().map(|p| [p.lon, p.lat]).collect();
+        let line: Vec<[f64; 2]> = found.points().iter().map(|p| [p.lon, p.lat]).collect();
         let mut features = vec![json!({
             "type": "Feature",
             "geometry": {"type": "LineString", "coordinates": line},

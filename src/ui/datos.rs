@@ -253,7 +253,7 @@ pub fn mapa_base(snapshot: &Snapshot, teselas: Option<Teselas>) -> MapaBase {
         .iter()
         .map(|r| RutaVista {
             nombre: r.name.clone(),
-            puntos: thin(&r.points),
+            puntos: thin(r.points()),
         })
         .collect();
     let mut lugares: Vec<Lugar> = Vec::new();

@@ -182,11 +182,11 @@ fn fleet_view_data_is_the_fleets_geometry() {
     assert_eq!(vista.mapa_base.rutas.len(), snapshot.routes.len());
     for (thin, full) in vista.mapa_base.rutas.iter().zip(&snapshot.routes) {
         // Thinned, yet every kept vertex is on the route and both ends are kept.
-        assert!(thin.puntos.len() >= 2 && thin.puntos.len() <= full.points.len());
-        let end = full.points.last().unwrap();
+        assert!(thin.puntos.len() >= 2 && thin.puntos.len() <= full.points().len());
+        let end = full.points().last().unwrap();
         assert!((thin.puntos.last().unwrap()[0] - end.lat).abs() < 1e-5);
         assert!(thin.puntos.iter().all(|p| {
-            full.points
+            full.points()
                 .iter()
                 .any(|q| (q.lat - p[0]).abs() < 1e-5 && (q.lon - p[1]).abs() < 1e-5)
         }));
