@@ -1,9 +1,10 @@
 //! `flota importar`: position files into a live database, with the analysis kept current.
 //!
 //! Owns the verb: which database (created empty when missing), each file's format (flag or
-//! extension) and unit (`--placa`, or the file's own column), one transaction per file
-//! (positions and the analysis of the units it touched: a bad file leaves nothing behind,
-//! a re-import adds nothing), a summary per file on stderr, and exit 1 when a file was
+//! extension) and unit (`--placa`, or the file's own column), one transaction per file for
+//! its positions (a bad file leaves nothing behind, a re-import adds nothing) and then the
+//! analysis of the units they touched (until it commits the change log says those units'
+//! detections are behind), a summary per file on stderr, and exit 1 when a file was
 //! refused. The readers are `crate::ingest::import`'s; the session `crate::ingest::session`'s.
 
 use std::collections::BTreeMap;

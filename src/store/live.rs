@@ -1,14 +1,16 @@
-//! Writing positions as they arrive, with the analysis kept current in the same transaction.
+//! Writing positions as they arrive, and the analysis that follows them.
 //!
 //! Owns the write path of `flota recibir` and `flota importar`: creating an empty live
 //! database, opening one for writing beside readers (WAL, so `flota servir` reads while this
-//! writes), the `dispositivos` table (a tracker's own id for a unit), and [`LiveTx`]: one
+//! writes; checkpoints on their own thread, [`Checkpointer`], so a commit never waits for
+//! one), the `dispositivos` table (a tracker's own id for a unit), and [`LiveTx`]: one
 //! short transaction that inserts positions (a repeat of a unit's fix time is dropped by the
-//! primary key), reads a unit's fixes back for a replay, brings that unit's `eventos` and
-//! `resumen_diario` rows in line with a new [`Analysis`] by writing only the rows that
-//! changed ([`Written`] remembers what is stored), and on commit empties the change log: the
-//! writes it logged are this transaction's own, analysed in it, so readers never see the
-//! positions ahead of the detections. Which units to analyse, and when, is `src/ingest/`'s.
+//! primary key; the change log's triggers name the unit), reads a unit's fixes back for a
+//! replay, brings that unit's `eventos` and `resumen_diario` rows in line with a new
+//! [`Analysis`] by writing only the rows that changed ([`Written`] remembers what is
+//! stored) and clears that unit's change-log entries. Positions committed before their
+//! analysis stay in the change log, so readers see those units as behind, never a stale
+//! analysis as current. Which units to analyse, and when, is `src/ingest/`'s.
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -72,16 +74,32 @@ pub fn create(path: &Path, new: &NewDatabase) -> Result<(), StoreError> {
 
 impl SqliteStore {
     /// Opens `path` to write positions beside readers: WAL journal (readers see each commit
-    /// and never block the writer), `synchronous = FULL` (a commit is on disk before it is
-    /// acknowledged, power loss included), and a writer's patience for other writers.
+    /// and never block the writer), `synchronous = NORMAL` (in WAL mode a commit survives
+    /// the process dying at any point, SIGKILL included, and costs no `fsync`; only a power
+    /// loss or an OS crash may take the last commits back, never corrupting the file), a
+    /// writer's patience for other writers, and no checkpoint on this connection: they run
+    /// on a [`Checkpointer`] thread, so a commit never waits for pages to be copied back.
     pub fn open_live(path: &Path) -> Result<SqliteStore, StoreError> {
-        let store = SqliteStore::open_read_write(path)?;
+        let mut store = SqliteStore::open_read_write(path)?;
         store
             .conn
-            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 67108864;",
+            )
             .and_then(|()| store.conn.busy_timeout(std::time::Duration::from_secs(10)))
             .and_then(|()| store.conn.execute_batch(DEVICES_DDL))
             .map_err(|e| store.sqlite(e))?;
+        match Checkpointer::start(path) {
+            Ok(checkpointer) => {
+                store
+                    .conn
+                    .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+                    .map_err(|e| store.sqlite(e))?;
+                store.checkpointer = Some(checkpointer);
+            }
+            // Without the thread, commits checkpoint as SQLite does by default.
+            Err(e) => crate::log_warn!("sin hilo de checkpoints para {}: {e}", store.path()),
+        }
         Ok(store)
     }
 
@@ -443,9 +461,81 @@ impl LiveTx<'_> {
             .map_err(|e| self.store.sqlite(e))
     }
 
+    /// Commits, leaving the change log as it is: positions written here and not yet
+    /// analysed stay named in it ([`LiveTx::forget_changes`] clears a vehicle once it is).
+    pub fn commit_logged(self) -> Result<(), StoreError> {
+        self.tx.commit().map_err(|e| self.store.sqlite(e))
+    }
+
+    /// Clears a vehicle's change-log entries: its analysis was just written in this
+    /// transaction from everything stored for it.
+    pub fn forget_changes(&self, vehicle_id: i64) -> Result<(), StoreError> {
+        self.tx
+            // By the whole key (table, vehicle), not a scan of the log per vehicle.
+            .prepare_cached(&format!(
+                "DELETE FROM {CHANGE_LOG} WHERE tabla IN ('posiciones', 'eventos', 'resumen_diario') AND vehiculo_id = ?1"
+            ))
+            .and_then(|mut stmt| stmt.execute([vehicle_id]))
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
+    }
+
     /// How far the stored detections can be trusted, as this transaction sees them.
     pub fn analysis_state(&self) -> Result<super::AnalysisState, StoreError> {
         let meta = self.store.meta()?;
         self.store.analysis_state(&meta)
+    }
+}
+
+/// How often the [`Checkpointer`] copies the write-ahead log back into the database.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A thread with its own connection that runs a passive WAL checkpoint every
+/// [`CHECKPOINT_EVERY`]: it copies committed pages back without blocking the writer or the
+/// readers, so the log stays short and no commit pays for it. Stops when dropped (after a
+/// last checkpoint).
+pub struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> std::io::Result<Checkpointer> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(|c| c.execute_batch("PRAGMA cache_size = -256;").map(|()| c))
+        .map_err(std::io::Error::other)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("checkpoints".into())
+            .spawn(move || {
+                let checkpoint = || {
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        crate::log_debug!("checkpoint: {e}");
+                    }
+                };
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    checkpoint();
+                }
+                checkpoint();
+            })?;
+        Ok(Checkpointer {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }

@@ -181,6 +181,8 @@ pub struct StoredRoute {
 pub struct SqliteStore {
     pub(super) conn: Connection,
     path: String,
+    /// A live writer's checkpoints, on their own thread (src/store/live.rs).
+    pub(super) checkpointer: Option<super::live::Checkpointer>,
 }
 
 impl SqliteStore {
@@ -231,7 +233,11 @@ impl SqliteStore {
         }
         // Wait a little for a writer instead of failing at once.
         let _ = conn.busy_timeout(std::time::Duration::from_millis(2000));
-        let store = SqliteStore { conn, path: shown };
+        let store = SqliteStore {
+            conn,
+            path: shown,
+            checkpointer: None,
+        };
         store.check_version()?;
         Ok(store)
     }
