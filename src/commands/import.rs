@@ -14,7 +14,6 @@ use std::process::ExitCode;
 
 use chrono_tz::Tz;
 
-use super::receive::live_file;
 use super::{Io, Settings};
 use crate::cli::{ImportArgs, ImportFormat};
 use crate::ingest::devices::Devices;
@@ -37,10 +36,10 @@ struct Summary {
 
 /// Imports every file; exit 1 if any was refused.
 pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = live_file(settings.db_location(args.db.as_deref())?, "flota importar")?;
+    let db = settings.db_location(args.db.as_deref())?;
     let clock = Clock::system();
     super::receive::ensure_database(&db, args.zona, &clock)?;
-    let store = Store::open_live(&db)?;
+    let store = Store::open_live(db)?;
     store.mark_live()?;
     let zone = args.zona.unwrap_or(store.meta()?.zone);
     let mut devices = Devices::new(&store.vehicles()?, &store.devices()?);

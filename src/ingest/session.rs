@@ -73,7 +73,7 @@ pub struct Session<'c> {
     store: &'c Store,
     clock: &'c Clock,
     fleet: LiveFleet<'c>,
-    /// The file's `data_version` after this session's last commit.
+    /// The database's data version after this session's last commit.
     seen: i64,
     /// How the session found the detections.
     pub start: Start,
@@ -141,8 +141,7 @@ impl<'c> Session<'c> {
         fleet.load_all(&tx, &vehicles, !redo)?;
         let now_utc = clock.now_utc();
         fleet.publish_all(&tx, now_utc)?;
-        let seen = tx.data_version()?;
-        tx.commit(Some(&Covered {
+        let seen = tx.commit(Some(&Covered {
             config: fleet.config(),
             until_utc: now_utc,
             fixes: fleet.fixes(),
@@ -208,7 +207,7 @@ impl<'c> Session<'c> {
             }
         }
         let inserted = Instant::now();
-        tx.commit_logged()?;
+        self.seen = tx.commit_logged()?;
         self.phases.insert = inserted.duration_since(began);
         self.phases.commit = inserted.elapsed();
         Ok(Flow::Done(outcomes))
@@ -256,14 +255,14 @@ impl<'c> Session<'c> {
         }
         match self.record_owed {
             Some((until_utc, _)) if self.pending.is_empty() && self.republish.is_empty() => {
-                tx.commit(Some(&Covered {
+                self.seen = tx.commit(Some(&Covered {
                     config: self.fleet.config(),
                     until_utc,
                     fixes: self.fleet.fixes(),
                 }))?;
                 self.record_owed = None;
             }
-            _ => tx.commit_logged()?,
+            _ => self.seen = tx.commit_logged()?,
         }
         self.phases.analyse = began.elapsed();
         Ok(Flow::Done(
@@ -308,7 +307,7 @@ impl<'c> Session<'c> {
         self.fleet.publish_all(&tx, now_utc)?;
         self.republish.clear();
         self.record_owed = None;
-        tx.commit(Some(&Covered {
+        self.seen = tx.commit(Some(&Covered {
             config: self.fleet.config(),
             until_utc: now_utc,
             fixes: self.fleet.fixes(),

@@ -140,10 +140,10 @@ impl SqliteStore {
     }
 
     /// Starts a live transaction, taking the write lock at once.
-    pub fn begin_live(&self) -> Result<LiveTx<'_>, StoreError> {
+    pub fn begin_live(&self) -> Result<SqliteLiveTx<'_>, StoreError> {
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|e| self.sqlite(e))?;
-        Ok(LiveTx {
+        Ok(SqliteLiveTx {
             tx,
             store: self,
             unsealed: std::cell::Cell::new(false),
@@ -152,7 +152,7 @@ impl SqliteStore {
 }
 
 /// One live transaction. Dropped without [`LiveTx::commit`], nothing of it is kept.
-pub struct LiveTx<'a> {
+pub struct SqliteLiveTx<'a> {
     tx: Transaction<'a>,
     store: &'a SqliteStore,
     /// The change log's triggers were dropped ([`LiveTx::restart_analysis`]).
@@ -176,7 +176,7 @@ pub struct RowChanges {
     pub deleted: usize,
 }
 
-fn hash_values(values: &[Value]) -> u64 {
+pub(super) fn hash_values(values: &[Value]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for v in values {
         match v {
@@ -201,7 +201,7 @@ fn event_hash(e: &EventRow) -> u64 {
     h.finish()
 }
 
-impl LiveTx<'_> {
+impl SqliteLiveTx<'_> {
     fn sqlite(&self, e: rusqlite::Error) -> StoreError {
         self.store.sqlite(e)
     }
@@ -358,75 +358,15 @@ impl LiveTx<'_> {
         config: &DetectionConfig,
         now_utc: i64,
     ) -> rusqlite::Result<RowChanges> {
-        let mut changes = RowChanges::default();
-        let old = std::mem::take(&mut written.events);
-        let mut used = vec![false; old.len()];
-        let mut insert = self.tx.prepare_cached(&format!(
-            "INSERT INTO eventos ({EVENT_VALUE_COLUMNS}) VALUES ({})",
-            placeholders(EVENT_VALUES)
-        ))?;
-        for row in event_rows(vehicle_id, analysis, fence_ids, config, now_utc) {
-            let hash = event_hash(&row);
-            let first = old.partition_point(|(h, _)| *h < hash);
-            let stored = (first..old.len())
-                .take_while(|i| old[*i].0 == hash)
-                .find(|i| !used[*i]);
-            let id = match stored {
-                Some(i) => {
-                    used[i] = true;
-                    old[i].1
-                }
-                None => {
-                    insert.execute(params_from_iter(event_values(&row)))?;
-                    changes.inserted += 1;
-                    self.tx.last_insert_rowid()
-                }
-            };
-            written.events.push((hash, id));
-        }
-        written.events.sort_unstable();
-        let mut delete = self
-            .tx
-            .prepare_cached("DELETE FROM eventos WHERE id = ?1")?;
-        for (_, id) in old.iter().zip(&used).filter(|(_, u)| !**u).map(|(e, _)| e) {
-            delete.execute([id])?;
-            changes.deleted += 1;
-        }
-
-        // Days are kept in date order (analyses list them so; ISO dates sort as text).
-        let old_days = std::mem::take(&mut written.days);
-        let mut put_day = self.tx.prepare_cached(&format!(
-            "INSERT OR REPLACE INTO resumen_diario ({DAY_VALUE_COLUMNS}) VALUES ({})",
-            placeholders(DAY_VALUES)
-        ))?;
-        for day in &analysis.days {
-            let values = day_values(vehicle_id, day);
-            let hash = hash_values(&values);
-            let date = day.date.to_string();
-            let stored = old_days
-                .binary_search_by(|(d, _)| d.as_str().cmp(&date))
-                .ok()
-                .map(|i| old_days[i].1);
-            if stored != Some(hash) {
-                put_day.execute(params_from_iter(values))?;
-                changes.inserted += 1;
-            }
-            written.days.push((date, hash));
-        }
-        let mut delete_day = self
-            .tx
-            .prepare_cached("DELETE FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2")?;
-        for (date, _) in &old_days {
-            if written
-                .days
-                .binary_search_by(|(d, _)| d.as_str().cmp(date))
-                .is_err()
-            {
-                delete_day.execute(params![vehicle_id, date])?;
-                changes.deleted += 1;
-            }
-        }
-        Ok(changes)
+        let mut sink = SqliteRows { tx: &self.tx };
+        let rows = AnalysisRows {
+            vehicle_id,
+            analysis,
+            fence_ids,
+            config,
+            now_utc,
+        };
+        rows.apply(written, &mut sink)
     }
 
     /// Empties the analysis tables and stops the change log, for an analysis of every
@@ -445,7 +385,9 @@ impl LiveTx<'_> {
     /// Commits. The change log is emptied: every position written in this transaction was
     /// analysed in it. With `record` (an analysis of every vehicle up to its "now"), the
     /// coverage record is rewritten and the log restarted, as `flota analizar` does.
-    pub fn commit(self, record: Option<&Covered<'_>>) -> Result<(), StoreError> {
+    /// Returns the file's `data_version` as this connection sees it (its own commits do not
+    /// move it; another connection's next commit will).
+    pub fn commit(self, record: Option<&Covered<'_>>) -> Result<i64, StoreError> {
         let clear = |tx: &Transaction<'_>| tx.execute_batch(&format!("DELETE FROM {CHANGE_LOG};"));
         let done = match record {
             // Triggers dropped, or never made (a file from before the log): the full seal.
@@ -457,14 +399,18 @@ impl LiveTx<'_> {
             }
             None => clear(&self.tx),
         };
+        let version = self.data_version()?;
         done.and_then(|()| self.tx.commit())
-            .map_err(|e| self.store.sqlite(e))
+            .map_err(|e| self.store.sqlite(e))?;
+        Ok(version)
     }
 
     /// Commits, leaving the change log as it is: positions written here and not yet
     /// analysed stay named in it ([`LiveTx::forget_changes`] clears a vehicle once it is).
-    pub fn commit_logged(self) -> Result<(), StoreError> {
-        self.tx.commit().map_err(|e| self.store.sqlite(e))
+    pub fn commit_logged(self) -> Result<i64, StoreError> {
+        let version = self.data_version()?;
+        self.tx.commit().map_err(|e| self.store.sqlite(e))?;
+        Ok(version)
     }
 
     /// Clears a vehicle's change-log entries: its analysis was just written in this
@@ -537,5 +483,166 @@ impl Drop for Checkpointer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Where [`AnalysisRows::apply`] writes: one backend's statements for the rows of one
+/// vehicle's analysis.
+pub(super) trait RowSink {
+    type Error;
+    /// Inserts an `eventos` row; returns its id.
+    fn insert_event(&mut self, values: &[Value; EVENT_VALUES]) -> Result<i64, Self::Error>;
+    fn delete_event(&mut self, id: i64) -> Result<(), Self::Error>;
+    /// Inserts or replaces a `resumen_diario` row.
+    fn put_day(&mut self, values: &[Value; DAY_VALUES]) -> Result<(), Self::Error>;
+    fn delete_day(&mut self, vehicle_id: i64, date: &str) -> Result<(), Self::Error>;
+}
+
+/// One vehicle's analysis finished at `now_utc`, as rows.
+pub(super) struct AnalysisRows<'a> {
+    pub vehicle_id: i64,
+    pub analysis: &'a Analysis,
+    pub fence_ids: &'a [i64],
+    pub config: &'a DetectionConfig,
+    pub now_utc: i64,
+}
+
+impl AnalysisRows<'_> {
+    /// Makes the stored rows these, writing only what differs from `written` (updated),
+    /// on either backend.
+    pub(super) fn apply<S: RowSink>(
+        &self,
+        written: &mut Written,
+        sink: &mut S,
+    ) -> Result<RowChanges, S::Error> {
+        let vehicle_id = self.vehicle_id;
+        let mut changes = RowChanges::default();
+        let old = std::mem::take(&mut written.events);
+        let mut used = vec![false; old.len()];
+        for row in event_rows(
+            vehicle_id,
+            self.analysis,
+            self.fence_ids,
+            self.config,
+            self.now_utc,
+        ) {
+            let hash = event_hash(&row);
+            let first = old.partition_point(|(h, _)| *h < hash);
+            let stored = (first..old.len())
+                .take_while(|i| old[*i].0 == hash)
+                .find(|i| !used[*i]);
+            let id = match stored {
+                Some(i) => {
+                    used[i] = true;
+                    old[i].1
+                }
+                None => {
+                    changes.inserted += 1;
+                    sink.insert_event(&event_values(&row))?
+                }
+            };
+            written.events.push((hash, id));
+        }
+        written.events.sort_unstable();
+        for (_, id) in old.iter().zip(&used).filter(|(_, u)| !**u).map(|(e, _)| e) {
+            sink.delete_event(*id)?;
+            changes.deleted += 1;
+        }
+
+        // Days are kept in date order (analyses list them so; ISO dates sort as text).
+        let old_days = std::mem::take(&mut written.days);
+        for day in &self.analysis.days {
+            let values = day_values(vehicle_id, day);
+            let hash = hash_values(&values);
+            let date = day.date.to_string();
+            let stored = old_days
+                .binary_search_by(|(d, _)| d.as_str().cmp(&date))
+                .ok()
+                .map(|i| old_days[i].1);
+            if stored != Some(hash) {
+                sink.put_day(&values)?;
+                changes.inserted += 1;
+            }
+            written.days.push((date, hash));
+        }
+        for (date, _) in &old_days {
+            if written
+                .days
+                .binary_search_by(|(d, _)| d.as_str().cmp(date))
+                .is_err()
+            {
+                sink.delete_day(vehicle_id, date)?;
+                changes.deleted += 1;
+            }
+        }
+        Ok(changes)
+    }
+}
+
+impl Written {
+    /// What is stored, from each `eventos` row and its id, and each `resumen_diario` row's
+    /// values (as [`day_values`] gives them), read by either backend.
+    pub(super) fn from_rows(
+        events: impl Iterator<Item = (EventRow, i64)>,
+        days: impl Iterator<Item = [Value; DAY_VALUES]>,
+    ) -> Written {
+        let mut written = Written {
+            events: events.map(|(e, id)| (event_hash(&e), id)).collect(),
+            days: days
+                .map(|values| {
+                    let date = match &values[1] {
+                        Value::Text(t) => t.clone(),
+                        _ => String::new(),
+                    };
+                    (date, hash_values(&values))
+                })
+                .collect(),
+        };
+        written.events.sort_unstable();
+        written.days.sort_unstable();
+        written
+    }
+}
+
+/// SQLite's statements for [`AnalysisRows::apply`].
+struct SqliteRows<'t, 'c> {
+    tx: &'t Transaction<'c>,
+}
+
+impl RowSink for SqliteRows<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn insert_event(&mut self, values: &[Value; EVENT_VALUES]) -> rusqlite::Result<i64> {
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT INTO eventos ({EVENT_VALUE_COLUMNS}) VALUES ({})",
+                placeholders(EVENT_VALUES)
+            ))?
+            .execute(params_from_iter(values))?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    fn delete_event(&mut self, id: i64) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM eventos WHERE id = ?1")?
+            .execute([id])
+            .map(|_| ())
+    }
+
+    fn put_day(&mut self, values: &[Value; DAY_VALUES]) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO resumen_diario ({DAY_VALUE_COLUMNS}) VALUES ({})",
+                placeholders(DAY_VALUES)
+            ))?
+            .execute(params_from_iter(values))
+            .map(|_| ())
+    }
+
+    fn delete_day(&mut self, vehicle_id: i64, date: &str) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2")?
+            .execute(params![vehicle_id, date])
+            .map(|_| ())
     }
 }

@@ -24,7 +24,7 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn start(db: &Path, extra: &[&str]) -> Receiver {
+    pub fn start(db: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> Receiver {
         let mut child = Command::new(flota_bin())
             .arg("recibir")
             .arg("--db")
