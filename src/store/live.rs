@@ -81,6 +81,12 @@ impl SqliteStore {
     /// on a [`Checkpointer`] thread, so a commit never waits for pages to be copied back.
     pub fn open_live(path: &Path) -> Result<SqliteStore, StoreError> {
         let mut store = SqliteStore::open_read_write(path)?;
+        let present = store
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| store.sqlite(e))?;
+        super::schema::require_base_tables(store.path(), &present)?;
         store
             .conn
             .execute_batch(

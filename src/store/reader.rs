@@ -69,6 +69,10 @@ pub enum StoreError {
     NoTables { path: String },
     #[error("{path}: {message}")]
     Server { path: String, message: String },
+    #[error(
+        "{path} no es una base de flota completa: le faltan las tablas {tables} (¿es de una versión anterior de flota o de otro programa?); no se escribió nada en ella"
+    )]
+    Incomplete { path: String, tables: String },
     #[error("{what} todavía no escribe en PostgreSQL ({path}); use una base SQLite")]
     Unsupported { what: &'static str, path: String },
 }

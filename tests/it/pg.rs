@@ -803,3 +803,46 @@ fn importar_into_postgres_stores_and_analyses_as_on_sqlite() {
     assert_eq!(pg_tables(pg, database_name(&url)), expected);
     assert!(current(&url));
 }
+
+#[test]
+fn a_postgres_database_missing_some_tables_is_named_and_left_untouched() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("incompleta");
+    let database = database_name(&url).to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let gpx = dir.path().join("t.gpx");
+    std::fs::write(
+        &gpx,
+        r#"<?xml version="1.0"?><gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg><trkpt lat="14.6" lon="-90.5"><time>2026-01-01T10:00:00Z</time></trkpt></trkseg></trk></gpx>"#,
+    )
+    .unwrap();
+    let import = |placa: &str| {
+        flota(&[
+            "importar",
+            gpx.to_str().unwrap(),
+            "--placa",
+            placa,
+            "--db",
+            &url,
+        ])
+    };
+    assert!(import("P-1").status.success());
+    pg.sql(&database, "DROP TABLE flota.paradas, flota.rutas");
+    let state = "SELECT (SELECT count(*) FROM flota.posiciones), (SELECT count(*) FROM flota.vehiculos), (SELECT last_value FROM flota.escrituras_en_vivo)";
+    let before = pg.sql(&database, state);
+    let out = import("P-2");
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("le faltan las tablas rutas, paradas"),
+        "{}",
+        stderr(&out)
+    );
+    let out = flota(&["recibir", "--escuchar", "127.0.0.1:0", "--db", &url]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("le faltan las tablas rutas, paradas"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(pg.sql(&database, state), before);
+}

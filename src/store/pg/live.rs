@@ -92,6 +92,16 @@ impl PgStore {
     /// Opens `url` to write positions: read-write, with the live writer's tables.
     pub fn open_live(url: &PgUrl) -> Result<PgStore, StoreError> {
         let store = PgStore::open_read_write(url)?;
+        let present = store.with_client(|c| {
+            c.query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()",
+                &[],
+            )?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect()
+        })?;
+        crate::store::schema::require_base_tables(store.path(), &present)?;
         store.with_client(|c| c.batch_execute(LIVE_DDL))?;
         Ok(store)
     }
