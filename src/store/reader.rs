@@ -73,8 +73,6 @@ pub enum StoreError {
         "{path} no es una base de flota completa: le faltan las tablas {tables} (¿es de una versión anterior de flota o de otro programa?); no se escribió nada en ella"
     )]
     Incomplete { path: String, tables: String },
-    #[error("{what} todavía no escribe en PostgreSQL ({path}); use una base SQLite")]
-    Unsupported { what: &'static str, path: String },
 }
 
 /// What changed since an older schema, for the message that refuses it.

@@ -154,6 +154,7 @@ impl PgStore {
             open: Cell::new(true),
             unsealed: Cell::new(false),
             days: RefCell::new(BTreeSet::new()),
+            insert: RefCell::new(None),
         })
     }
 }
@@ -165,6 +166,8 @@ pub struct PgLiveTx<'a> {
     unsealed: Cell<bool>,
     /// Partitions made sure of in this transaction.
     days: RefCell<BTreeSet<i64>>,
+    /// The insert of a position, prepared once per transaction.
+    insert: RefCell<Option<postgres::Statement>>,
 }
 
 impl PgLiveTx<'_> {
@@ -195,11 +198,20 @@ impl PgLiveTx<'_> {
         if self.days.borrow_mut().insert(day) {
             self.run(|c| c.batch_execute(&partition_ddl(day)))?;
         }
+        let mut prepared = self.insert.borrow_mut();
         let changed = self.run(|c| {
+            let statement = match prepared.as_ref() {
+                Some(statement) => statement.clone(),
+                None => prepared
+                    .insert(c.prepare(
+                        "INSERT INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
+                         VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9)
+                         ON CONFLICT (vehiculo_id, ts_utc, secuencia) DO NOTHING",
+                    )?)
+                    .clone(),
+            };
             c.execute(
-                "INSERT INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
-                 VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9)
-                 ON CONFLICT (vehiculo_id, ts_utc, secuencia) DO NOTHING",
+                &statement,
                 &[
                     &vehicle_id,
                     &ts_utc,
