@@ -547,13 +547,6 @@ fn bad_urls_credentials_databases_and_tables_are_said_in_spanish() {
         );
         assert!(!said.contains("mala_clave"), "{args:?}: {said}");
     }
-    // The live writers say they do not write there yet.
-    let out = flota(&["importar", "--db", &empty, "x.gpx"]);
-    assert!(
-        stderr(&out).contains("todavía no escribe en PostgreSQL"),
-        "{}",
-        stderr(&out)
-    );
 }
 
 #[test]
