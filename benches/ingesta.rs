@@ -16,6 +16,9 @@
 //!   into a new database with the analysis; wall time.
 //!
 //! `FLOTA_BENCH_SEGUNDOS` shortens or lengthens the receiver run (default 60).
+//! `FLOTA_BENCH_DB=postgres://…/base` runs the receiver into that PostgreSQL database instead
+//! of a new SQLite file (a database without flota's schema: the receiver creates it; drop the
+//! database afterwards).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -91,7 +94,7 @@ fn busiest(units: Vec<(String, Vec<Report>)>, seconds: f64) -> (f64, Vec<(String
 
 /// `flota recibir` on a free port; its address (from its log line). The caller waits for it.
 #[allow(clippy::zombie_processes)]
-fn receiver(db: &Path) -> (Child, String) {
+fn receiver(db: &str) -> (Child, String) {
     let mut child = Command::new(bin())
         .args([
             "recibir",
@@ -139,6 +142,17 @@ fn count(db: &Path, sql: &str) -> i64 {
         .unwrap()
 }
 
+/// `sql` (one number) on the receiver's database: a SQLite file or a PostgreSQL URL.
+fn count_in(db: &str, sql: &str) -> i64 {
+    if db.starts_with("postgres") {
+        let mut client = postgres::Client::connect(db, postgres::NoTls).unwrap();
+        client.batch_execute("SET search_path = flota").unwrap();
+        client.query_one(sql, &[]).unwrap().get(0)
+    } else {
+        count(Path::new(db), sql)
+    }
+}
+
 fn bench_receiver(dir: &Path, seconds: f64) {
     let scenario = one_day_scenario(dir);
     let sim_db = dir.join("escala.db");
@@ -166,7 +180,8 @@ fn bench_receiver(dir: &Path, seconds: f64) {
     // The receiver starts from nothing and registers the units as they first report (a new
     // live database, as `flota recibir` creates it).
     std::fs::remove_file(&sim_db).unwrap();
-    let db = dir.join("recibida.db");
+    let file = dir.join("recibida.db");
+    let db = std::env::var("FLOTA_BENCH_DB").unwrap_or_else(|_| file.display().to_string());
     let (mut child, addr) = receiver(&db);
     let pid = child.id();
     let played = emit::emit(
@@ -188,11 +203,12 @@ fn bench_receiver(dir: &Path, seconds: f64) {
         .unwrap();
     let status = child.wait().unwrap();
     let stop_s = stop.elapsed().as_secs_f64();
-    let stored = count(&db, "SELECT count(*) FROM posiciones");
-    let store = flota::store::Store::open(&db).unwrap();
+    let stored = count_in(&db, "SELECT count(*) FROM posiciones");
+    let location = flota::store::Location::parse(Path::new(&db)).unwrap();
+    let store = flota::store::Store::open(location).unwrap();
     let meta = store.meta().unwrap();
     let current = store.analysis_state(&meta).unwrap() == flota::store::AnalysisState::Current;
-    let events = count(&db, "SELECT count(*) FROM eventos");
+    let events = count_in(&db, "SELECT count(*) FROM eventos");
     eprintln!("{}", played.lines());
     println!(
         "| devices | reports sent | acknowledged | lost | undelivered | rate (ack/s) | p50 | p99 | max | receiver peak RSS | stop | detections | events |"

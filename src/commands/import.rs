@@ -1,9 +1,10 @@
 //! `flota importar`: position files into a live database, with the analysis kept current.
 //!
 //! Owns the verb: which database (created empty when missing), each file's format (flag or
-//! extension) and unit (`--placa`, or the file's own column), one transaction per file
-//! (positions and the analysis of the units it touched: a bad file leaves nothing behind,
-//! a re-import adds nothing), a summary per file on stderr, and exit 1 when a file was
+//! extension) and unit (`--placa`, or the file's own column), one transaction per file for
+//! its positions (a bad file leaves nothing behind, a re-import adds nothing) and then the
+//! analysis of the units they touched (until it commits the change log says those units'
+//! detections are behind), a summary per file on stderr, and exit 1 when a file was
 //! refused. The readers are `crate::ingest::import`'s; the session `crate::ingest::session`'s.
 
 use std::collections::BTreeMap;
@@ -13,7 +14,6 @@ use std::process::ExitCode;
 
 use chrono_tz::Tz;
 
-use super::receive::live_file;
 use super::{Io, Settings};
 use crate::cli::{ImportArgs, ImportFormat};
 use crate::ingest::devices::Devices;
@@ -36,10 +36,10 @@ struct Summary {
 
 /// Imports every file; exit 1 if any was refused.
 pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = live_file(settings.db_location(args.db.as_deref())?, "flota importar")?;
+    let db = settings.db_location(args.db.as_deref())?;
     let clock = Clock::system();
     super::receive::ensure_database(&db, args.zona, &clock)?;
-    let store = Store::open_live(&db)?;
+    let store = Store::open_live(db)?;
     store.mark_live()?;
     let zone = args.zona.unwrap_or(store.meta()?.zone);
     let mut devices = Devices::new(&store.vehicles()?, &store.devices()?);

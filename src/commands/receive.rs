@@ -8,7 +8,6 @@
 //! the sessions and the server are `crate::ingest`'s.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -23,7 +22,7 @@ use crate::ingest::server::{self, App, Limits, Protocol};
 use crate::ingest::writer;
 use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
-use crate::store::{Location, NewDatabase, Store, StoreError};
+use crate::store::{Location, NewDatabase, Store};
 use crate::{log_info, log_warn};
 
 /// How often every vehicle is republished at "now" (open stops, losses going on).
@@ -44,21 +43,9 @@ pub enum ReceiveUsage {
     },
 }
 
-/// The SQLite file the live writers need: PostgreSQL is refused for them, in Spanish, until
-/// they write there.
-pub fn live_file(at: Location, verb: &'static str) -> Result<PathBuf, StoreError> {
-    match at {
-        Location::Sqlite(path) => Ok(path),
-        Location::Postgres(url) => Err(StoreError::Unsupported {
-            what: verb,
-            path: url.shown().to_owned(),
-        }),
-    }
-}
-
 /// Receives until SIGINT or SIGTERM.
 pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let db = live_file(settings.db_location(args.db.as_deref())?, "flota recibir")?;
+    let db = settings.db_location(args.db.as_deref())?;
     if !args.escuchar.ip().is_loopback() {
         if !args.permitir_red {
             return Err(ReceiveUsage::Exposed(args.escuchar).into());
@@ -70,11 +57,11 @@ pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Resul
     }
     let clock = Clock::system();
     ensure_database(&db, args.zona, &clock)?;
-    let store = Store::open_live(&db)?;
+    let store = Store::open_live(db.clone())?;
     if store.mark_live()? {
         log_info!(
             "{} era una simulación con su propio «ahora»; ahora es una base en vivo: su «ahora» es el reloj",
-            db.display()
+            db
         );
     }
     declare_devices(&store, &args.dispositivos, &db)?;
@@ -85,7 +72,7 @@ pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Resul
         log_warn!(
             "--zona {} no cambia la zona de {}, que es {}",
             zone.name(),
-            db.display(),
+            db,
             meta.zone.name()
         );
     }
@@ -118,8 +105,8 @@ pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Resul
         })?;
     match started.recv() {
         Ok(Ok(())) => {}
-        Ok(Err(why)) => anyhow::bail!("no se pudo preparar {}: {why}", db.display()),
-        Err(_) => anyhow::bail!("el escritor de {} terminó antes de empezar", db.display()),
+        Ok(Err(why)) => anyhow::bail!("no se pudo preparar {}: {why}", db),
+        Err(_) => anyhow::bail!("el escritor de {} terminó antes de empezar", db),
     }
     let limits = Limits {
         connections: 4096,
@@ -138,7 +125,7 @@ pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Resul
             "flota recibir {}: escuchando en http://{} (protocolo OsmAnd), base {}",
             env!("CARGO_PKG_VERSION"),
             listener.local_addr()?,
-            db.display()
+            db
         );
         server::serve(listener, app, stop_signal()).await;
         anyhow::Ok(())
@@ -148,13 +135,9 @@ pub fn run(args: ReceiveArgs, io: &mut Io, settings: &Settings) -> anyhow::Resul
     match writer.join() {
         Ok(Ok(())) => {}
         Ok(Err(e)) => return Err(e.into()),
-        Err(_) => anyhow::bail!("el escritor de {} falló", db.display()),
+        Err(_) => anyhow::bail!("el escritor de {} falló", db),
     }
-    writeln!(
-        io.stderr,
-        "detenido; todo lo confirmado está en {}",
-        db.display()
-    )?;
+    writeln!(io.stderr, "detenido; todo lo confirmado está en {}", db)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -167,38 +150,46 @@ fn speed_unit(choice: SpeedChoice) -> SpeedUnit {
     }
 }
 
-/// Creates an empty live database at `db` when there is none (atomically: a temporary file
-/// renamed into place).
+/// Creates an empty live database at `db` when there is none: a SQLite file atomically (a
+/// temporary file renamed into place), flota's tables on a PostgreSQL server in one
+/// transaction.
 pub fn ensure_database(
-    db: &Path,
+    db: &Location,
     zone: Option<chrono_tz::Tz>,
     clock: &Clock,
 ) -> anyhow::Result<()> {
-    if db.exists() {
-        return Ok(());
+    let zone_or_utc = zone.unwrap_or(chrono_tz::UTC);
+    let new = NewDatabase {
+        zone: zone_or_utc,
+        config: crate::engine::DetectionConfig::default(),
+        fleet_limit_kmh: DEFAULT_LIMIT_KMH,
+        now_utc: clock.now_utc(),
+    };
+    let created = match db {
+        Location::Sqlite(path) if path.exists() => false,
+        Location::Sqlite(path) => {
+            let staged = Staged::prepare(path)?;
+            crate::store::live::create(staged.temp(), &new)?;
+            staged.commit()?;
+            true
+        }
+        Location::Postgres(_) => Store::create_live_on_server(db, &new)?,
+    };
+    if created {
+        log_info!(
+            "base nueva {db} (zona {}, sin unidades)",
+            zone_or_utc.name()
+        );
     }
-    let zone = zone.unwrap_or(chrono_tz::UTC);
-    let staged = Staged::prepare(db)?;
-    crate::store::live::create(
-        staged.temp(),
-        &NewDatabase {
-            zone,
-            config: crate::engine::DetectionConfig::default(),
-            fleet_limit_kmh: DEFAULT_LIMIT_KMH,
-            now_utc: clock.now_utc(),
-        },
-    )?;
-    staged.commit()?;
-    log_info!(
-        "base nueva {} (zona {}, sin unidades)",
-        db.display(),
-        zone.name()
-    );
     Ok(())
 }
 
 /// Records each `--dispositivo ID=PLACA`.
-fn declare_devices(store: &Store, declared: &[(String, String)], db: &Path) -> anyhow::Result<()> {
+fn declare_devices(
+    store: &Store,
+    declared: &[(String, String)],
+    db: &Location,
+) -> anyhow::Result<()> {
     if declared.is_empty() {
         return Ok(());
     }
@@ -210,7 +201,7 @@ fn declare_devices(store: &Store, declared: &[(String, String)], db: &Path) -> a
             .ok_or_else(|| ReceiveUsage::UnknownPlate {
                 id: id.clone(),
                 plate: plate.clone(),
-                db: db.display().to_string(),
+                db: db.to_string(),
             })?;
         store.set_device(id, vehicle.id)?;
         log_info!("el rastreador {id} informa por {}", vehicle.plate);

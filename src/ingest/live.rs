@@ -321,6 +321,13 @@ impl<'c> LiveFleet<'c> {
         Ok(total)
     }
 
+    /// Every vehicle with an engine, by id.
+    pub fn vehicle_ids(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self.vehicles.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// The limit of a vehicle registered now.
     pub fn default_limit_kmh(&self) -> f64 {
         self.reference().default_limit_kmh

@@ -7,7 +7,8 @@
 //! ([`Limits::connections`], then the listener waits: back-pressure on accept), and the
 //! queue to the writer is bounded: when it is full the answer is 503 with `Retry-After`, so a
 //! flood never grows memory. Each refusal is one Spanish log line (at most
-//! [`LOG_LINES_PER_S`] a second, then a count). Stopping: the listener closes, requests in
+//! [`LOG_LINES_PER_S`] a second, then a count); a keep-alive connection that sits idle until
+//! the header timeout is closed without an answer and logged at debug only ([`Traffic`]). Stopping: the listener closes, requests in
 //! flight get their answers (they wait for their commit), connections close.
 
 use std::net::SocketAddr;
@@ -327,12 +328,21 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        let stream = Counted::new(stream);
+        let traffic = Arc::clone(&stream.traffic);
         // The peer's address rides in each request's extensions: cloning the router is an
         // `Arc` clone, where layering it per connection would rebuild its routes.
         let router = router.clone();
+        let answered = Arc::clone(&traffic);
         let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             request.extensions_mut().insert(peer);
-            router.clone().oneshot(request)
+            let answered = Arc::clone(&answered);
+            let response = router.clone().oneshot(request);
+            async move {
+                let response = response.await;
+                answered.answered();
+                response
+            }
         });
         let mut builder = http1::Builder::new();
         builder
@@ -342,10 +352,17 @@ pub async fn serve(
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         let app = Arc::clone(&app);
         tokio::spawn(async move {
-            if let Err(e) = connection.await
-                && let Some(why) = connection_fault(&e)
-            {
-                app.refused(peer, StatusCode::BAD_REQUEST, why);
+            match connection.await {
+                Err(e) if e.is_timeout() && traffic.idle() => {
+                    // A keep-alive connection nobody used again: closed, as it should be.
+                    crate::log_debug!("conexión inactiva de {peer} cerrada tras el tiempo límite");
+                }
+                Err(e) => {
+                    if let Some(why) = connection_fault(&e) {
+                        app.refused(peer, StatusCode::BAD_REQUEST, why);
+                    }
+                }
+                Ok(()) => {}
             }
             drop(slot);
         });
@@ -359,5 +376,95 @@ pub async fn serve(
             "algunas conexiones no terminaron en {} s: se cierran",
             GRACE.as_secs()
         );
+    }
+}
+
+/// Bytes a connection has read, and how many it had read when its last answer was ready: a
+/// connection whose header timeout fires with nothing read since is an idle keep-alive (or
+/// one opened ahead and never used), not a client that stalled mid-request. Bytes of a
+/// pipelined request read while the previous one was handled count as read before the
+/// answer; such a request that then stalls is taken as idle (logged at debug).
+#[derive(Default)]
+struct Traffic {
+    read: std::sync::atomic::AtomicU64,
+    at_answer: std::sync::atomic::AtomicU64,
+}
+
+impl Traffic {
+    fn answered(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.at_answer.store(self.read.load(Relaxed), Relaxed);
+    }
+
+    fn idle(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.read.load(Relaxed) == self.at_answer.load(Relaxed)
+    }
+}
+
+/// A TCP stream that counts the bytes read from it into its [`Traffic`].
+struct Counted {
+    stream: tokio::net::TcpStream,
+    traffic: Arc<Traffic>,
+}
+
+impl Counted {
+    fn new(stream: tokio::net::TcpStream) -> Counted {
+        Counted {
+            stream,
+            traffic: Arc::new(Traffic::default()),
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        let read = buf.filled().len().saturating_sub(before) as u64;
+        self.traffic
+            .read
+            .fetch_add(read, std::sync::atomic::Ordering::Relaxed);
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }

@@ -4,13 +4,21 @@
 //! Owns the transaction discipline shared by `flota recibir` and `flota importar`. A session
 //! starts by making the stored detections current for every vehicle (re-analysing what was
 //! written behind their back, recreating what is unusable) and loading every vehicle's
-//! engine; then each [`Session::write`] is one transaction: positions inserted (repeats of a
-//! unit's fix time dropped), engines advanced, the touched vehicles published at "now", the
-//! change log emptied; and each [`Session::publish_all`] republishes every vehicle at "now"
-//! and records what the analysis covers. If another process committed to the file since the
+//! engine; then each [`Session::write`] is one short transaction that inserts positions
+//! (repeats of a unit's fix time dropped) and commits them — what an acknowledgement waits
+//! for — while their vehicles stay named in the change log; each [`Session::analyse`] is one
+//! transaction, bounded in time, that advances the engines of vehicles with positions
+//! waiting, publishes them at "now" and clears their change-log entries (readers in between
+//! see those vehicles' detections as behind, never as current); and each
+//! [`Session::publish_all`] analyses what waits, republishes every vehicle at "now" and
+//! records what the analysis covers. If another process committed to the file since the
 //! session's last commit (`flota analizar`, an import while receiving), the transaction is
 //! abandoned untouched and the caller starts a new session ([`Flow::Resync`]), which re-reads
 //! everything from the file. Knows no SQL and no HTTP.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use crate::engine::Fix;
 use crate::ingest::live::{Contexts, LiveFleet, Reference};
@@ -65,10 +73,29 @@ pub struct Session<'c> {
     store: &'c Store,
     clock: &'c Clock,
     fleet: LiveFleet<'c>,
-    /// The file's `data_version` after this session's last commit.
+    /// The database's data version after this session's last commit.
     seen: i64,
     /// How the session found the detections.
     pub start: Start,
+    /// Where the last [`Session::write`] and [`Session::analyse`] spent their time.
+    pub phases: Phases,
+    /// Fixes committed but not yet given to their vehicle's engine, by vehicle.
+    pending: HashMap<i64, Vec<Fix>>,
+    /// The vehicles in `pending`, in the order their first waiting fix was committed.
+    waiting: VecDeque<(Instant, i64)>,
+    /// Vehicles still to republish at "now" ([`Session::republish`]).
+    republish: Vec<i64>,
+    /// The "now" a republishing started at, recorded as covered once it is done; and when.
+    record_owed: Option<(i64, Instant)>,
+}
+
+/// Where the writes spent their time: inserting, committing, and the last analysis
+/// (engines advanced, vehicles published, committed).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phases {
+    pub insert: Duration,
+    pub commit: Duration,
+    pub analyse: Duration,
 }
 
 /// Runs `body` in sessions on `store`, starting a new one each time it asks to resync.
@@ -114,8 +141,7 @@ impl<'c> Session<'c> {
         fleet.load_all(&tx, &vehicles, !redo)?;
         let now_utc = clock.now_utc();
         fleet.publish_all(&tx, now_utc)?;
-        let seen = tx.data_version()?;
-        tx.commit(Some(&Covered {
+        let seen = tx.commit(Some(&Covered {
             config: fleet.config(),
             until_utc: now_utc,
             fixes: fleet.fixes(),
@@ -126,6 +152,11 @@ impl<'c> Session<'c> {
             fleet,
             seen,
             start,
+            phases: Phases::default(),
+            pending: HashMap::new(),
+            waiting: VecDeque::new(),
+            republish: Vec::new(),
+            record_owed: None,
         })
     }
 
@@ -135,14 +166,16 @@ impl<'c> Session<'c> {
         Ok((tx.data_version()? == self.seen).then_some(tx))
     }
 
-    /// Writes `positions` and the analysis of the vehicles they touch, in one transaction.
+    /// Writes `positions` in one transaction and commits them; their analysis is left to
+    /// [`Session::analyse`] (or [`Session::publish_all`]): until then the change log names
+    /// their vehicles, so readers know those detections are behind.
     pub fn write(&mut self, positions: &[Position]) -> Result<Flow<Vec<Outcome>>, StoreError> {
+        let began = Instant::now();
         let Some(tx) = self.begin()? else {
             return Ok(Flow::Resync);
         };
         let mut registered: Vec<(String, i64)> = Vec::new();
         let mut outcomes = Vec::with_capacity(positions.len());
-        let mut touched: Vec<(i64, Vec<Fix>)> = Vec::new();
         for position in positions {
             let vehicle_id = match &position.unit {
                 Unit::Vehicle(id) => *id,
@@ -161,33 +194,120 @@ impl<'c> Session<'c> {
             };
             if tx.insert(vehicle_id, position.ts_utc, &position.row)? {
                 let fix = position.row.to_fix(position.ts_utc);
-                match touched.iter_mut().find(|(id, _)| *id == vehicle_id) {
-                    Some((_, fixes)) => fixes.push(fix),
-                    None => touched.push((vehicle_id, vec![fix])),
+                match self.pending.entry(vehicle_id) {
+                    Entry::Occupied(mut fixes) => fixes.get_mut().push(fix),
+                    Entry::Vacant(slot) => {
+                        slot.insert(vec![fix]);
+                        self.waiting.push_back((began, vehicle_id));
+                    }
                 }
                 outcomes.push(Outcome::Stored(vehicle_id));
             } else {
                 outcomes.push(Outcome::Duplicate(vehicle_id));
             }
         }
-        let now_utc = self.clock.now_utc();
-        for (vehicle_id, fixes) in &mut touched {
-            self.fleet.advance(&tx, *vehicle_id, fixes)?;
-            self.fleet.publish(&tx, *vehicle_id, now_utc)?;
-        }
-        tx.commit(None)?;
+        let inserted = Instant::now();
+        self.seen = tx.commit_logged()?;
+        self.phases.insert = inserted.duration_since(began);
+        self.phases.commit = inserted.elapsed();
         Ok(Flow::Done(outcomes))
     }
 
-    /// Republishes every vehicle at the clock's "now" (open stops, losses still going on,
-    /// long stops) and records the analysis as covering everything up to it.
+    /// When analysis work is due: vehicles whose first waiting fix was committed
+    /// `delay` ago (each is analysed once for everything it received meanwhile), or a
+    /// republishing under way (due at once). `None`: nothing waits.
+    pub fn work_due(&self, delay: Duration) -> Option<Instant> {
+        if self.record_owed.is_some() {
+            return Some(Instant::now());
+        }
+        self.waiting.front().map(|(since, _)| *since + delay)
+    }
+
+    /// Starts republishing every vehicle at "now" (open stops, losses still going on, long
+    /// stops), a few at a time in [`Session::analyse`]; the last one records the analysis
+    /// as covering everything up to this "now".
+    pub fn republish(&mut self) {
+        if self.record_owed.is_none() {
+            self.republish = self.fleet.vehicle_ids();
+            self.record_owed = Some((self.clock.now_utc(), Instant::now()));
+        }
+    }
+
+    /// One slice of analysis work, in one transaction that ends once `budget` is spent (at
+    /// least one vehicle): vehicles whose positions have waited `delay`, oldest first, have
+    /// their engines advanced, their detections published at "now" and their change-log
+    /// entries cleared; then vehicles being republished are; when nothing is left of
+    /// either, the coverage record of the republishing is written. Returns whether work is
+    /// left.
+    pub fn analyse(&mut self, budget: Duration, delay: Duration) -> Result<Flow<bool>, StoreError> {
+        let began = Instant::now();
+        let Some(tx) = self.begin()? else {
+            return Ok(Flow::Resync);
+        };
+        let spent = || began.elapsed() >= budget;
+        self.analyse_in(&tx, &spent, began.checked_sub(delay))?;
+        let now_utc = self.clock.now_utc();
+        while !spent() {
+            let Some(vehicle_id) = self.republish.pop() else {
+                break;
+            };
+            self.fleet.publish(&tx, vehicle_id, now_utc)?;
+        }
+        match self.record_owed {
+            Some((until_utc, _)) if self.pending.is_empty() && self.republish.is_empty() => {
+                self.seen = tx.commit(Some(&Covered {
+                    config: self.fleet.config(),
+                    until_utc,
+                    fixes: self.fleet.fixes(),
+                }))?;
+                self.record_owed = None;
+            }
+            _ => self.seen = tx.commit_logged()?,
+        }
+        self.phases.analyse = began.elapsed();
+        Ok(Flow::Done(
+            !self.pending.is_empty() || self.record_owed.is_some(),
+        ))
+    }
+
+    /// Advances and publishes vehicles with positions waiting since `before` or earlier
+    /// (all of them with `None`), oldest first, until `spent` (at least one).
+    fn analyse_in(
+        &mut self,
+        tx: &LiveTx<'c>,
+        spent: &dyn Fn() -> bool,
+        before: Option<Instant>,
+    ) -> Result<(), StoreError> {
+        let now_utc = self.clock.now_utc();
+        while let Some((since, vehicle_id)) = self.waiting.front().copied() {
+            if before.is_some_and(|b| since > b) {
+                break;
+            }
+            self.waiting.pop_front();
+            let mut fixes = self.pending.remove(&vehicle_id).unwrap_or_default();
+            self.fleet.advance(tx, vehicle_id, &mut fixes)?;
+            self.fleet.publish(tx, vehicle_id, now_utc)?;
+            tx.forget_changes(vehicle_id)?;
+            if spent() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Analyses every vehicle with positions waiting, republishes every vehicle at the
+    /// clock's "now" (open stops, losses still going on, long stops) and records the
+    /// analysis as covering everything up to it.
     pub fn publish_all(&mut self) -> Result<Flow<()>, StoreError> {
         let Some(tx) = self.begin()? else {
             return Ok(Flow::Resync);
         };
+        self.analyse_in(&tx, &|| false, None)?;
         let now_utc = self.clock.now_utc();
         self.fleet.publish_all(&tx, now_utc)?;
-        tx.commit(Some(&Covered {
+        self.republish.clear();
+        self.record_owed = None;
+        self.seen = tx.commit(Some(&Covered {
             config: self.fleet.config(),
             until_utc: now_utc,
             fixes: self.fleet.fixes(),

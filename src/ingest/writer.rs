@@ -1,13 +1,18 @@
 //! The receiver's writer thread: the one connection that writes, fed by a bounded queue.
 //!
-//! Owns group commit and acknowledgement. Requests put a [`Job`] on the queue and wait for
-//! its answer; the thread takes everything queued (up to [`MAX_BATCH`]), writes it in one
-//! [`Session::write`] transaction, and only then answers each job: an acknowledged position
-//! is committed, so nothing acknowledged is lost whatever happens to the process next. While
-//! it commits, new jobs queue up and become the next batch: the batch grows with the load
-//! and a lone report waits for one commit only. Every [`Options::tick`] (and when the
-//! receiver stops) every vehicle is republished at the clock's "now". When the queue's
-//! senders are gone it writes what is left, republishes, and ends.
+//! Owns group commit, acknowledgement and when analysis runs. Requests put a [`Job`] on the
+//! queue and wait for its answer; the thread takes everything queued (up to [`MAX_BATCH`]),
+//! writes the positions in one [`Session::write`] transaction, and only then answers each
+//! job: an acknowledged position is committed (durable across a crash of the process: WAL,
+//! src/store/live.rs), so nothing acknowledged is lost whatever happens to the process
+//! next — Traccar's meaning of its answer. While it commits, new jobs queue up and become
+//! the next batch. The analysis of what was written is not on that path: a vehicle is
+//! analysed [`ANALYSIS_DELAY`] after its first unanalysed position (once for all it got
+//! meanwhile), in slices of [`ANALYSIS_SLICE`] ([`Session::analyse`]) between batches, so
+//! a batch waits at most one slice and a flood cannot starve the analysis; meanwhile
+//! readers see those units' detections as behind. Every [`Options::tick`] every vehicle is
+//! republished at the clock's "now", in the same slices. When the queue's senders are gone
+//! it writes what is left, analyses and republishes everything, and ends.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, RwLock};
@@ -20,6 +25,11 @@ use crate::store::{Store, StoreError};
 
 /// Positions per transaction at most.
 pub const MAX_BATCH: usize = 2_000;
+/// Time one analysis transaction may take before it commits and lets positions in.
+pub const ANALYSIS_SLICE: Duration = Duration::from_millis(4);
+/// How long a vehicle's first unanalysed position waits before its analysis: what it
+/// receives meanwhile is analysed in the same pass.
+pub const ANALYSIS_DELAY: Duration = Duration::from_millis(250);
 
 /// What a request gets back.
 pub type Answer = Result<Outcome, String>;
@@ -90,7 +100,9 @@ fn report_start(start: &Start, db: &str) {
     }
 }
 
-/// One session's loop: batches until the queue closes, ticks between them.
+/// One session's loop until the queue closes: batches of positions written and answered;
+/// between them, analysis in slices of [`ANALYSIS_SLICE`] once it is due; every tick, a
+/// republishing.
 fn serve(
     session: &mut Session<'_>,
     jobs: &Receiver<Job>,
@@ -102,9 +114,10 @@ fn serve(
     let mut closed = false;
     let mut stats = Stats::default();
     loop {
+        let due = session.work_due(ANALYSIS_DELAY);
         if pending.is_empty() && !closed {
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            match jobs.recv_timeout(wait) {
+            let until = due.map_or(next_tick, |d| d.min(next_tick));
+            match jobs.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(job) => pending.push(job),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => closed = true,
@@ -119,24 +132,23 @@ fn serve(
         if !pending.is_empty() {
             let positions: Vec<Position> = pending.iter().map(|j| j.position.clone()).collect();
             let started = Instant::now();
-            match session.write(&positions) {
-                Ok(Flow::Done(outcomes)) => {
-                    answer(pending, outcomes, devices);
-                    stats.commit(positions.len(), started.elapsed());
-                }
-                Ok(Flow::Resync) => return Ok(Flow::Resync),
-                Err(e) => return Err(e),
-            }
-            continue;
-        }
-        if closed || Instant::now() >= next_tick {
-            if let Flow::Resync = session.publish_all()? {
+            let Flow::Done(outcomes) = session.write(&positions)? else {
                 return Ok(Flow::Resync);
-            }
-            next_tick = Instant::now() + options.tick;
+            };
+            answer(pending, outcomes, devices);
+            stats.commit(positions.len(), started.elapsed(), session.phases);
         }
         if closed {
-            return Ok(Flow::Done(()));
+            return session.publish_all();
+        }
+        if due.is_some_and(|d| Instant::now() >= d) {
+            let Flow::Done(_) = session.analyse(ANALYSIS_SLICE, ANALYSIS_DELAY)? else {
+                return Ok(Flow::Resync);
+            };
+            stats.analysis(session.phases.analyse);
+        } else if Instant::now() >= next_tick {
+            session.republish();
+            next_tick = Instant::now() + options.tick;
         }
     }
 }
@@ -149,23 +161,40 @@ struct Stats {
     positions: usize,
     slowest: Duration,
     total: Duration,
+    phases: session::Phases,
+    analyses: u32,
+    slowest_analysis: Duration,
 }
 
 impl Stats {
-    fn commit(&mut self, positions: usize, took: Duration) {
+    fn analysis(&mut self, took: Duration) {
+        self.analyses += 1;
+        self.phases.analyse += took;
+        self.slowest_analysis = self.slowest_analysis.max(took);
+    }
+
+    fn commit(&mut self, positions: usize, took: Duration, phases: session::Phases) {
         let since = *self.since.get_or_insert_with(Instant::now);
         self.commits += 1;
         self.positions += positions;
         self.slowest = self.slowest.max(took);
         self.total += took;
+        self.phases.insert += phases.insert;
+        self.phases.commit += phases.commit;
         if since.elapsed() >= Duration::from_secs(10) {
+            let ms = |d: Duration, n: u32| d.as_secs_f64() * 1e3 / f64::from(n.max(1));
             crate::log_debug!(
-                "escritor: {} transacciones, {} posiciones ({:.0} por transacción), {:.1} ms de media, {:.1} ms la más lenta",
+                "escritor: {} transacciones de posiciones, {} posiciones ({:.0} por transacción), {:.1} ms de media (inserción {:.1}, confirmación {:.1}), {:.1} ms la más lenta; {} de análisis, {:.1} ms de media, {:.1} ms la más lenta",
                 self.commits,
                 self.positions,
                 self.positions as f64 / f64::from(self.commits),
-                self.total.as_secs_f64() * 1e3 / f64::from(self.commits),
-                self.slowest.as_secs_f64() * 1e3
+                ms(self.total, self.commits),
+                ms(self.phases.insert, self.commits),
+                ms(self.phases.commit, self.commits),
+                ms(self.slowest, 1),
+                self.analyses,
+                ms(self.phases.analyse, self.analyses),
+                ms(self.slowest_analysis, 1),
             );
             *self = Stats::default();
         }

@@ -8,16 +8,16 @@
 //! `for_each_fix`) would not be object-safe, there are exactly two backends, and a `match`
 //! makes every method answer for both (the compiler says which one is missing).
 
-use std::path::Path;
 use std::time::Duration;
 
 use chrono::NaiveDate;
 
 use super::analysis::SqliteRewrite;
 use super::coverage::{AnalysisState, Covered};
-use super::live::LiveTx;
+use super::live::{NewDatabase, RowChanges, SqliteLiveTx, Written};
 use super::location::Location;
 use super::meta::Meta;
+use super::pg::live::PgLiveTx;
 use super::pg::{CallFlag, PgRewrite, PgStore, PgWriter};
 use super::queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 use super::reader::{SqliteStore, StoreError, StoredFence, StoredRoute, Vehicle};
@@ -67,11 +67,24 @@ impl Store {
         Ok(Store { backend })
     }
 
-    /// Opens a SQLite file to write positions beside readers (src/store/live.rs).
-    pub fn open_live(path: &Path) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Backend::Sqlite(SqliteStore::open_live(path)?),
-        })
+    /// Opens a database to write positions beside readers (src/store/live.rs,
+    /// src/store/pg/live.rs).
+    pub fn open_live(at: impl Into<Location>) -> Result<Store, StoreError> {
+        let backend = match at.into() {
+            Location::Sqlite(path) => Backend::Sqlite(SqliteStore::open_live(&path)?),
+            Location::Postgres(url) => Backend::Postgres(Box::new(PgStore::open_live(&url)?)),
+        };
+        Ok(Store { backend })
+    }
+
+    /// Creates an empty live database on a PostgreSQL server unless it has flota's tables;
+    /// returns whether it did. (An empty SQLite file is made by [`super::live::create`]
+    /// under a temporary name the caller renames.)
+    pub fn create_live_on_server(at: &Location, new: &NewDatabase) -> Result<bool, StoreError> {
+        match at {
+            Location::Sqlite(_) => Ok(false),
+            Location::Postgres(url) => super::pg::live::create_if_missing(url, new),
+        }
     }
 
     /// The database as shown to people (a URL without its password).
@@ -288,35 +301,126 @@ impl Store {
         })
     }
 
-    fn sqlite_only(&self, what: &'static str) -> Result<&SqliteStore, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => Ok(s),
-            Backend::Postgres(s) => Err(StoreError::Unsupported {
-                what,
-                path: s.path().to_owned(),
-            }),
-        }
-    }
-
     /// Makes a data set live (src/store/live.rs).
     pub fn mark_live(&self) -> Result<bool, StoreError> {
-        self.sqlite_only("la escritura en vivo")?.mark_live()
+        each!(self, s => s.mark_live())
     }
 
     /// The trackers' own ids: `(device id, vehicle id)`.
     pub fn devices(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        self.sqlite_only("la escritura en vivo")?.devices()
+        each!(self, s => s.devices())
     }
 
     /// Records that tracker `device` reports for vehicle `vehicle_id`.
     pub fn set_device(&self, device: &str, vehicle_id: i64) -> Result<(), StoreError> {
-        self.sqlite_only("la escritura en vivo")?
-            .set_device(device, vehicle_id)
+        each!(self, s => s.set_device(device, vehicle_id))
     }
 
     /// Starts a live transaction, taking the write lock at once.
     pub fn begin_live(&self) -> Result<LiveTx<'_>, StoreError> {
-        self.sqlite_only("la escritura en vivo")?.begin_live()
+        Ok(match &self.backend {
+            Backend::Sqlite(s) => LiveTx::Sqlite(s.begin_live()?),
+            Backend::Postgres(s) => LiveTx::Postgres(s.begin_live()?),
+        })
+    }
+}
+
+/// One live transaction (src/store/live.rs, src/store/pg/live.rs). Dropped without
+/// committing, nothing of it is kept.
+pub enum LiveTx<'a> {
+    Sqlite(SqliteLiveTx<'a>),
+    Postgres(PgLiveTx<'a>),
+}
+
+macro_rules! tx {
+    ($tx:expr, $t:ident => $call:expr) => {
+        match $tx {
+            LiveTx::Sqlite($t) => $call,
+            LiveTx::Postgres($t) => $call,
+        }
+    };
+}
+
+impl LiveTx<'_> {
+    /// Moves when another writer commits: a session that finds it moved since its own last
+    /// commit starts over.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        tx!(self, t => t.data_version())
+    }
+
+    /// Stores one position; `false` when the vehicle already has a fix at that time.
+    pub fn insert(
+        &self,
+        vehicle_id: i64,
+        ts_utc: i64,
+        row: &super::StoredRow,
+    ) -> Result<bool, StoreError> {
+        tx!(self, t => t.insert(vehicle_id, ts_utc, row))
+    }
+
+    /// Adds a vehicle that reported before anyone declared it (or finds it); its id.
+    pub fn register_vehicle(
+        &self,
+        plate: &str,
+        limit_kmh: f64,
+        zone: chrono_tz::Tz,
+    ) -> Result<i64, StoreError> {
+        tx!(self, t => t.register_vehicle(plate, limit_kmh, zone))
+    }
+
+    /// A vehicle's fixes with `from_utc <= ts < to_utc` as they stand in this transaction.
+    pub fn for_each_fix(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        to_utc: i64,
+        each: impl FnMut(Fix),
+    ) -> Result<(), StoreError> {
+        tx!(self, t => t.for_each_fix(vehicle_id, from_utc, to_utc, each))
+    }
+
+    /// What is stored of a vehicle's analysis now.
+    pub fn written(&self, vehicle_id: i64) -> Result<Written, StoreError> {
+        tx!(self, t => t.written(vehicle_id))
+    }
+
+    /// Makes the vehicle's stored analysis `analysis`, writing only what differs.
+    pub fn write_analysis(
+        &self,
+        vehicle_id: i64,
+        analysis: &Analysis,
+        written: &mut Written,
+        fence_ids: &[i64],
+        config: &DetectionConfig,
+        now_utc: i64,
+    ) -> Result<RowChanges, StoreError> {
+        tx!(self, t => t.write_analysis(vehicle_id, analysis, written, fence_ids, config, now_utc))
+    }
+
+    /// Empties the analysis tables and stops the change log.
+    pub fn restart_analysis(&self) -> Result<(), StoreError> {
+        tx!(self, t => t.restart_analysis())
+    }
+
+    /// Clears a vehicle's change-log entries: its analysis was just written here.
+    pub fn forget_changes(&self, vehicle_id: i64) -> Result<(), StoreError> {
+        tx!(self, t => t.forget_changes(vehicle_id))
+    }
+
+    /// Commits, emptying the change log (with `record`, the coverage record too); returns
+    /// the data version this writer's next transaction should find.
+    pub fn commit(self, record: Option<&Covered<'_>>) -> Result<i64, StoreError> {
+        tx!(self, t => t.commit(record))
+    }
+
+    /// Commits, leaving the change log as it is; returns as [`LiveTx::commit`].
+    pub fn commit_logged(self) -> Result<i64, StoreError> {
+        tx!(self, t => t.commit_logged())
+    }
+
+    /// How far the stored detections can be trusted, as this transaction sees them.
+    pub fn analysis_state(&self) -> Result<AnalysisState, StoreError> {
+        tx!(self, t => t.analysis_state())
     }
 }
 

@@ -1,14 +1,16 @@
-//! Writing positions as they arrive, with the analysis kept current in the same transaction.
+//! Writing positions as they arrive, and the analysis that follows them.
 //!
 //! Owns the write path of `flota recibir` and `flota importar`: creating an empty live
 //! database, opening one for writing beside readers (WAL, so `flota servir` reads while this
-//! writes), the `dispositivos` table (a tracker's own id for a unit), and [`LiveTx`]: one
+//! writes; checkpoints on their own thread, [`Checkpointer`], so a commit never waits for
+//! one), the `dispositivos` table (a tracker's own id for a unit), and [`LiveTx`]: one
 //! short transaction that inserts positions (a repeat of a unit's fix time is dropped by the
-//! primary key), reads a unit's fixes back for a replay, brings that unit's `eventos` and
-//! `resumen_diario` rows in line with a new [`Analysis`] by writing only the rows that
-//! changed ([`Written`] remembers what is stored), and on commit empties the change log: the
-//! writes it logged are this transaction's own, analysed in it, so readers never see the
-//! positions ahead of the detections. Which units to analyse, and when, is `src/ingest/`'s.
+//! primary key; the change log's triggers name the unit), reads a unit's fixes back for a
+//! replay, brings that unit's `eventos` and `resumen_diario` rows in line with a new
+//! [`Analysis`] by writing only the rows that changed ([`Written`] remembers what is
+//! stored) and clears that unit's change-log entries. Positions committed before their
+//! analysis stay in the change log, so readers see those units as behind, never a stale
+//! analysis as current. Which units to analyse, and when, is `src/ingest/`'s.
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -72,16 +74,38 @@ pub fn create(path: &Path, new: &NewDatabase) -> Result<(), StoreError> {
 
 impl SqliteStore {
     /// Opens `path` to write positions beside readers: WAL journal (readers see each commit
-    /// and never block the writer), `synchronous = FULL` (a commit is on disk before it is
-    /// acknowledged, power loss included), and a writer's patience for other writers.
+    /// and never block the writer), `synchronous = NORMAL` (in WAL mode a commit survives
+    /// the process dying at any point, SIGKILL included, and costs no `fsync`; only a power
+    /// loss or an OS crash may take the last commits back, never corrupting the file), a
+    /// writer's patience for other writers, and no checkpoint on this connection: they run
+    /// on a [`Checkpointer`] thread, so a commit never waits for pages to be copied back.
     pub fn open_live(path: &Path) -> Result<SqliteStore, StoreError> {
-        let store = SqliteStore::open_read_write(path)?;
+        let mut store = SqliteStore::open_read_write(path)?;
+        let present = store
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| store.sqlite(e))?;
+        super::schema::require_base_tables(store.path(), &present)?;
         store
             .conn
-            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 67108864;",
+            )
             .and_then(|()| store.conn.busy_timeout(std::time::Duration::from_secs(10)))
             .and_then(|()| store.conn.execute_batch(DEVICES_DDL))
             .map_err(|e| store.sqlite(e))?;
+        match Checkpointer::start(path) {
+            Ok(checkpointer) => {
+                store
+                    .conn
+                    .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+                    .map_err(|e| store.sqlite(e))?;
+                store.checkpointer = Some(checkpointer);
+            }
+            // Without the thread, commits checkpoint as SQLite does by default.
+            Err(e) => crate::log_warn!("sin hilo de checkpoints para {}: {e}", store.path()),
+        }
         Ok(store)
     }
 
@@ -122,10 +146,10 @@ impl SqliteStore {
     }
 
     /// Starts a live transaction, taking the write lock at once.
-    pub fn begin_live(&self) -> Result<LiveTx<'_>, StoreError> {
+    pub fn begin_live(&self) -> Result<SqliteLiveTx<'_>, StoreError> {
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|e| self.sqlite(e))?;
-        Ok(LiveTx {
+        Ok(SqliteLiveTx {
             tx,
             store: self,
             unsealed: std::cell::Cell::new(false),
@@ -134,7 +158,7 @@ impl SqliteStore {
 }
 
 /// One live transaction. Dropped without [`LiveTx::commit`], nothing of it is kept.
-pub struct LiveTx<'a> {
+pub struct SqliteLiveTx<'a> {
     tx: Transaction<'a>,
     store: &'a SqliteStore,
     /// The change log's triggers were dropped ([`LiveTx::restart_analysis`]).
@@ -158,7 +182,7 @@ pub struct RowChanges {
     pub deleted: usize,
 }
 
-fn hash_values(values: &[Value]) -> u64 {
+pub(super) fn hash_values(values: &[Value]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for v in values {
         match v {
@@ -183,7 +207,7 @@ fn event_hash(e: &EventRow) -> u64 {
     h.finish()
 }
 
-impl LiveTx<'_> {
+impl SqliteLiveTx<'_> {
     fn sqlite(&self, e: rusqlite::Error) -> StoreError {
         self.store.sqlite(e)
     }
@@ -340,75 +364,15 @@ impl LiveTx<'_> {
         config: &DetectionConfig,
         now_utc: i64,
     ) -> rusqlite::Result<RowChanges> {
-        let mut changes = RowChanges::default();
-        let old = std::mem::take(&mut written.events);
-        let mut used = vec![false; old.len()];
-        let mut insert = self.tx.prepare_cached(&format!(
-            "INSERT INTO eventos ({EVENT_VALUE_COLUMNS}) VALUES ({})",
-            placeholders(EVENT_VALUES)
-        ))?;
-        for row in event_rows(vehicle_id, analysis, fence_ids, config, now_utc) {
-            let hash = event_hash(&row);
-            let first = old.partition_point(|(h, _)| *h < hash);
-            let stored = (first..old.len())
-                .take_while(|i| old[*i].0 == hash)
-                .find(|i| !used[*i]);
-            let id = match stored {
-                Some(i) => {
-                    used[i] = true;
-                    old[i].1
-                }
-                None => {
-                    insert.execute(params_from_iter(event_values(&row)))?;
-                    changes.inserted += 1;
-                    self.tx.last_insert_rowid()
-                }
-            };
-            written.events.push((hash, id));
-        }
-        written.events.sort_unstable();
-        let mut delete = self
-            .tx
-            .prepare_cached("DELETE FROM eventos WHERE id = ?1")?;
-        for (_, id) in old.iter().zip(&used).filter(|(_, u)| !**u).map(|(e, _)| e) {
-            delete.execute([id])?;
-            changes.deleted += 1;
-        }
-
-        // Days are kept in date order (analyses list them so; ISO dates sort as text).
-        let old_days = std::mem::take(&mut written.days);
-        let mut put_day = self.tx.prepare_cached(&format!(
-            "INSERT OR REPLACE INTO resumen_diario ({DAY_VALUE_COLUMNS}) VALUES ({})",
-            placeholders(DAY_VALUES)
-        ))?;
-        for day in &analysis.days {
-            let values = day_values(vehicle_id, day);
-            let hash = hash_values(&values);
-            let date = day.date.to_string();
-            let stored = old_days
-                .binary_search_by(|(d, _)| d.as_str().cmp(&date))
-                .ok()
-                .map(|i| old_days[i].1);
-            if stored != Some(hash) {
-                put_day.execute(params_from_iter(values))?;
-                changes.inserted += 1;
-            }
-            written.days.push((date, hash));
-        }
-        let mut delete_day = self
-            .tx
-            .prepare_cached("DELETE FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2")?;
-        for (date, _) in &old_days {
-            if written
-                .days
-                .binary_search_by(|(d, _)| d.as_str().cmp(date))
-                .is_err()
-            {
-                delete_day.execute(params![vehicle_id, date])?;
-                changes.deleted += 1;
-            }
-        }
-        Ok(changes)
+        let mut sink = SqliteRows { tx: &self.tx };
+        let rows = AnalysisRows {
+            vehicle_id,
+            analysis,
+            fence_ids,
+            config,
+            now_utc,
+        };
+        rows.apply(written, &mut sink)
     }
 
     /// Empties the analysis tables and stops the change log, for an analysis of every
@@ -427,7 +391,9 @@ impl LiveTx<'_> {
     /// Commits. The change log is emptied: every position written in this transaction was
     /// analysed in it. With `record` (an analysis of every vehicle up to its "now"), the
     /// coverage record is rewritten and the log restarted, as `flota analizar` does.
-    pub fn commit(self, record: Option<&Covered<'_>>) -> Result<(), StoreError> {
+    /// Returns the file's `data_version` as this connection sees it (its own commits do not
+    /// move it; another connection's next commit will).
+    pub fn commit(self, record: Option<&Covered<'_>>) -> Result<i64, StoreError> {
         let clear = |tx: &Transaction<'_>| tx.execute_batch(&format!("DELETE FROM {CHANGE_LOG};"));
         let done = match record {
             // Triggers dropped, or never made (a file from before the log): the full seal.
@@ -439,13 +405,250 @@ impl LiveTx<'_> {
             }
             None => clear(&self.tx),
         };
+        let version = self.data_version()?;
         done.and_then(|()| self.tx.commit())
-            .map_err(|e| self.store.sqlite(e))
+            .map_err(|e| self.store.sqlite(e))?;
+        Ok(version)
+    }
+
+    /// Commits, leaving the change log as it is: positions written here and not yet
+    /// analysed stay named in it ([`LiveTx::forget_changes`] clears a vehicle once it is).
+    pub fn commit_logged(self) -> Result<i64, StoreError> {
+        let version = self.data_version()?;
+        self.tx.commit().map_err(|e| self.store.sqlite(e))?;
+        Ok(version)
+    }
+
+    /// Clears a vehicle's change-log entries: its analysis was just written in this
+    /// transaction from everything stored for it.
+    pub fn forget_changes(&self, vehicle_id: i64) -> Result<(), StoreError> {
+        self.tx
+            // By the whole key (table, vehicle), not a scan of the log per vehicle.
+            .prepare_cached(&format!(
+                "DELETE FROM {CHANGE_LOG} WHERE tabla IN ('posiciones', 'eventos', 'resumen_diario') AND vehiculo_id = ?1"
+            ))
+            .and_then(|mut stmt| stmt.execute([vehicle_id]))
+            .map(|_| ())
+            .map_err(|e| self.sqlite(e))
     }
 
     /// How far the stored detections can be trusted, as this transaction sees them.
     pub fn analysis_state(&self) -> Result<super::AnalysisState, StoreError> {
         let meta = self.store.meta()?;
         self.store.analysis_state(&meta)
+    }
+}
+
+/// How often the [`Checkpointer`] copies the write-ahead log back into the database.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A thread with its own connection that runs a passive WAL checkpoint every
+/// [`CHECKPOINT_EVERY`]: it copies committed pages back without blocking the writer or the
+/// readers, so the log stays short and no commit pays for it. Stops when dropped (after a
+/// last checkpoint).
+pub struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> std::io::Result<Checkpointer> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(|c| c.execute_batch("PRAGMA cache_size = -256;").map(|()| c))
+        .map_err(std::io::Error::other)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("checkpoints".into())
+            .spawn(move || {
+                let checkpoint = || {
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        crate::log_debug!("checkpoint: {e}");
+                    }
+                };
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    checkpoint();
+                }
+                checkpoint();
+            })?;
+        Ok(Checkpointer {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Where [`AnalysisRows::apply`] writes: one backend's statements for the rows of one
+/// vehicle's analysis.
+pub(super) trait RowSink {
+    type Error;
+    /// Inserts an `eventos` row; returns its id.
+    fn insert_event(&mut self, values: &[Value; EVENT_VALUES]) -> Result<i64, Self::Error>;
+    fn delete_event(&mut self, id: i64) -> Result<(), Self::Error>;
+    /// Inserts or replaces a `resumen_diario` row.
+    fn put_day(&mut self, values: &[Value; DAY_VALUES]) -> Result<(), Self::Error>;
+    fn delete_day(&mut self, vehicle_id: i64, date: &str) -> Result<(), Self::Error>;
+}
+
+/// One vehicle's analysis finished at `now_utc`, as rows.
+pub(super) struct AnalysisRows<'a> {
+    pub vehicle_id: i64,
+    pub analysis: &'a Analysis,
+    pub fence_ids: &'a [i64],
+    pub config: &'a DetectionConfig,
+    pub now_utc: i64,
+}
+
+impl AnalysisRows<'_> {
+    /// Makes the stored rows these, writing only what differs from `written` (updated),
+    /// on either backend.
+    pub(super) fn apply<S: RowSink>(
+        &self,
+        written: &mut Written,
+        sink: &mut S,
+    ) -> Result<RowChanges, S::Error> {
+        let vehicle_id = self.vehicle_id;
+        let mut changes = RowChanges::default();
+        let old = std::mem::take(&mut written.events);
+        let mut used = vec![false; old.len()];
+        for row in event_rows(
+            vehicle_id,
+            self.analysis,
+            self.fence_ids,
+            self.config,
+            self.now_utc,
+        ) {
+            let hash = event_hash(&row);
+            let first = old.partition_point(|(h, _)| *h < hash);
+            let stored = (first..old.len())
+                .take_while(|i| old[*i].0 == hash)
+                .find(|i| !used[*i]);
+            let id = match stored {
+                Some(i) => {
+                    used[i] = true;
+                    old[i].1
+                }
+                None => {
+                    changes.inserted += 1;
+                    sink.insert_event(&event_values(&row))?
+                }
+            };
+            written.events.push((hash, id));
+        }
+        written.events.sort_unstable();
+        for (_, id) in old.iter().zip(&used).filter(|(_, u)| !**u).map(|(e, _)| e) {
+            sink.delete_event(*id)?;
+            changes.deleted += 1;
+        }
+
+        // Days are kept in date order (analyses list them so; ISO dates sort as text).
+        let old_days = std::mem::take(&mut written.days);
+        for day in &self.analysis.days {
+            let values = day_values(vehicle_id, day);
+            let hash = hash_values(&values);
+            let date = day.date.to_string();
+            let stored = old_days
+                .binary_search_by(|(d, _)| d.as_str().cmp(&date))
+                .ok()
+                .map(|i| old_days[i].1);
+            if stored != Some(hash) {
+                sink.put_day(&values)?;
+                changes.inserted += 1;
+            }
+            written.days.push((date, hash));
+        }
+        for (date, _) in &old_days {
+            if written
+                .days
+                .binary_search_by(|(d, _)| d.as_str().cmp(date))
+                .is_err()
+            {
+                sink.delete_day(vehicle_id, date)?;
+                changes.deleted += 1;
+            }
+        }
+        Ok(changes)
+    }
+}
+
+impl Written {
+    /// What is stored, from each `eventos` row and its id, and each `resumen_diario` row's
+    /// values (as [`day_values`] gives them), read by either backend.
+    pub(super) fn from_rows(
+        events: impl Iterator<Item = (EventRow, i64)>,
+        days: impl Iterator<Item = [Value; DAY_VALUES]>,
+    ) -> Written {
+        let mut written = Written {
+            events: events.map(|(e, id)| (event_hash(&e), id)).collect(),
+            days: days
+                .map(|values| {
+                    let date = match &values[1] {
+                        Value::Text(t) => t.clone(),
+                        _ => String::new(),
+                    };
+                    (date, hash_values(&values))
+                })
+                .collect(),
+        };
+        written.events.sort_unstable();
+        written.days.sort_unstable();
+        written
+    }
+}
+
+/// SQLite's statements for [`AnalysisRows::apply`].
+struct SqliteRows<'t, 'c> {
+    tx: &'t Transaction<'c>,
+}
+
+impl RowSink for SqliteRows<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn insert_event(&mut self, values: &[Value; EVENT_VALUES]) -> rusqlite::Result<i64> {
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT INTO eventos ({EVENT_VALUE_COLUMNS}) VALUES ({})",
+                placeholders(EVENT_VALUES)
+            ))?
+            .execute(params_from_iter(values))?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    fn delete_event(&mut self, id: i64) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM eventos WHERE id = ?1")?
+            .execute([id])
+            .map(|_| ())
+    }
+
+    fn put_day(&mut self, values: &[Value; DAY_VALUES]) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO resumen_diario ({DAY_VALUE_COLUMNS}) VALUES ({})",
+                placeholders(DAY_VALUES)
+            ))?
+            .execute(params_from_iter(values))
+            .map(|_| ())
+    }
+
+    fn delete_day(&mut self, vehicle_id: i64, date: &str) -> rusqlite::Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM resumen_diario WHERE vehiculo_id = ?1 AND fecha = ?2")?
+            .execute(params![vehicle_id, date])
+            .map(|_| ())
     }
 }

@@ -21,10 +21,10 @@ pub mod reader;
 pub mod schema;
 pub mod writer;
 
-pub use backend::{Finished, Rewrite, Store, Writer};
+pub use backend::{Finished, LiveTx, Rewrite, Store, Writer};
 pub use coverage::{AnalysisState, Covered, Unusable};
 pub use encoding::{Reading, StoredRow};
-pub use live::{LiveTx, NewDatabase, RowChanges, Written};
+pub use live::{NewDatabase, RowChanges, Written};
 pub use location::{Location, LocationError};
 pub use meta::{AnalysisRecord, Meta};
 pub use queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};

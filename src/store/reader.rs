@@ -69,8 +69,10 @@ pub enum StoreError {
     NoTables { path: String },
     #[error("{path}: {message}")]
     Server { path: String, message: String },
-    #[error("{what} todavía no escribe en PostgreSQL ({path}); use una base SQLite")]
-    Unsupported { what: &'static str, path: String },
+    #[error(
+        "{path} no es una base de flota completa: le faltan las tablas {tables} (¿es de una versión anterior de flota o de otro programa?); no se escribió nada en ella"
+    )]
+    Incomplete { path: String, tables: String },
 }
 
 /// What changed since an older schema, for the message that refuses it.
@@ -181,6 +183,8 @@ pub struct StoredRoute {
 pub struct SqliteStore {
     pub(super) conn: Connection,
     path: String,
+    /// A live writer's checkpoints, on their own thread (src/store/live.rs).
+    pub(super) checkpointer: Option<super::live::Checkpointer>,
 }
 
 impl SqliteStore {
@@ -231,7 +235,11 @@ impl SqliteStore {
         }
         // Wait a little for a writer instead of failing at once.
         let _ = conn.busy_timeout(std::time::Duration::from_millis(2000));
-        let store = SqliteStore { conn, path: shown };
+        let store = SqliteStore {
+            conn,
+            path: shown,
+            checkpointer: None,
+        };
         store.check_version()?;
         Ok(store)
     }

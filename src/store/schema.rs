@@ -176,6 +176,35 @@ use analysis_tables_ddl;
 /// The tables the analysis writes.
 pub const ANALYSIS_TABLES: [&str; 2] = ["eventos", "resumen_diario"];
 
+/// The tables a live writer needs to find (the analysis tables it recreates itself).
+pub const BASE_TABLES: [&str; 6] = [
+    "meta",
+    "vehiculos",
+    "geocercas",
+    "rutas",
+    "paradas",
+    "posiciones",
+];
+
+/// Refuses a database without every one of [`BASE_TABLES`], naming those missing (in
+/// [`BASE_TABLES`]' order), before anything is written to it.
+pub(super) fn require_base_tables(
+    path: &str,
+    present: &std::collections::BTreeSet<String>,
+) -> Result<(), super::StoreError> {
+    let missing: Vec<&str> = BASE_TABLES
+        .into_iter()
+        .filter(|t| !present.contains(*t))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(super::StoreError::Incomplete {
+        path: path.to_owned(),
+        tables: missing.join(", "),
+    })
+}
+
 /// The change log's table: rows written per table and vehicle since the last analysis.
 pub const CHANGE_LOG: &str = "cambios_desde_analisis";
 

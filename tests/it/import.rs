@@ -124,3 +124,41 @@ fn bad_file_matrix() {
         flota::store::AnalysisState::Current
     );
 }
+
+/// A database missing only some of flota's tables (an old or foreign one): `importar` and
+/// `recibir` name what is missing, in Spanish, and leave the file byte for byte as it was.
+#[test]
+fn a_database_missing_some_tables_is_named_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("flota.db");
+    std::fs::copy(empty_fleet(dir.path()), &db).unwrap();
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE paradas; DROP TABLE rutas;")
+        .unwrap();
+    let before = std::fs::read(&db).unwrap();
+    std::fs::write(
+        dir.path().join("t.gpx"),
+        gpx_points(&["2026-01-01T10:00:00Z", "2026-01-01T10:01:00Z"]),
+    )
+    .unwrap();
+    let (code, stderr) = import(dir.path(), &["t.gpx", "--placa", "P-123BCD"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("le faltan las tablas rutas, paradas"),
+        "{stderr}"
+    );
+    let out = Command::new(flota_bin())
+        .args(["recibir", "--escuchar", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("le faltan las tablas rutas, paradas"),
+        "{stderr}"
+    );
+    assert!(std::fs::read(&db).unwrap() == before, "the file changed");
+    assert!(!dir.path().join("flota.db-wal").exists());
+}

@@ -547,13 +547,6 @@ fn bad_urls_credentials_databases_and_tables_are_said_in_spanish() {
         );
         assert!(!said.contains("mala_clave"), "{args:?}: {said}");
     }
-    // The live writers say they do not write there yet.
-    let out = flota(&["importar", "--db", &empty, "x.gpx"]);
-    assert!(
-        stderr(&out).contains("todavía no escribe en PostgreSQL"),
-        "{}",
-        stderr(&out)
-    );
 }
 
 #[test]
@@ -617,4 +610,232 @@ fn a_cancelled_call_cancels_its_statement_on_the_server() {
     locker.batch_execute("ROLLBACK").unwrap();
     let again = served.call("unidades_detenidas", json!({}));
     assert_eq!(again, answer);
+}
+
+/// Reports of three units over an hour ending two hours ago, as OsmAnd queries: driving,
+/// then stopped with the ignition off; unit 2 reports each fix twice.
+fn live_reports() -> Vec<String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let t0 = now - 3 * 3600;
+    let mut queries = Vec::new();
+    for i in 0..60 {
+        for unit in 1..=3 {
+            let moving = i < 35;
+            let lat = 14.6 + if moving { 0.002 * i as f64 } else { 0.07 } + 0.01 * unit as f64;
+            let query = format!(
+                "id=P-90{unit}ABC&timestamp={}&lat={lat:.6}&lon=-90.5&speed={}&ignition={}",
+                t0 + 60 * i,
+                if moving { 20 } else { 0 },
+                moving
+            );
+            if unit == 2 {
+                queries.push(query.clone());
+            }
+            queries.push(query);
+        }
+    }
+    queries
+}
+
+/// Sends `queries` to `receivers` in turn (each query to one, round robin); all 200.
+fn deliver(receivers: &[&crate::receive::Receiver], queries: &[String]) {
+    for (i, query) in queries.iter().enumerate() {
+        let answer = receivers[i % receivers.len()].get(query);
+        assert_eq!(
+            answer.as_ref().map(|a| a.0),
+            Some(200),
+            "{query}: {answer:?}"
+        );
+    }
+}
+
+fn stop(receiver: crate::receive::Receiver) {
+    receiver.signal(rustix::process::Signal::TERM);
+    assert!(receiver.wait().success());
+}
+
+const LIVE_FLAGS: [&str; 3] = ["--registrar-desconocidas", "--zona", "America/Guatemala"];
+
+const POSITIONS_BY_PLATE: &str = "SELECT v.placa, p.ts_utc, p.lat_e6, p.lon_e6, p.velocidad_kmh, p.ignicion FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id ORDER BY 1, 2";
+const EVENTS_BY_PLATE: &str = "SELECT v.placa, e.tipo, e.inicio_utc, e.fin_utc, e.lat, e.lon, e.prolongada FROM eventos e JOIN vehiculos v ON v.id = e.vehiculo_id ORDER BY 1, 2, 3";
+const DAYS_BY_PLATE: &str = "SELECT v.placa, d.fecha, d.km, d.reportes, d.paradas FROM resumen_diario d JOIN vehiculos v ON v.id = d.vehiculo_id ORDER BY 1, 2";
+
+/// `posiciones`, `eventos` (without ids) and `resumen_diario` of a PostgreSQL database by
+/// plate, as text.
+fn pg_tables(pg: &Cluster, database: &str) -> [Vec<Vec<Option<String>>>; 3] {
+    [POSITIONS_BY_PLATE, EVENTS_BY_PLATE, DAYS_BY_PLATE]
+        .map(|sql| pg.sql(database, &format!("SET search_path = flota; {sql}")))
+}
+
+/// The same tables of a SQLite file, as PostgreSQL's text would show them.
+fn sqlite_tables(db: &Path) -> [Vec<Vec<Option<String>>>; 3] {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let rows = |sql: &str| -> Vec<Vec<Option<String>>> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| {
+            Ok((0..n)
+                .map(|i| match r.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Null => None,
+                    rusqlite::types::ValueRef::Integer(v) => Some(v.to_string()),
+                    rusqlite::types::ValueRef::Real(v) => Some(v.to_string()),
+                    rusqlite::types::ValueRef::Text(t) => {
+                        Some(String::from_utf8_lossy(t).into_owned())
+                    }
+                    rusqlite::types::ValueRef::Blob(_) => None,
+                })
+                .collect())
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    [POSITIONS_BY_PLATE, EVENTS_BY_PLATE, DAYS_BY_PLATE].map(rows)
+}
+
+/// Whether the detections of `db` are current (every position analysed).
+fn current(db: &str) -> bool {
+    let store =
+        flota::store::Store::open(flota::store::Location::parse(Path::new(db)).unwrap()).unwrap();
+    let meta = store.meta().unwrap();
+    store.analysis_state(&meta).unwrap() == flota::store::AnalysisState::Current
+}
+
+#[test]
+fn recibir_into_postgres_stores_and_analyses_as_on_sqlite() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("recibida");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("recibida.db");
+    let on_sqlite = crate::receive::Receiver::start(&file, &LIVE_FLAGS);
+    let on_pg = crate::receive::Receiver::start(&url, &LIVE_FLAGS);
+    let queries = live_reports();
+    deliver(&[&on_sqlite], &queries);
+    deliver(&[&on_pg], &queries);
+    stop(on_sqlite);
+    stop(on_pg);
+    let expected = sqlite_tables(&file);
+    assert_eq!(expected[0].len(), 180);
+    assert!(!expected[1].is_empty());
+    assert_eq!(pg_tables(pg, database_name(&url)), expected);
+    assert!(current(&url));
+}
+
+#[test]
+fn two_receivers_into_one_postgres_database_lose_nothing() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("dos");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("una.db");
+    let alone = crate::receive::Receiver::start(&file, &LIVE_FLAGS);
+    let first = crate::receive::Receiver::start(&url, &LIVE_FLAGS);
+    let second = crate::receive::Receiver::start(&url, &LIVE_FLAGS);
+    let queries = live_reports();
+    deliver(&[&alone], &queries);
+    // Every unit's reports alternate between the two receivers, from two threads at once.
+    let halves: Vec<Vec<String>> = (0..2)
+        .map(|k| queries.iter().skip(k).step_by(2).cloned().collect())
+        .collect();
+    std::thread::scope(|s| {
+        s.spawn(|| deliver(&[&first], &halves[0]));
+        s.spawn(|| deliver(&[&second], &halves[1]));
+    });
+    stop(alone);
+    stop(first);
+    stop(second);
+    let expected = sqlite_tables(&file);
+    let got = pg_tables(pg, database_name(&url));
+    // Same positions (repeats dropped), and the detections a single receiver makes.
+    assert_eq!(got[0], expected[0]);
+    assert_eq!(got[1], expected[1]);
+    assert_eq!(got[2], expected[2]);
+    assert!(current(&url));
+}
+
+#[test]
+fn importar_into_postgres_stores_and_analyses_as_on_sqlite() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("importada");
+    let dir = tempfile::tempdir().unwrap();
+    let gpx = dir.path().join("ruta.gpx");
+    let mut text = String::from(
+        r#"<?xml version="1.0"?><gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg>"#,
+    );
+    for i in 0..240 {
+        let lat = 14.6 + if i < 150 { 0.0011 * i as f64 } else { 0.165 };
+        let t = chrono::DateTime::from_timestamp(1_767_225_600 + 15 * i, 0).unwrap();
+        text.push_str(&format!(
+            r#"<trkpt lat="{lat:.6}" lon="-90.5"><time>{}</time></trkpt>"#,
+            t.format("%Y-%m-%dT%H:%M:%SZ")
+        ));
+    }
+    text.push_str("</trkseg></trk></gpx>");
+    std::fs::write(&gpx, text).unwrap();
+    let file = dir.path().join("importada.db");
+    for db in [file.to_str().unwrap(), &url] {
+        for _ in 0..2 {
+            let out = flota(&[
+                "importar",
+                gpx.to_str().unwrap(),
+                "--placa",
+                "P-777XYZ",
+                "--zona",
+                "America/Guatemala",
+                "--db",
+                db,
+            ]);
+            assert!(out.status.success(), "{db}: {}", stderr(&out));
+        }
+    }
+    let expected = sqlite_tables(&file);
+    assert_eq!(expected[0].len(), 240);
+    assert!(!expected[1].is_empty());
+    assert_eq!(pg_tables(pg, database_name(&url)), expected);
+    assert!(current(&url));
+}
+
+#[test]
+fn a_postgres_database_missing_some_tables_is_named_and_left_untouched() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("incompleta");
+    let database = database_name(&url).to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let gpx = dir.path().join("t.gpx");
+    std::fs::write(
+        &gpx,
+        r#"<?xml version="1.0"?><gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg><trkpt lat="14.6" lon="-90.5"><time>2026-01-01T10:00:00Z</time></trkpt></trkseg></trk></gpx>"#,
+    )
+    .unwrap();
+    let import = |placa: &str| {
+        flota(&[
+            "importar",
+            gpx.to_str().unwrap(),
+            "--placa",
+            placa,
+            "--db",
+            &url,
+        ])
+    };
+    assert!(import("P-1").status.success());
+    pg.sql(&database, "DROP TABLE flota.paradas, flota.rutas");
+    let state = "SELECT (SELECT count(*) FROM flota.posiciones), (SELECT count(*) FROM flota.vehiculos), (SELECT last_value FROM flota.escrituras_en_vivo)";
+    let before = pg.sql(&database, state);
+    let out = import("P-2");
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("le faltan las tablas rutas, paradas"),
+        "{}",
+        stderr(&out)
+    );
+    let out = flota(&["recibir", "--escuchar", "127.0.0.1:0", "--db", &url]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("le faltan las tablas rutas, paradas"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(pg.sql(&database, state), before);
 }

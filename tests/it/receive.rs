@@ -24,7 +24,7 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn start(db: &Path, extra: &[&str]) -> Receiver {
+    pub fn start(db: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> Receiver {
         let mut child = Command::new(flota_bin())
             .arg("recibir")
             .arg("--db")
@@ -388,4 +388,58 @@ fn sigterm_commits_what_was_accepted_and_exits_0() {
         store.analysis_state(&meta).unwrap(),
         flota::store::AnalysisState::Current
     );
+}
+
+/// An idle keep-alive connection closed by the header timeout is normal: closed without an
+/// answer and without a refusal line; a connection that started a request and stalled is
+/// still refused (the bad-input matrix's `encabezados_lentos`).
+#[test]
+fn an_idle_keep_alive_closed_by_the_timeout_is_not_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = empty_fleet(dir.path());
+    let receiver = Receiver::start(&db, &["--tiempo-limite", "1"]);
+    let t = now() - 60;
+    let mut idle = TcpStream::connect(receiver.addr).unwrap();
+    idle.set_read_timeout(Some(TIMEOUT)).unwrap();
+    write!(
+        idle,
+        "GET /?id=P-123BCD&timestamp={t}&lat=14.6&lon=-90.5 HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = [0u8; 4096];
+    let n = idle.read(&mut answer).unwrap();
+    assert!(
+        String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    // Kept alive and idle past the timeout: the receiver closes it, saying nothing to it.
+    let mut rest = Vec::new();
+    idle.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    // A stalled request on another connection is refused and logged, after the idle one.
+    let mut stalled = TcpStream::connect(receiver.addr).unwrap();
+    stalled.set_read_timeout(Some(TIMEOUT)).unwrap();
+    stalled
+        .write_all(b"GET /?id=P-123BCD HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let _ = stalled.read_to_end(&mut rest);
+    let stalled_port = format!(":{}:", stalled.local_addr().unwrap().port());
+    let idle_port = format!(":{}:", idle.local_addr().unwrap().port());
+    let deadline = Instant::now() + TIMEOUT;
+    while !receiver.log().iter().any(|l| l.contains(&stalled_port)) {
+        assert!(Instant::now() < deadline, "{:#?}", receiver.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let refusals: Vec<String> = receiver
+        .log()
+        .into_iter()
+        .filter(|l| l.contains("rechazada ("))
+        .collect();
+    assert!(
+        !refusals.iter().any(|l| l.contains(&idle_port)),
+        "{refusals:#?}"
+    );
+    assert_eq!(refusals.len(), 1, "{refusals:#?}");
+    assert!(refusals[0].contains("encabezados"), "{refusals:#?}");
 }

@@ -8,6 +8,7 @@
 //! (`statement_timeout`), and a cancelled call cancels its running statement through the
 //! server (a watcher thread sends the cancel request: the querying thread is blocked in it).
 
+pub mod live;
 pub mod read;
 pub mod schema;
 pub mod write;

@@ -49,7 +49,7 @@ const POSITION_TYPES: [Type; 10] = [
     Type::INT8,
     Type::INT8,
 ];
-const EVENT_TYPES: [Type; EVENT_VALUES] = [
+pub(super) const EVENT_TYPES: [Type; EVENT_VALUES] = [
     Type::INT8,
     Type::TEXT,
     Type::INT8,
@@ -64,7 +64,7 @@ const EVENT_TYPES: [Type; EVENT_VALUES] = [
     Type::INT8,
     Type::INT8,
 ];
-const DAY_TYPES: [Type; DAY_VALUES] = [
+pub(super) const DAY_TYPES: [Type; DAY_VALUES] = [
     Type::INT8,
     Type::TEXT,
     Type::FLOAT8,
@@ -327,7 +327,7 @@ fn copy_positions(
 }
 
 /// A stored value as a PostgreSQL parameter of column type `ty` (a NULL typed by its column).
-fn cell(value: &Value, ty: &Type) -> Box<dyn ToSql + Sync> {
+pub(super) fn cell(value: &Value, ty: &Type) -> Box<dyn ToSql + Sync> {
     match value {
         Value::Integer(i) => Box::new(*i),
         Value::Real(r) => Box::new(*r),
@@ -394,7 +394,10 @@ fn copy_analysis(
     Ok(())
 }
 
-fn write_meta(client: &mut Client, pairs: &[(Key, String)]) -> Result<(), postgres::Error> {
+pub(super) fn write_meta(
+    client: &mut Client,
+    pairs: &[(Key, String)],
+) -> Result<(), postgres::Error> {
     let upsert = client.prepare(
         "INSERT INTO meta (clave, valor) VALUES ($1, $2) ON CONFLICT (clave) DO UPDATE SET valor = excluded.valor",
     )?;
@@ -405,7 +408,7 @@ fn write_meta(client: &mut Client, pairs: &[(Key, String)]) -> Result<(), postgr
 }
 
 /// Drops the change log's triggers (an analysis's own writes are not logged).
-fn unseal(client: &mut Client) -> Result<(), postgres::Error> {
+pub(super) fn unseal(client: &mut Client) -> Result<(), postgres::Error> {
     let mut sql = format!("{ANALYSIS_TABLES_DDL} {ANALYSIS_INDEXES} {CHANGE_LOG_DDL}");
     for ((name, _), table) in change_triggers().iter().zip(triggered_tables()) {
         sql.push_str(&format!(" DROP TRIGGER IF EXISTS {name} ON {table};"));
@@ -422,7 +425,7 @@ fn triggered_tables() -> impl Iterator<Item = &'static str> {
 
 /// After an analysis wrote its tables, in the same transaction: records what it covered,
 /// starts a fresh change log and puts the triggers back.
-fn seal(client: &mut Client, covered: &Covered<'_>) -> Result<(), postgres::Error> {
+pub(super) fn seal(client: &mut Client, covered: &Covered<'_>) -> Result<(), postgres::Error> {
     let mut sql = String::from(CHANGE_LOG_DDL);
     for ((name, create), table) in change_triggers().iter().zip(triggered_tables()) {
         sql.push_str(&format!(
