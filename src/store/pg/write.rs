@@ -63,6 +63,12 @@ const EVENT_TYPES: [Type; EVENT_VALUES] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::FLOAT8,
+    Type::TEXT,
+    Type::FLOAT8,
 ];
 const DAY_TYPES: [Type; DAY_VALUES] = [
     Type::INT8,
