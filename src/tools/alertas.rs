@@ -16,9 +16,9 @@ use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, DateRange, MAX_ROWS, ZONES, iso, minutes, place, round1};
+use super::common::{AVISO, DateRange, EVIDENCE, MAX_ROWS, ZONES, iso, minutes, place, round1};
 use crate::engine::{EventKind, LONG_STOP};
-use crate::fleet::{Fleet, Snapshot, day_bounds, is_long_stop};
+use crate::fleet::{Evidencia, Fleet, Snapshot, day_bounds, is_long_stop};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::{EventRow, Store, StoreError};
 
@@ -131,6 +131,8 @@ pub struct EventOut {
     pub limite_kmh: Option<f64>,
     pub exceso_kmh: Option<f64>,
     pub geocerca: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -500,6 +502,7 @@ fn event_out(snapshot: &Snapshot, plates: &Plates, kind: Kind, e: &EventRow, now
             _ => None,
         },
         geocerca: fence,
+        evidencia: Evidencia::of(e, zone, now, &snapshot.meta.config),
     }
 }
 
