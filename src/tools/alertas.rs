@@ -16,7 +16,10 @@ use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, DateRange, EVIDENCE, MAX_ROWS, ZONES, iso, minutes, place, round1};
+use super::common::{
+    AVISO, DateRange, EVIDENCE, MAX_ROWS, ZONES, before_data_note, is_false, iso, minutes, place,
+    round1, stop_before_data_note,
+};
 use crate::engine::{EventKind, LONG_STOP};
 use crate::fleet::{Evidencia, Fleet, Snapshot, day_bounds, is_long_stop};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -131,6 +134,13 @@ pub struct EventOut {
     pub limite_kmh: Option<f64>,
     pub exceso_kmh: Option<f64>,
     pub geocerca: Option<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(
+        description = "Solo si ya estaba en curso en el primer reporte de los datos: el inicio real es anterior y los minutos son un mínimo"
+    )]
+    pub desde_antes_de_los_datos: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
     #[schemars(description = EVIDENCE)]
     pub evidencia: Evidencia,
 }
@@ -502,6 +512,11 @@ fn event_out(snapshot: &Snapshot, plates: &Plates, kind: Kind, e: &EventRow, now
             _ => None,
         },
         geocerca: fence,
+        desde_antes_de_los_datos: e.from_data_start,
+        nota: match e.kind {
+            EventKind::Visit => before_data_note(e.from_data_start),
+            _ => stop_before_data_note(e.from_data_start),
+        },
         evidencia: Evidencia::of(e, zone, now, &snapshot.meta.config),
     }
 }

@@ -143,16 +143,29 @@ fn check(db: &Connection, plate: &str, kind: &str, event: &Value) {
     assert_eq!(ts(&e["ultimo_reporte"]), last, "{event}");
     assert!(first <= last, "{event}");
     // The first and last reports are the unit's own, and the count is of reports between them.
-    assert_eq!(positions(db, plate, first, first).0, 1, "{kind} {plate}: {event}");
-    assert_eq!(positions(db, plate, last, last).0, 1, "{kind} {plate}: {event}");
+    assert_eq!(
+        positions(db, plate, first, first).0,
+        1,
+        "{kind} {plate}: {event}"
+    );
+    assert_eq!(
+        positions(db, plate, last, last).0,
+        1,
+        "{kind} {plate}: {event}"
+    );
     let (between, top_kmh) = positions(db, plate, first, last);
     let used = e["reportes"].as_i64().unwrap();
-    assert!(used >= 1 && used <= between, "{kind} {plate}: {used} of {between}: {event}");
+    assert!(
+        used >= 1 && used <= between,
+        "{kind} {plate}: {used} of {between}: {event}"
+    );
     let threshold = e["umbral"]["valor"].as_f64().unwrap();
     let name = e["umbral"]["nombre"].as_str().unwrap();
     let words = e["estimaciones"].as_array().unwrap();
     assert_eq!(
-        words.iter().any(|w| w.as_str().unwrap().contains("sigue en curso")),
+        words
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("sigue en curso")),
         e["en_curso"] == true,
         "{event}"
     );
@@ -161,7 +174,10 @@ fn check(db: &Connection, plate: &str, kind: &str, event: &Value) {
             assert_eq!(name, "parada_radio_m", "{event}");
             assert!(e["radio_m"].as_f64().unwrap() <= threshold, "{event}");
             // Reports of a stop are still ones; a stop spans more than the minimum.
-            assert!(top_kmh < 40.0, "{plate}: {top_kmh} km/h inside a stop: {event}");
+            assert!(
+                top_kmh < 40.0,
+                "{plate}: {top_kmh} km/h inside a stop: {event}"
+            );
         }
         "exceso" => {
             assert_eq!(name, "limite_kmh+exceso_tolerancia_kmh", "{event}");
@@ -171,7 +187,10 @@ fn check(db: &Connection, plate: &str, kind: &str, event: &Value) {
         }
         "perdida" => {
             assert_eq!(name, "perdida_senal_s", "{event}");
-            assert!(e["silencio_min"].as_f64().unwrap() * 60.0 >= threshold, "{event}");
+            assert!(
+                e["silencio_min"].as_f64().unwrap() * 60.0 >= threshold,
+                "{event}"
+            );
             // Nothing was heard during the silence: only its two ends (one if still silent).
             let ends = if e["en_curso"] == true { 1 } else { 2 };
             assert_eq!((used, between), (ends, ends), "{event}");
@@ -222,7 +241,10 @@ fn every_event_carries_evidence_consistent_with_the_positions() {
         }
     }
     for kind in ["parada", "exceso", "perdida", "visita"] {
-        assert!(seen.get(kind).is_some_and(|n| *n > 0), "no {kind}: {seen:?}");
+        assert!(
+            seen.get(kind).is_some_and(|n| *n > 0),
+            "no {kind}: {seen:?}"
+        );
     }
     let alerts = client.ok(
         "alertas",
@@ -287,7 +309,10 @@ fn an_ongoing_long_stop_is_one_story_across_the_tools() {
         .unwrap()
         .minutes;
     assert!(real >= STOPPED_MIN, "{real}");
-    assert!((minutes - real).abs() <= 1.0, "{minutes} vs truth {real}: {unit}");
+    assert!(
+        (minutes - real).abs() <= 1.0,
+        "{minutes} vs truth {real}: {unit}"
+    );
 
     let alerts = client.ok(
         "alertas",
@@ -301,7 +326,11 @@ fn an_ongoing_long_stop_is_one_story_across_the_tools() {
         .unwrap_or_else(|| panic!("no long-stop alert for {STOPPED}: {alerts}"))
         .clone();
     assert_eq!(alert["fin"], Value::Null, "{alert}");
-    assert_eq!(ts(&alert["inicio"]), start, "alertas vs unidades_detenidas: {alert}");
+    assert_eq!(
+        ts(&alert["inicio"]),
+        start,
+        "alertas vs unidades_detenidas: {alert}"
+    );
     assert_eq!(alert["minutos"].as_f64().unwrap(), minutes, "{alert}");
 
     let summary = client.ok("resumen_recorrido", today.clone());
@@ -312,7 +341,11 @@ fn an_ongoing_long_stop_is_one_story_across_the_tools() {
         .filter(|s| s["fin"].is_null())
         .collect();
     assert_eq!(open.len(), 1, "{summary}");
-    assert_eq!(open[0]["inicio"], clock_of(&unit["detenida_desde"]), "{summary}");
+    assert_eq!(
+        open[0]["inicio"],
+        clock_of(&unit["detenida_desde"]),
+        "{summary}"
+    );
     assert_eq!(open[0]["minutos"].as_f64().unwrap(), minutes, "{summary}");
     assert_eq!(open[0]["prolongada"], true, "{summary}");
     assert_eq!(summary["hora_retorno"], Value::Null, "{summary}");
@@ -351,5 +384,153 @@ fn an_ongoing_long_stop_is_one_story_across_the_tools() {
             );
             assert_eq!(summary["numero_paradas"], map["paradas"], "{plate} {day}");
         }
+    }
+}
+
+/// A unit whose data begins while it is already parked, engine on, inside the depot: a copy
+/// of the fixture plus 90 minutes of its reports imported from a CSV up to "now".
+fn parked_from_the_start(dir: &Path) -> PathBuf {
+    let db = dir.join("flota.db");
+    std::fs::copy(&fixture().db, &db).unwrap();
+    let mut csv = String::from("placa,fecha_hora,lat,lon,velocidad_kmh,rumbo,ignicion\n");
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 8, 19)
+        .unwrap()
+        .and_hms_opt(14, 0, 0)
+        .unwrap();
+    for i in 0..180 {
+        let t = start + chrono::Duration::seconds(30 * i);
+        csv.push_str(&format!(
+            "{PARKED},{},14.5851,-90.5449,0,0,1\n",
+            t.format("%Y-%m-%d %H:%M:%S")
+        ));
+    }
+    let file = dir.join("aparcada.csv");
+    std::fs::write(&file, csv).unwrap();
+    let out = std::process::Command::new(flota_bin())
+        .args([
+            "importar",
+            "--db",
+            db.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    db
+}
+
+const PARKED: &str = "P-900AAA";
+
+/// Asserts `event` is flagged as begun before the data, in words too.
+fn flagged(event: &Value, what: &str) {
+    assert_eq!(event["desde_antes_de_los_datos"], true, "{what}: {event}");
+    assert!(
+        event["nota"]
+            .as_str()
+            .is_some_and(|n| n.contains("primer reporte de los datos")),
+        "{what}: {event}"
+    );
+    let e = &event["evidencia"];
+    assert_eq!(e["desde_antes_de_los_datos"], true, "{what}: {event}");
+    assert!(
+        e["estimaciones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("empezó antes de los datos")),
+        "{what}: {event}"
+    );
+}
+
+/// Every kind of event that began before the data — a stop, the long stop it became, a visit
+/// — is flagged `desde_antes_de_los_datos`, with a note in words, in every tool that lists it;
+/// one that began inside the data is not. (A signal loss always begins at a report: it cannot
+/// begin before the data, and its evidence says so.)
+#[test]
+fn events_begun_before_the_data_are_flagged_in_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = parked_from_the_start(dir.path());
+    let mut server = Server::spawn(
+        flota_bin(),
+        &[
+            "servir",
+            "--db",
+            db.to_str().unwrap(),
+            "--ahora",
+            crate::simulation::AHORA,
+        ],
+    );
+    server.initialize("2025-11-25");
+    let mut next = 0;
+    let mut ok = |tool: &str, arguments: Value| {
+        next += 1;
+        let answer = server.call(next, tool, arguments);
+        assert_ne!(answer["result"]["isError"], true, "{tool}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    };
+    let find = |list: &Value, plate: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["placa"] == plate)
+            .unwrap_or_else(|| panic!("{plate} not in {list}"))
+            .clone()
+    };
+
+    let stopped = ok("unidades_detenidas", json!({"minutos_minimos": 0}));
+    flagged(&find(&stopped["unidades"], PARKED), "unidades_detenidas");
+    assert!(
+        find(&stopped["unidades"], STOPPED).get("nota").is_none(),
+        "{stopped}"
+    );
+
+    let alerts = ok(
+        "alertas",
+        json!({"tipo": "parada_prolongada", "fecha_inicio": "hoy", "fecha_fin": "hoy"}),
+    );
+    let events = &alerts["detalle"][0]["eventos"];
+    flagged(&find(events, PARKED), "alertas");
+    assert!(
+        find(events, STOPPED)
+            .get("desde_antes_de_los_datos")
+            .is_none()
+    );
+
+    let summary = ok(
+        "resumen_recorrido",
+        json!({"placa": PARKED, "fecha": "hoy"}),
+    );
+    flagged(&summary["paradas"][0], "resumen_recorrido parada");
+    assert_eq!(summary["paradas"][0]["prolongada"], true, "{summary}");
+    flagged(&summary["geocercas"][0], "resumen_recorrido visita");
+
+    let fence = ok(
+        "verificar_geocerca",
+        json!({"placa": PARKED, "nombre_geocerca": "CEDIS", "fecha": "hoy"}),
+    );
+    flagged(&fence["visitas"][0], "verificar_geocerca");
+
+    let position = ok("posicion_actual", json!({"placa": PARKED}));
+    assert_eq!(
+        position["evidencia_parada"]["desde_antes_de_los_datos"],
+        true
+    );
+    assert!(position["nota_parada"].is_string(), "{position}");
+
+    // Stops that began inside the data are not flagged.
+    let other = ok(
+        "resumen_recorrido",
+        json!({"placa": STOPPED, "fecha": "hoy"}),
+    );
+    for stop in other["paradas"].as_array().unwrap() {
+        assert!(stop.get("desde_antes_de_los_datos").is_none(), "{stop}");
+        assert_eq!(
+            stop["evidencia"]["desde_antes_de_los_datos"], false,
+            "{stop}"
+        );
     }
 }
