@@ -191,7 +191,8 @@ impl TypedTool for Alertas {
     fn description(&self) -> String {
         "Alertas en un rango de días: excesos de velocidad, paradas prolongadas, pérdidas de \
          señal y entradas y salidas de geocercas. Devuelve cuántas hubo por tipo y por unidad y \
-         el detalle de las más graves de cada tipo. Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un \
+         el detalle de las más graves de cada tipo, cada una con su evidencia (reportes usados, \
+         umbral aplicado y qué es estimado). Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un \
          día de la semana; rango de hasta 93 días. Ejemplos: «¿qué excesos de velocidad hubo \
          esta semana?», «¿hubo alertas ayer?»"
             .into()

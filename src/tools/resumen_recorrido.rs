@@ -138,7 +138,8 @@ impl TypedTool for ResumenRecorrido {
     fn description(&self) -> String {
         "Resumen del día de una unidad: kilómetros, hora de salida y de regreso, tiempo en \
          movimiento, paradas con lugar y duración, pérdidas de señal, excesos de velocidad, \
-         geocercas visitadas, velocidad máxima y promedio. Fechas: AAAA-MM-DD, hoy, ayer, \
+         geocercas visitadas, velocidad máxima y promedio; cada evento con su evidencia \
+         (reportes usados, umbral aplicado y qué es estimado). Fechas: AAAA-MM-DD, hoy, ayer, \
          anteayer o un día de la semana. Ejemplos: «dame el recorrido de ayer de P-456DEF», \
          «¿cuánto tiempo estuvo parada P-901CDF el lunes?»"
             .into()

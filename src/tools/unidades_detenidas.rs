@@ -88,7 +88,8 @@ impl TypedTool for UnidadesDetenidas {
     }
     fn description(&self) -> String {
         "Unidades que llevan al menos N minutos sin moverse (30 por defecto), con desde cuándo, \
-         dónde y si tienen el motor encendido, están apagadas (fin de jornada) o sin señal. \
+         dónde y si tienen el motor encendido, están apagadas (fin de jornada) o sin señal, y la \
+         evidencia de cada parada (reportes usados, umbral aplicado y qué es estimado). \
          Ejemplos: «¿qué unidades llevan más de una hora detenidas?», «¿hay camiones parados \
          con el motor encendido?»"
             .into()

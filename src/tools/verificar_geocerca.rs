@@ -87,7 +87,8 @@ impl TypedTool for VerificarGeocerca {
     }
     fn description(&self) -> String {
         "Si una unidad entró a una geocerca (bodega, centro de distribución o zona de clientes) \
-         en un día: hora de entrada y salida de cada visita y minutos dentro. Acepta el nombre \
+         en un día: hora de entrada y salida de cada visita, minutos dentro y su evidencia \
+         (reportes usados, umbral aplicado y qué es estimado). Acepta el nombre \
          completo o parcial de la geocerca. Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un día de \
          la semana. Ejemplos: «¿entró P-456DEF al CEDIS ayer y cuánto tiempo?», «¿pasó \
          P-345VWX por el Centro Histórico el lunes?»"
