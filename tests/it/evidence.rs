@@ -534,3 +534,59 @@ fn events_begun_before_the_data_are_flagged_in_every_tool() {
         );
     }
 }
+
+/// A database analysed before the evidence columns existed is told to be re-analysed, and
+/// `flota analizar` rewrites its `eventos` with them: the tools then serve evidence.
+#[test]
+fn analizar_upgrades_a_database_from_before_the_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("antigua.db");
+    std::fs::copy(&fixture().db, &db).unwrap();
+    {
+        let conn = Connection::open(&db).unwrap();
+        for column in [
+            "primer_reporte_utc",
+            "ultimo_reporte_utc",
+            "reportes",
+            "medida",
+            "umbral",
+            "umbral_valor",
+        ] {
+            conn.execute_batch(&format!("ALTER TABLE eventos DROP COLUMN {column};"))
+                .unwrap();
+        }
+        conn.execute(
+            "UPDATE meta SET valor = '4' WHERE clave = 'analisis_version'",
+            [],
+        )
+        .unwrap();
+    }
+    let args = json!({"placa": STOPPED, "fecha": "hoy"});
+    let mut old = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
+    old.initialize("2025-11-25");
+    let refused = old.call(1, "resumen_recorrido", args.clone());
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("flota analizar"), "{refused}");
+    drop(old);
+
+    let out = std::process::Command::new(flota_bin())
+        .args(["analizar", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut new = Server::spawn(flota_bin(), &["servir", "--db", db.to_str().unwrap()]);
+    new.initialize("2025-11-25");
+    let answer = new.call(1, "resumen_recorrido", args);
+    let stops = &answer["result"]["structuredContent"]["paradas"];
+    assert!(!stops.as_array().unwrap().is_empty(), "{answer}");
+    for stop in stops.as_array().unwrap() {
+        assert!(
+            stop["evidencia"]["reportes"].as_i64().unwrap() > 0,
+            "{stop}"
+        );
+    }
+}
