@@ -282,7 +282,7 @@ fn clock_of(iso: &Value) -> String {
 
 /// The unit stopped with the engine on "now", past the long-stop threshold, is one story: the
 /// same start and minutes in `alertas`, `resumen_recorrido`, `mapa_recorrido` (its view's
-/// events and its counts) and `unidades_detenidas`; its day has no return time, and says why;
+/// events and its counts) and `unidades_detenidas` (and `mapa_flota`, `posicion_actual`); its day has no return time, and says why;
 /// the minutes stopped agree between the summary and the map for every unit and day.
 #[test]
 fn an_ongoing_long_stop_is_one_story_across_the_tools() {
@@ -365,6 +365,28 @@ fn an_ongoing_long_stop_is_one_story_across_the_tools() {
     assert_eq!(shown[0]["inicio_utc"].as_i64().unwrap(), start, "{map}");
     assert_eq!(shown[0]["minutos"].as_f64().unwrap(), minutes, "{map}");
     assert_eq!(shown[0]["prolongada"], true, "{map}");
+    // The fleet map and the unit's position tell the same stop.
+    let fleet = client.ok("mapa_flota", json!({}));
+    let on_map = fleet["unidades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["placa"] == STOPPED)
+        .unwrap()
+        .clone();
+    assert_eq!(ts(&on_map["en_estado_desde"]), start, "{on_map}");
+    assert_eq!(
+        on_map["minutos_en_estado"].as_f64().unwrap(),
+        minutes,
+        "{on_map}"
+    );
+    let position = client.ok("posicion_actual", json!({"placa": STOPPED}));
+    assert_eq!(ts(&position["detenida_desde"]), start, "{position}");
+    assert_eq!(position["minutos_detenida"].as_f64().unwrap(), minutes);
+    assert_eq!(
+        position["evidencia_parada"]["primer_reporte_utc"],
+        unit["evidencia"]["primer_reporte_utc"]
+    );
     let long_in_summary = summary["paradas"]
         .as_array()
         .unwrap()
