@@ -13,6 +13,7 @@
 //! dated no later than the stop's start — the unit crossed before it halted.
 
 use super::config::DetectionConfig;
+use super::evidence::{Evidence, FENCE_CONFIRMATION, Threshold};
 use super::{Fix, Visit};
 use crate::geometry::earth::lerp;
 use crate::geometry::geofence::Geofence;
@@ -33,6 +34,9 @@ struct Track {
     /// The pending crossing was shown by a parked unit's centre: cancelled, it is no
     /// earlier crossing to keep (the centre wobbled; the unit did not cross).
     pending_parked: bool,
+    /// The fixes inside the open visit, and those inside since a pending entry began.
+    evidence: Option<Evidence>,
+    pending_evidence: Option<Evidence>,
 }
 
 impl Track {
@@ -50,13 +54,20 @@ impl Track {
 }
 
 /// The visit of `fence` that started at `entry` (its time, and whether at the data's first
-/// fix) and ended at `exit_utc` (`None`: still inside).
-fn visit(fence: usize, (entry_utc, from_data_start): (i64, bool), exit_utc: Option<i64>) -> Visit {
+/// fix) and ended at `exit_utc` (`None`: still inside), resting on `evidence`.
+fn visit(
+    fence: usize,
+    (entry_utc, from_data_start): (i64, bool),
+    exit_utc: Option<i64>,
+    evidence: Option<Evidence>,
+    threshold: Threshold,
+) -> Visit {
     Visit {
         fence,
         entry_utc,
         exit_utc,
         from_data_start,
+        evidence: evidence.unwrap_or(Evidence::from_fix(entry_utc, 0.0, threshold)),
     }
 }
 
@@ -98,11 +109,21 @@ impl FenceDetector {
                     cancelled: None,
                     confirmed_utc: i64::MIN,
                     pending_parked: false,
+                    evidence: None,
+                    pending_evidence: None,
                 };
                 fences
             ],
             prev: None,
             visits: Vec::new(),
+        }
+    }
+
+    /// What a visit is held to: the time inside that confirms an entry.
+    fn threshold(&self) -> Threshold {
+        Threshold {
+            name: FENCE_CONFIRMATION,
+            value: self.confirm_s as f64,
         }
     }
 
@@ -117,14 +138,23 @@ impl FenceDetector {
         parked_since: Option<i64>,
     ) {
         let first = self.prev.is_none();
+        let threshold = self.threshold();
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
+            let depth_m = || fences[index].edge_distance_m(fix.point());
             if first {
                 track.inside = now_inside;
                 if now_inside {
                     track.entry = Some((fix.ts_utc, true));
+                    track.evidence = Some(Evidence::from_fix(fix.ts_utc, depth_m(), threshold));
                 }
                 continue;
+            }
+            if now_inside
+                && track.inside
+                && let Some(evidence) = &mut track.evidence
+            {
+                evidence.add(fix.ts_utc, depth_m());
             }
             // A side confirmed during this very stop stands: the centre wobbles across the
             // edge as it settles, the unit did not move.
@@ -149,12 +179,28 @@ impl FenceDetector {
                 let at = parked_since.map_or(at, |since| at.min(since));
                 (at, fix.ts_utc)
             });
+            if now_inside {
+                match &mut track.pending_evidence {
+                    Some(evidence) if fix.ts_utc != first_new => {
+                        evidence.add(fix.ts_utc, depth_m())
+                    }
+                    _ => {
+                        track.pending_evidence =
+                            Some(Evidence::from_fix(fix.ts_utc, depth_m(), threshold))
+                    }
+                }
+            }
             if fix.ts_utc - first_new >= self.confirm_s {
                 track.pending = None;
                 track.cancelled = None;
                 track.confirmed_utc = fix.ts_utc;
+                if now_inside {
+                    track.evidence = track.pending_evidence.take();
+                }
                 if let Some(entry) = track.cross(now_inside, at) {
-                    self.visits.push(visit(index, entry, Some(at)));
+                    let evidence = track.evidence.take();
+                    self.visits
+                        .push(visit(index, entry, Some(at), evidence, threshold));
                 }
             }
         }
@@ -164,15 +210,24 @@ impl FenceDetector {
     /// Visits still open at the end of the data (pending crossings not yet confirmed are
     /// judged as if confirmed when they have lasted long enough by `now`).
     pub fn finish(&mut self, now_utc: i64) {
+        let threshold = self.threshold();
         for (index, track) in self.tracks.iter_mut().enumerate() {
             if let Some((at, first_new)) = track.pending.take()
                 && now_utc - first_new >= self.confirm_s
-                && let Some(entry) = track.cross(!track.inside, at)
             {
-                self.visits.push(visit(index, entry, Some(at)));
+                if !track.inside {
+                    track.evidence = track.pending_evidence.take();
+                }
+                if let Some(entry) = track.cross(!track.inside, at) {
+                    let evidence = track.evidence.take();
+                    self.visits
+                        .push(visit(index, entry, Some(at), evidence, threshold));
+                }
             }
             if let Some(entry) = track.entry.take() {
-                self.visits.push(visit(index, entry, None));
+                let evidence = track.evidence.take();
+                self.visits
+                    .push(visit(index, entry, None, evidence, threshold));
             }
         }
         self.visits.sort_by_key(|v| (v.entry_utc, v.fence));

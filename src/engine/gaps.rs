@@ -5,6 +5,7 @@
 //! still running at "now" is reported open.
 
 use super::config::DetectionConfig;
+use super::evidence::{Evidence, SILENCE, Threshold};
 use super::{Fix, Gap};
 
 #[derive(Clone)]
@@ -23,6 +24,15 @@ impl GapDetector {
         }
     }
 
+    /// A silence from the fix at `from_utc` until `to_utc`, resting on that one fix.
+    fn evidence(&self, from_utc: i64, to_utc: i64) -> Evidence {
+        let threshold = Threshold {
+            name: SILENCE,
+            value: self.threshold_s as f64,
+        };
+        Evidence::from_fix(from_utc, (to_utc - from_utc) as f64, threshold)
+    }
+
     pub fn push(&mut self, fix: &Fix) {
         if let Some(prev) = &self.prev
             && prev.ignition
@@ -33,6 +43,11 @@ impl GapDetector {
                 to_utc: Some(fix.ts_utc),
                 lat: prev.lat,
                 lon: prev.lon,
+                evidence: Evidence {
+                    last_fix_utc: fix.ts_utc,
+                    fixes: 2,
+                    ..self.evidence(prev.ts_utc, fix.ts_utc)
+                },
             });
         }
         self.prev = Some(*fix);
@@ -48,6 +63,7 @@ impl GapDetector {
                 to_utc: None,
                 lat: prev.lat,
                 lon: prev.lon,
+                evidence: self.evidence(prev.ts_utc, now_utc),
             });
         }
     }

@@ -15,6 +15,7 @@ pub mod config;
 mod daily;
 mod distance;
 mod event_kind;
+pub mod evidence;
 mod fences;
 mod gaps;
 mod noise;
@@ -29,6 +30,7 @@ pub use config::DetectionConfig;
 pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
 pub use event_kind::{EventKind, LONG_STOP};
+pub use evidence::{Evidence, Threshold};
 
 use crate::geometry::earth::LatLon;
 use crate::geometry::geofence::{Geofence, applicable_limit_kmh};
@@ -67,6 +69,7 @@ pub struct Stop {
     /// The data starts inside this stop, so its real start is unknown.
     pub from_data_start: bool,
     pub last_fix_utc: i64,
+    pub evidence: Evidence,
 }
 
 impl Stop {
@@ -88,6 +91,7 @@ pub struct Overspeed {
     pub limit_kmh: f64,
     pub lat: f64,
     pub lon: f64,
+    pub evidence: Evidence,
 }
 
 /// A silence while the ignition was on: `from_utc` is the last fix before it, `to_utc` the
@@ -98,6 +102,7 @@ pub struct Gap {
     pub to_utc: Option<i64>,
     pub lat: f64,
     pub lon: f64,
+    pub evidence: Evidence,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +113,7 @@ pub struct Visit {
     pub exit_utc: Option<i64>,
     /// Inside at the data's first fix: the real entry is earlier.
     pub from_data_start: bool,
+    pub evidence: Evidence,
 }
 
 /// Everything detected for one vehicle.

@@ -13,6 +13,7 @@
 //! limit, are dropped.
 
 use super::config::DetectionConfig;
+use super::evidence::{Evidence, SPEED_LIMIT, Threshold};
 use super::{Fix, Overspeed};
 
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +29,8 @@ struct Open {
     /// A fix back at or under the limit, and when the speed crossed it: the end, unless the
     /// next fix is clearly over again (one low reading is a dip or an invalid speed).
     back_under: Option<i64>,
+    /// The fixes over the limit: measure, the top speed; threshold, limit plus tolerance.
+    evidence: Evidence,
 }
 
 /// Fixes clearly over the limit an episode needs: a single fast fix is a glitch or a
@@ -85,6 +88,14 @@ impl OverspeedDetector {
                         last_above: *fix,
                         strong: 1,
                         back_under: None,
+                        evidence: Evidence::from_fix(
+                            fix.ts_utc,
+                            fix.speed_kmh,
+                            Threshold {
+                                name: SPEED_LIMIT,
+                                value: limit_kmh + self.tolerance_kmh,
+                            },
+                        ),
                     });
                 }
             }
@@ -104,6 +115,8 @@ impl OverspeedDetector {
                     }
                     open.max_kmh = open.max_kmh.max(fix.speed_kmh);
                     open.limit_kmh = open.limit_kmh.min(limit_kmh);
+                    open.evidence.add(fix.ts_utc, fix.speed_kmh);
+                    open.evidence.threshold.value = open.limit_kmh + self.tolerance_kmh;
                     open.last_above = *fix;
                 } else if fix.speed_kmh < limit_kmh / 2.0 {
                     open.back_under = Some(crossing(&open.last_above, fix, open.limit_kmh));
@@ -128,6 +141,7 @@ impl OverspeedDetector {
                 limit_kmh: open.limit_kmh,
                 lat: open.lat,
                 lon: open.lon,
+                evidence: open.evidence,
             });
         }
     }
@@ -148,6 +162,7 @@ impl OverspeedDetector {
                 limit_kmh: open.limit_kmh,
                 lat: open.lat,
                 lon: open.lon,
+                evidence: open.evidence,
             });
         }
     }

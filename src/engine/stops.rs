@@ -11,6 +11,7 @@
 //! within the radius, and silences after which the unit is still in place do not end a stop.
 
 use super::config::DetectionConfig;
+use super::evidence::{Evidence, STOP_RADIUS, Threshold};
 use super::noise::RayleighScale;
 use super::{Fix, Stop};
 use crate::geometry::earth::{LatLon, distance_m};
@@ -77,6 +78,9 @@ struct Open {
     first_far: Option<(Fix, bool)>,
     /// Centre of the far fixes.
     far_centre: Option<Centre>,
+    /// The fixes the stop rests on: measure, the farthest a fix lay from the running centre;
+    /// threshold, the largest radius it was held to.
+    evidence: Evidence,
 }
 
 #[derive(Clone)]
@@ -147,6 +151,10 @@ impl StopDetector {
 
     fn start(&mut self, fix: &Fix) {
         let (start_utc, from_data_start) = self.halt_time(self.prev.as_ref(), fix);
+        let radius = Threshold {
+            name: STOP_RADIUS,
+            value: self.radius_m,
+        };
         self.open = Some(Open {
             start_utc,
             from_data_start,
@@ -160,6 +168,7 @@ impl StopDetector {
             far: 0,
             first_far: None,
             far_centre: None,
+            evidence: Evidence::from_fix(fix.ts_utc, 0.0, radius),
         });
     }
 
@@ -223,6 +232,8 @@ impl StopDetector {
             self.open = Some(open);
             self.left_in_silence(fix, still);
         } else if still && from_centre_m <= radius {
+            open.evidence.add(fix.ts_utc, from_centre_m);
+            open.evidence.threshold.value = open.evidence.threshold.value.max(radius);
             open.centre.add(fix);
             open.fixes += 1;
             open.last_still = *fix;
@@ -377,5 +388,10 @@ fn to_stop(open: &Open, end_utc: Option<i64>) -> Stop {
         went_off: open.went_off,
         from_data_start: open.from_data_start,
         last_fix_utc: open.last_still.ts_utc,
+        evidence: Evidence {
+            fixes: open.fixes,
+            last_fix_utc: open.last_still.ts_utc,
+            ..open.evidence
+        },
     }
 }

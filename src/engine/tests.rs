@@ -378,3 +378,75 @@ fn kilometres_through_midnight_are_shared_between_the_days() {
     );
     assert!((days[0].km_gps - saturday_km).abs() < 0.002, "{days:?}");
 }
+
+/// Each detector says what its event rests on: the first and last fix it used, how many, and
+/// the measure held to a threshold.
+#[test]
+fn every_event_carries_its_evidence() {
+    let fixes = track(
+        &[
+            Seg::Drive {
+                kmh: 36.0,
+                secs: 300,
+            },
+            Seg::Stand { secs: 600 },
+            Seg::Drive {
+                kmh: 80.0,
+                secs: 300,
+            },
+            Seg::Silent {
+                kmh: 36.0,
+                secs: 300,
+            },
+            Seg::Drive {
+                kmh: 36.0,
+                secs: 150,
+            },
+        ],
+        |i| if i % 2 == 0 { 4.0 } else { -4.0 },
+    );
+    let config = DetectionConfig::default();
+    let a = run(&fixes, &[]);
+
+    let stop = &a.stops[0].evidence;
+    assert_eq!(
+        (stop.first_fix_utc, stop.last_fix_utc, stop.fixes),
+        (T0 + 300, T0 + 885, 40),
+        "{stop:?}"
+    );
+    assert_eq!(stop.threshold.name, evidence::STOP_RADIUS);
+    assert_eq!(stop.threshold.value, config.parada_radio_m);
+    assert!(
+        stop.measure > 0.0 && stop.measure <= stop.threshold.value,
+        "{stop:?}"
+    );
+
+    let speeding = &a.overspeeds[0].evidence;
+    assert_eq!(
+        (
+            speeding.first_fix_utc,
+            speeding.last_fix_utc,
+            speeding.fixes
+        ),
+        (T0 + 900, T0 + 1185, 20),
+        "{speeding:?}"
+    );
+    assert_eq!(speeding.measure, 80.0);
+    assert_eq!(speeding.threshold.name, evidence::SPEED_LIMIT);
+    assert_eq!(
+        speeding.threshold.value,
+        60.0 + config.exceso_tolerancia_kmh
+    );
+
+    let gap = &a.gaps[0].evidence;
+    assert_eq!(
+        (gap.first_fix_utc, gap.last_fix_utc, gap.fixes),
+        (T0 + 1185, T0 + 1500, 2),
+        "{gap:?}"
+    );
+    assert_eq!(gap.measure, 315.0);
+    assert_eq!(
+        (gap.threshold.name, gap.threshold.value),
+        (evidence::SILENCE, config.perdida_senal_s.round())
+    );
+}

@@ -13,6 +13,7 @@
 
 pub mod dates;
 mod day;
+mod evidence;
 pub mod places;
 pub mod text;
 mod trust;
@@ -34,6 +35,7 @@ use text::Found;
 
 use crate::geometry::earth::LatLon;
 pub use day::{DayTrack, is_long_stop, is_working_stop, no_reports, working_window};
+pub use evidence::{Evidencia, Umbral};
 pub use trust::with_warning;
 
 /// A route of the fleet as a line on the map, with its named stops. The line is decoded

@@ -8,7 +8,7 @@
 
 use geo::{Contains, Coord, LineString, Polygon};
 
-use crate::geometry::earth::{LatLon, M_PER_DEG_LAT, distance_m};
+use crate::geometry::earth::{LatLon, M_PER_DEG_LAT, distance_m, local_m};
 
 /// The shape of a geofence.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +84,18 @@ impl Geofence {
             (_, Some(polygon)) => polygon.contains(&p.point()),
             (_, None) => false,
         }
+    }
+
+    /// How far `p` lies from the fence's edge, metres (inside or out): a circle's from its
+    /// radius, a square's or polygon's from the nearest side.
+    pub fn edge_distance_m(&self, p: LatLon) -> f64 {
+        if let Shape::Circle { centre, radius_m } = &self.shape {
+            return (radius_m - distance_m(*centre, p)).abs();
+        }
+        let ring = self.outline();
+        ring.windows(2)
+            .map(|side| segment_distance_m(p, side[0], side[1]))
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Bounding box of the outline: (south-west, north-east).
@@ -219,6 +231,21 @@ pub fn ring_area_deg2(vertices: &[LatLon]) -> f64 {
         .abs()
 }
 
+/// Distance from `p` to the segment `a`–`b`, metres, on a local plane around `p` (exact for
+/// the sides of fences a few kilometres across).
+fn segment_distance_m(p: LatLon, a: LatLon, b: LatLon) -> f64 {
+    let (ax, ay) = local_m(p, a);
+    let (bx, by) = local_m(p, b);
+    let (dx, dy) = (bx - ax, by - ay);
+    let length2 = dx * dx + dy * dy;
+    let t = if length2 > 0.0 {
+        (-(ax * dx + ay * dy) / length2).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    (ax + t * dx).hypot(ay + t * dy)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -322,5 +349,28 @@ pub(crate) mod tests {
         assert!(triangle.contains(LatLon::new(0.2, 0.2)));
         assert!(!triangle.contains(LatLon::new(0.8, 0.8)));
         assert_eq!(triangle.wkt(), "POLYGON ((0 0, 1 0, 0 1, 0 0))");
+    }
+
+    #[test]
+    fn edge_distance_is_to_the_nearest_side() {
+        use crate::geometry::earth::offset_m;
+        let depot = cedis();
+        let centre = LatLon::new(14.585, -90.545);
+        // 260 m half side: 100 m east of the centre is 160 m from the east side.
+        let inside = depot.edge_distance_m(offset_m(centre, 100.0, 0.0));
+        assert!((inside - 160.0).abs() < 1.0, "{inside}");
+        let outside = depot.edge_distance_m(offset_m(centre, 0.0, 300.0));
+        assert!((outside - 40.0).abs() < 1.0, "{outside}");
+        let circle = Geofence::new(
+            "c".into(),
+            "x".into(),
+            Shape::Circle {
+                centre,
+                radius_m: 200.0,
+            },
+            None,
+        );
+        let near_centre = circle.edge_distance_m(offset_m(centre, 50.0, 0.0));
+        assert!((near_centre - 150.0).abs() < 1.0, "{near_centre}");
     }
 }

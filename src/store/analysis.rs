@@ -10,7 +10,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 use super::coverage::{self, Covered};
 use super::queries::EventRow;
 use super::reader::{SqliteStore, StoreError, for_each_fix_in, spanish};
-use crate::engine::{Analysis, DayStats, DetectionConfig, EventKind, Fix};
+use crate::engine::{Analysis, DayStats, DetectionConfig, EventKind, Evidence, Fix};
 
 /// A re-analysis under way: one transaction that recreates the analysis tables if they are
 /// missing, empties them, takes each vehicle's analysis, and on [`SqliteRewrite::commit`] records
@@ -76,12 +76,12 @@ impl SqliteRewrite<'_> {
 }
 
 /// The columns of an `eventos` row, in [`EVENT_VALUES`]'s order, after the id.
-pub(super) const EVENT_VALUE_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+pub(super) const EVENT_VALUE_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos, primer_reporte_utc, ultimo_reporte_utc, reportes, medida, umbral, umbral_valor";
 /// The columns of a `resumen_diario` row, in [`day_values`]'s order.
 pub(super) const DAY_VALUE_COLUMNS: &str = "vehiculo_id, fecha, km, km_gps, km_odometro, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad, primer_reporte_utc, ultimo_reporte_utc";
 
 /// Values in an `eventos` row.
-pub(super) const EVENT_VALUES: usize = 13;
+pub(super) const EVENT_VALUES: usize = 19;
 /// Values in a `resumen_diario` row.
 pub(super) const DAY_VALUES: usize = 16;
 
@@ -103,6 +103,12 @@ pub(super) fn event_values(e: &EventRow) -> [Value; EVENT_VALUES] {
         e.engine_on
             .map_or(Value::Null, |on| Value::Integer(i64::from(on))),
         Value::Integer(i64::from(e.from_data_start)),
+        Value::Integer(e.first_fix_utc),
+        Value::Integer(e.last_fix_utc),
+        Value::Integer(e.fixes),
+        Value::Real(e.measure),
+        Value::Text(e.threshold.clone()),
+        Value::Real(e.threshold_value),
     ]
 }
 
@@ -174,7 +180,7 @@ pub(super) fn event_rows<'a>(
     config: &'a DetectionConfig,
     now_utc: i64,
 ) -> impl Iterator<Item = EventRow> + 'a {
-    let row = move |kind, start_utc, end_utc, lat, lon| EventRow {
+    let row = move |kind, start_utc, end_utc, lat, lon, evidence: &Evidence| EventRow {
         vehicle_id,
         kind,
         start_utc,
@@ -188,28 +194,61 @@ pub(super) fn event_rows<'a>(
         end_of_day: false,
         engine_on: None,
         from_data_start: false,
+        first_fix_utc: evidence.first_fix_utc,
+        last_fix_utc: evidence.last_fix_utc,
+        fixes: i64::from(evidence.fixes),
+        measure: evidence.measure,
+        threshold: evidence.threshold.name.to_owned(),
+        threshold_value: evidence.threshold.value,
     };
     let stops = analysis.stops.iter().map(move |s| EventRow {
         long: s.is_long(config, now_utc),
         end_of_day: s.went_off,
         engine_on: Some(s.engine_on),
         from_data_start: s.from_data_start,
-        ..row(EventKind::Stop, s.start_utc, s.end_utc, s.lat, s.lon)
+        ..row(
+            EventKind::Stop,
+            s.start_utc,
+            s.end_utc,
+            s.lat,
+            s.lon,
+            &s.evidence,
+        )
     });
     let overspeeds = analysis.overspeeds.iter().map(move |o| EventRow {
         max_kmh: Some(o.max_kmh),
         limit_kmh: Some(o.limit_kmh),
-        ..row(EventKind::Overspeed, o.start_utc, o.end_utc, o.lat, o.lon)
+        ..row(
+            EventKind::Overspeed,
+            o.start_utc,
+            o.end_utc,
+            o.lat,
+            o.lon,
+            &o.evidence,
+        )
     });
-    let gaps = analysis
-        .gaps
-        .iter()
-        .map(move |g| row(EventKind::Gap, g.from_utc, g.to_utc, g.lat, g.lon));
+    let gaps = analysis.gaps.iter().map(move |g| {
+        row(
+            EventKind::Gap,
+            g.from_utc,
+            g.to_utc,
+            g.lat,
+            g.lon,
+            &g.evidence,
+        )
+    });
     // A visit is located at its fence; the fence row holds the coordinates.
     let visits = analysis.visits.iter().map(move |v| EventRow {
         fence_id: fence_ids.get(v.fence).copied(),
         from_data_start: v.from_data_start,
-        ..row(EventKind::Visit, v.entry_utc, v.exit_utc, 0.0, 0.0)
+        ..row(
+            EventKind::Visit,
+            v.entry_utc,
+            v.exit_utc,
+            0.0,
+            0.0,
+            &v.evidence,
+        )
     });
     stops.chain(overspeeds).chain(gaps).chain(visits)
 }

@@ -14,7 +14,8 @@ use rusqlite::Connection;
 use super::meta;
 use super::reader::{SqliteStore, StoreError};
 use super::schema::{
-    ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL, change_triggers,
+    ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL,
+    NEWEST_EVENT_COLUMN, change_triggers,
 };
 use crate::engine::DetectionConfig;
 use crate::store::Meta;
@@ -59,10 +60,18 @@ pub enum Unusable {
     Modified,
 }
 
-/// Before an analysis rewrites its tables: recreates them if they are missing and drops the
+/// Before an analysis rewrites its tables: recreates them if they are missing (or `eventos`
+/// if it is from an older analysis, without the evidence columns) and drops the
 /// change log's triggers, so the analysis's own writes are not logged (and emptying the
 /// tables stays a truncation, not a row-by-row delete).
 pub(super) fn unseal(conn: &Connection) -> rusqlite::Result<()> {
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('eventos')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !columns.is_empty() && !columns.iter().any(|c| c == NEWEST_EVENT_COLUMN) {
+        conn.execute_batch("DROP TABLE eventos;")?;
+    }
     conn.execute_batch(ANALYSIS_DDL)?;
     for (name, _) in change_triggers() {
         conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;

@@ -204,6 +204,14 @@ fn event_hash(e: &EventRow) -> u64 {
     (e.lat.to_bits(), e.lon.to_bits(), e.fence_id).hash(&mut h);
     (e.max_kmh.map(f64::to_bits), e.limit_kmh.map(f64::to_bits)).hash(&mut h);
     (e.long, e.end_of_day, e.engine_on, e.from_data_start).hash(&mut h);
+    (
+        e.first_fix_utc,
+        e.last_fix_utc,
+        e.fixes,
+        e.measure.to_bits(),
+    )
+        .hash(&mut h);
+    (&e.threshold, e.threshold_value.to_bits()).hash(&mut h);
     h.finish()
 }
 

@@ -46,6 +46,13 @@ pub struct EventRow {
     pub end_of_day: bool,
     pub engine_on: Option<bool>,
     pub from_data_start: bool,
+    /// Why it was detected (`engine::Evidence`, threshold name as stored).
+    pub first_fix_utc: i64,
+    pub last_fix_utc: i64,
+    pub fixes: i64,
+    pub measure: f64,
+    pub threshold: String,
+    pub threshold_value: f64,
 }
 
 /// Kinds some queries below spell as SQL literals rather than bind: the partial index
@@ -53,7 +60,7 @@ pub struct EventRow {
 const STOP: &str = EventKind::Stop.name();
 const VISIT: &str = EventKind::Visit.name();
 
-pub(super) const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+pub(super) const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos, primer_reporte_utc, ultimo_reporte_utc, reportes, medida, umbral, umbral_valor";
 
 pub(super) fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
@@ -70,6 +77,12 @@ pub(super) fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
         end_of_day: r.get::<_, i64>(10)? != 0,
         engine_on: r.get::<_, Option<i64>>(11)?.map(|v| v != 0),
         from_data_start: r.get::<_, i64>(12)? != 0,
+        first_fix_utc: r.get(13)?,
+        last_fix_utc: r.get(14)?,
+        fixes: r.get(15)?,
+        measure: r.get(16)?,
+        threshold: r.get(17)?,
+        threshold_value: r.get(18)?,
     })
 }
 

@@ -19,7 +19,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 
 /// Bumped whenever the detection engine's output for the same positions changes; the server
 /// tells the user to run `flota analizar` when a database was analysed by another version.
-pub const ANALYSIS_VERSION: i64 = 4;
+/// 5: each event's evidence (`eventos.primer_reporte_utc` … `umbral_valor`).
+pub const ANALYSIS_VERSION: i64 = 5;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
@@ -146,7 +147,13 @@ CREATE TABLE IF NOT EXISTS eventos (
     prolongada INTEGER NOT NULL DEFAULT 0,
     fin_de_jornada INTEGER NOT NULL DEFAULT 0,
     motor_encendido INTEGER,
-    desde_inicio_datos INTEGER NOT NULL DEFAULT 0
+    desde_inicio_datos INTEGER NOT NULL DEFAULT 0,
+    primer_reporte_utc INTEGER NOT NULL DEFAULT 0,
+    ultimo_reporte_utc INTEGER NOT NULL DEFAULT 0,
+    reportes INTEGER NOT NULL DEFAULT 0,
+    medida REAL NOT NULL DEFAULT 0,
+    umbral TEXT NOT NULL DEFAULT '',
+    umbral_valor REAL NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS resumen_diario (
@@ -172,6 +179,10 @@ CREATE TABLE IF NOT EXISTS resumen_diario (
     };
 }
 use analysis_tables_ddl;
+
+/// The newest column of `eventos`: a table without it is from an older analysis, dropped
+/// (its rows are rewritten anyway) before [`ANALYSIS_DDL`] recreates it.
+pub const NEWEST_EVENT_COLUMN: &str = "umbral_valor";
 
 /// The tables the analysis writes.
 pub const ANALYSIS_TABLES: [&str; 2] = ["eventos", "resumen_diario"];

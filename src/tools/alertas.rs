@@ -16,9 +16,12 @@ use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, DateRange, MAX_ROWS, ZONES, iso, minutes, place, round1};
+use super::common::{
+    AVISO, DateRange, EVIDENCE, MAX_ROWS, ZONES, before_data_note, is_false, iso, minutes, place,
+    round1, stop_before_data_note,
+};
 use crate::engine::{EventKind, LONG_STOP};
-use crate::fleet::{Fleet, Snapshot, day_bounds, is_long_stop};
+use crate::fleet::{Evidencia, Fleet, Snapshot, day_bounds, is_long_stop};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::{EventRow, Store, StoreError};
 
@@ -131,6 +134,15 @@ pub struct EventOut {
     pub limite_kmh: Option<f64>,
     pub exceso_kmh: Option<f64>,
     pub geocerca: Option<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(
+        description = "Solo si ya estaba en curso en el primer reporte de los datos: el inicio real es anterior y los minutos son un mínimo"
+    )]
+    pub desde_antes_de_los_datos: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -179,7 +191,8 @@ impl TypedTool for Alertas {
     fn description(&self) -> String {
         "Alertas en un rango de días: excesos de velocidad, paradas prolongadas, pérdidas de \
          señal y entradas y salidas de geocercas. Devuelve cuántas hubo por tipo y por unidad y \
-         el detalle de las más graves de cada tipo. Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un \
+         el detalle de las más graves de cada tipo, cada una con su evidencia (reportes usados, \
+         umbral aplicado y qué es estimado). Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un \
          día de la semana; rango de hasta 93 días. Ejemplos: «¿qué excesos de velocidad hubo \
          esta semana?», «¿hubo alertas ayer?»"
             .into()
@@ -500,6 +513,12 @@ fn event_out(snapshot: &Snapshot, plates: &Plates, kind: Kind, e: &EventRow, now
             _ => None,
         },
         geocerca: fence,
+        desde_antes_de_los_datos: e.from_data_start,
+        nota: match e.kind {
+            EventKind::Visit => before_data_note(e.from_data_start),
+            _ => stop_before_data_note(e.from_data_start),
+        },
+        evidencia: Evidencia::of(e, zone, now, &snapshot.meta.config),
     }
 }
 

@@ -62,6 +62,9 @@ impl DateRange {
 /// How the fleet-wide tools describe their `nota_zonas` to the model.
 pub const ZONES: &str = "Solo si la flota tiene unidades en varias zonas horarias: en qué zona se leen las fechas y qué unidades están en otra";
 
+/// How every tool describes an event's `evidencia` to the model.
+pub const EVIDENCE: &str = "Por qué se detectó: primer y último reporte usados (hora local y UTC), cuántos reportes, la medida (radio de la parada, velocidad máxima, minutos de silencio o distancia al borde de la geocerca), el umbral aplicado (nombre y valor) y qué es estimado (inicio fechado hacia atrás, fin abierto, empezó antes de los datos)";
+
 /// Lists given to the model stop here; the real total always travels beside them.
 pub const MAX_ROWS: usize = 200;
 
@@ -74,6 +77,19 @@ pub fn before_data_note(before_data: bool) -> Option<String> {
     before_data.then(|| {
         "ya estaba dentro en el primer reporte de los datos: la entrada real es anterior y los \
          minutos dentro son un mínimo"
+            .to_owned()
+    })
+}
+
+/// The schema words of `desde_antes_de_los_datos` on a stop.
+pub const STOP_BEFORE_DATA: &str = "Solo si la parada ya estaba en curso en el primer reporte de los datos: el inicio real es anterior y los minutos son un mínimo";
+
+/// What a stop already under way at the data's first report means, in words (`None` when it
+/// is not).
+pub fn stop_before_data_note(before_data: bool) -> Option<String> {
+    before_data.then(|| {
+        "ya estaba detenida en el primer reporte de los datos: el inicio real es anterior y los \
+         minutos detenida son un mínimo"
             .to_owned()
     })
 }

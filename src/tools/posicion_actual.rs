@@ -9,8 +9,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{PLATE, UnitState, coord, iso, minutes, place, round1};
-use crate::fleet::Fleet;
+use super::common::{
+    EVIDENCE, PLATE, UnitState, coord, iso, minutes, place, round1, stop_before_data_note,
+};
+use crate::fleet::{Evidencia, Fleet};
 use crate::geometry::earth::{LatLon, compass_es};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
@@ -39,6 +41,14 @@ pub struct Output {
     #[schemars(description = "Desde cuándo está detenida (inicio real de la parada), si lo está")]
     pub detenida_desde: Option<String>,
     pub minutos_detenida: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si la parada ya estaba en curso en el primer reporte de los datos: desde cuándo está detenida es un mínimo, en palabras"
+    )]
+    pub nota_parada: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = EVIDENCE)]
+    pub evidencia_parada: Option<Evidencia>,
     #[schemars(
         description = "Dirección (servicio en línea si está configurado) o referencia local"
     )]
@@ -129,6 +139,12 @@ impl TypedTool for PosicionActual {
             minutos_desde_ultimo_reporte: minutes(now - fix.ts_utc),
             detenida_desde: stopped.as_ref().map(|s| iso(vehicle.zone, s.start_utc)),
             minutos_detenida: stopped.as_ref().map(|s| minutes(now - s.start_utc)),
+            nota_parada: stopped
+                .as_ref()
+                .and_then(|s| stop_before_data_note(s.from_data_start)),
+            evidencia_parada: stopped
+                .as_ref()
+                .map(|s| Evidencia::of(s, vehicle.zone, now, &snapshot.meta.config)),
             direccion,
             referencia,
             lat: coord(fix.lat),

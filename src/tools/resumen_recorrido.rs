@@ -14,10 +14,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::common::{
-    AVISO, BEFORE_DATA, before_data_note, cap, capped, clock, is_false, minutes, place, round1,
+    AVISO, BEFORE_DATA, EVIDENCE, STOP_BEFORE_DATA, before_data_note, cap, capped, clock, is_false,
+    minutes, place, round1, stop_before_data_note,
 };
 use crate::fleet::{
-    Fleet, Snapshot, dates, day_bounds, is_working_stop, no_reports, working_window,
+    Evidencia, Fleet, Snapshot, dates, day_bounds, is_working_stop, no_reports, working_window,
 };
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 use crate::store::EventRow;
@@ -38,6 +39,13 @@ pub struct StopOut {
     pub lugar: String,
     #[schemars(description = "Parada prolongada (alerta)")]
     pub prolongada: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(description = STOP_BEFORE_DATA)]
+    pub desde_antes_de_los_datos: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -48,6 +56,8 @@ pub struct GapOut {
     pub hasta: Option<String>,
     pub minutos: f64,
     pub lugar: String,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -58,6 +68,8 @@ pub struct SpeedingOut {
     pub velocidad_max_kmh: f64,
     pub limite_kmh: f64,
     pub lugar: String,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -73,6 +85,8 @@ pub struct VisitOut {
     pub desde_antes_de_los_datos: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nota: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -124,7 +138,8 @@ impl TypedTool for ResumenRecorrido {
     fn description(&self) -> String {
         "Resumen del día de una unidad: kilómetros, hora de salida y de regreso, tiempo en \
          movimiento, paradas con lugar y duración, pérdidas de señal, excesos de velocidad, \
-         geocercas visitadas, velocidad máxima y promedio. Fechas: AAAA-MM-DD, hoy, ayer, \
+         geocercas visitadas, velocidad máxima y promedio; cada evento con su evidencia \
+         (reportes usados, umbral aplicado y qué es estimado). Fechas: AAAA-MM-DD, hoy, ayer, \
          anteayer o un día de la semana. Ejemplos: «dame el recorrido de ayer de P-456DEF», \
          «¿cuánto tiempo estuvo parada P-901CDF el lunes?»"
             .into()
@@ -243,6 +258,15 @@ impl DayView<'_> {
         place(self.snapshot, e.lat, e.lon)
     }
 
+    fn evidence(&self, e: &EventRow) -> Evidencia {
+        Evidencia::of(
+            e,
+            self.zone,
+            self.snapshot.now_utc,
+            &self.snapshot.meta.config,
+        )
+    }
+
     /// The day's stops ([`is_working_stop`]).
     fn stops(&self, stops: &[EventRow], window: (i64, i64)) -> Vec<StopOut> {
         stops
@@ -256,6 +280,9 @@ impl DayView<'_> {
                     minutos: minutes(b - a),
                     lugar: self.place(s),
                     prolongada: self.snapshot.is_long_stop(s),
+                    desde_antes_de_los_datos: s.from_data_start,
+                    nota: stop_before_data_note(s.from_data_start),
+                    evidencia: self.evidence(s),
                 }
             })
             .collect()
@@ -269,6 +296,7 @@ impl DayView<'_> {
                 hasta: g.end_utc.map(|e| self.clock(e)),
                 minutos: minutes(g.end_utc.unwrap_or(now) - g.start_utc),
                 lugar: self.place(g),
+                evidencia: self.evidence(g),
             })
             .collect()
     }
@@ -284,6 +312,7 @@ impl DayView<'_> {
                 velocidad_max_kmh: round1(e.max_kmh.unwrap_or(0.0)),
                 limite_kmh: e.limit_kmh.unwrap_or(0.0),
                 lugar: self.place(e),
+                evidencia: self.evidence(e),
             })
             .collect()
     }
@@ -305,6 +334,7 @@ impl DayView<'_> {
                     minutos_dentro: minutes(b - a),
                     desde_antes_de_los_datos: v.from_data_start,
                     nota: before_data_note(v.from_data_start),
+                    evidencia: self.evidence(v),
                 }
             })
             .collect()

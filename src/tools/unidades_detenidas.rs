@@ -11,8 +11,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, cap, coord, iso, minutes, place};
-use crate::fleet::Fleet;
+use super::common::{AVISO, EVIDENCE, cap, coord, iso, minutes, place, stop_before_data_note};
+use crate::fleet::{Evidencia, Fleet};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct UnidadesDetenidas {
@@ -49,6 +49,10 @@ pub struct Stopped {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(description = "Zona horaria de la unidad, solo si la flota tiene varias")]
     pub zona_horaria: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nota: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -84,7 +88,8 @@ impl TypedTool for UnidadesDetenidas {
     }
     fn description(&self) -> String {
         "Unidades que llevan al menos N minutos sin moverse (30 por defecto), con desde cuándo, \
-         dónde y si tienen el motor encendido, están apagadas (fin de jornada) o sin señal. \
+         dónde y si tienen el motor encendido, están apagadas (fin de jornada) o sin señal, y la \
+         evidencia de cada parada (reportes usados, umbral aplicado y qué es estimado). \
          Ejemplos: «¿qué unidades llevan más de una hora detenidas?», «¿hay camiones parados \
          con el motor encendido?»"
             .into()
@@ -142,6 +147,8 @@ impl TypedTool for UnidadesDetenidas {
                         lat: coord(stop.lat),
                         lon: coord(stop.lon),
                         zona_horaria: several_zones.then(|| vehicle.zone.name().to_owned()),
+                        nota: stop_before_data_note(stop.from_data_start),
+                        evidencia: Evidencia::of(&stop, vehicle.zone, now, &snapshot.meta.config),
                     },
                 )
             })

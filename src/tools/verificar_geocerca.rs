@@ -10,10 +10,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    AVISO, BEFORE_DATA, DAY, PLATE, before_data_note, cap, clock, is_false, minutes, round1,
+    AVISO, BEFORE_DATA, DAY, EVIDENCE, PLATE, before_data_note, cap, clock, is_false, minutes,
+    round1,
 };
 use crate::engine::EventKind;
-use crate::fleet::{Fleet, dates, day_bounds, no_reports};
+use crate::fleet::{Evidencia, Fleet, dates, day_bounds, no_reports};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
 
 pub struct VerificarGeocerca {
@@ -50,6 +51,8 @@ pub struct VisitOut {
     pub desde_antes_de_los_datos: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nota: Option<String>,
+    #[schemars(description = EVIDENCE)]
+    pub evidencia: Evidencia,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -84,7 +87,8 @@ impl TypedTool for VerificarGeocerca {
     }
     fn description(&self) -> String {
         "Si una unidad entró a una geocerca (bodega, centro de distribución o zona de clientes) \
-         en un día: hora de entrada y salida de cada visita y minutos dentro. Acepta el nombre \
+         en un día: hora de entrada y salida de cada visita, minutos dentro y su evidencia \
+         (reportes usados, umbral aplicado y qué es estimado). Acepta el nombre \
          completo o parcial de la geocerca. Fechas: AAAA-MM-DD, hoy, ayer, anteayer o un día de \
          la semana. Ejemplos: «¿entró P-456DEF al CEDIS ayer y cuánto tiempo?», «¿pasó \
          P-345VWX por el Centro Histórico el lunes?»"
@@ -125,6 +129,7 @@ impl TypedTool for VerificarGeocerca {
                     sigue_dentro: still,
                     desde_antes_de_los_datos: v.from_data_start,
                     nota: before_data_note(v.from_data_start),
+                    evidencia: Evidencia::of(v, vehicle.zone, now, &snapshot.meta.config),
                 }
             })
             .collect();

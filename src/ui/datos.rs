@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::fleet::{DayTrack, Snapshot, dates};
+use crate::fleet::{DayTrack, Evidencia, Snapshot, dates};
 use crate::geometry::earth::LatLon;
 use crate::map::{self, Scene, TileConfig};
 use crate::store::EventRow;
@@ -342,9 +342,14 @@ pub fn vista_recorrido(
     }
 }
 
-/// The fields every event's evidence starts with: its interval as the engine stored it.
-fn interval(track: &DayTrack, e: &EventRow, end: i64) -> Map<String, Value> {
-    let mut m = Map::new();
+/// The fields every event's evidence starts with: the tools' `evidencia` (fleet::Evidencia)
+/// and its interval as the engine stored it.
+fn interval(track: &DayTrack, snapshot: &Snapshot, e: &EventRow, end: i64) -> Map<String, Value> {
+    let evidence = Evidencia::of(e, track.zone, snapshot.now_utc, &snapshot.meta.config);
+    let mut m = match serde_json::to_value(evidence) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
     m.insert("inicio".into(), json!(clock(track, e.start_utc)));
     m.insert(
         "fin".into(),
@@ -367,7 +372,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
     // `Scene` builds its stops from `working_stops`, its speeding marks from `speeding` and
     // its gap marks from `gaps`, one for one and in order: zipping pairs each mark with its row.
     for (row, mark) in track.working_stops().zip(&scene.stops) {
-        let mut evidencia = interval(track, row, row.end_utc.unwrap_or(now));
+        let mut evidencia = interval(track, snapshot, row, row.end_utc.unwrap_or(now));
         evidencia.insert("prolongada".into(), json!(row.long));
         evidencia.insert("motor_encendido".into(), json!(row.engine_on));
         evidencia.insert("fin_de_jornada".into(), json!(row.end_of_day));
@@ -396,7 +401,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
         });
     }
     for (row, mark) in track.speeding.iter().zip(&scene.speeding) {
-        let mut evidencia = interval(track, row, mark.to_utc);
+        let mut evidencia = interval(track, snapshot, row, mark.to_utc);
         evidencia.insert("velocidad_max_kmh".into(), json!(round1(mark.max_kmh)));
         evidencia.insert("limite_kmh".into(), json!(round1(mark.limit_kmh)));
         evidencia.insert("lugar".into(), json!(place(mark.p)));
@@ -421,7 +426,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
     }
     for (row, mark) in track.gaps.iter().zip(&scene.gaps) {
         let end = row.end_utc.unwrap_or(now);
-        let mut evidencia = interval(track, row, end);
+        let mut evidencia = interval(track, snapshot, row, end);
         evidencia.insert("ultima_posicion".into(), json!(place(mark.from)));
         if let Some(to) = mark.to {
             evidencia.insert("posicion_al_volver".into(), json!(place(to)));
@@ -453,7 +458,7 @@ fn events(track: &DayTrack, snapshot: &Snapshot, scene: &Scene) -> Vec<Evento> {
         let name = row.fence_id.and_then(|id| snapshot.fence_name(id));
         let at = entry(row);
         let end = row.end_utc.unwrap_or(now).min(track.to_utc);
-        let mut evidencia = interval(track, row, end);
+        let mut evidencia = interval(track, snapshot, row, end);
         evidencia.insert("geocerca".into(), json!(name));
         evidencia.insert(
             "desde_antes_de_los_datos".into(),

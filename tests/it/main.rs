@@ -13,6 +13,8 @@
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `dense_city`: a dense centre's noise in Madrid, seeds 2–4: the F1 floor, units stopped now;
+//! - `evidence`: each event's `evidencia` against the positions; one ongoing long stop told the
+//!   same by every tool; events begun before the data flagged;
 //! - `ground_truth`: tool answers against the injected truth, and `flota evaluar`'s targets;
 //! - `changeover`: date words and ranges on the days the clocks change, a fleet in two zones;
 //! - `evaluate`: `flota evaluar` as a yardstick: tolerance, not-applicable scores, the F1 gate;
@@ -59,6 +61,7 @@ mod client_terminal;
 mod dense_city;
 mod docs;
 mod evaluate;
+mod evidence;
 mod example_server;
 mod fidelity_grid;
 mod flood;

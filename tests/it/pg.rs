@@ -839,3 +839,33 @@ fn a_postgres_database_missing_some_tables_is_named_and_left_untouched() {
     );
     assert_eq!(pg.sql(&database, state), before);
 }
+/// A PostgreSQL database analysed before the evidence columns existed: `flota analizar` adds
+/// them and rewrites `eventos`; the tools then serve evidence.
+#[test]
+fn analizar_upgrades_a_database_from_before_the_evidence() {
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("antigua");
+    let dir = tempfile::tempdir().unwrap();
+    simulate_into("minimo", &url, dir.path());
+    pg.sql(
+        database_name(&url),
+        "ALTER TABLE flota.eventos DROP COLUMN primer_reporte_utc, DROP COLUMN ultimo_reporte_utc,
+             DROP COLUMN reportes, DROP COLUMN medida, DROP COLUMN umbral, DROP COLUMN umbral_valor;
+         UPDATE flota.meta SET valor = '4' WHERE clave = 'analisis_version';",
+    );
+    let out = flota(&["analizar", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut served = Served::new(&url, &[]);
+    let answer = served.call(
+        "resumen_recorrido",
+        json!({"placa": "P-456DEF", "fecha": "ayer"}),
+    );
+    let stops = answer["structuredContent"]["paradas"].as_array().unwrap();
+    assert!(!stops.is_empty(), "{answer}");
+    for stop in stops {
+        assert!(
+            stop["evidencia"]["reportes"].as_i64().unwrap() > 0,
+            "{stop}"
+        );
+    }
+}

@@ -43,7 +43,7 @@ const VISIT: &str = EventKind::Visit.name();
 
 const FIX_COLUMNS: &str =
     "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
-const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
+const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos, primer_reporte_utc, ultimo_reporte_utc, reportes, medida, umbral, umbral_valor";
 const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
 
 impl PgStore {
@@ -533,6 +533,12 @@ pub(super) fn event(r: &Row) -> Result<EventRow, postgres::Error> {
         end_of_day: r.try_get::<_, i64>(10)? != 0,
         engine_on: r.try_get::<_, Option<i64>>(11)?.map(|v| v != 0),
         from_data_start: r.try_get::<_, i64>(12)? != 0,
+        first_fix_utc: r.try_get(13)?,
+        last_fix_utc: r.try_get(14)?,
+        fixes: r.try_get(15)?,
+        measure: r.try_get(16)?,
+        threshold: r.try_get(17)?,
+        threshold_value: r.try_get(18)?,
     })
 }
 

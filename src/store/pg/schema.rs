@@ -112,8 +112,23 @@ CREATE TABLE IF NOT EXISTS eventos (
     prolongada BIGINT NOT NULL DEFAULT 0,
     fin_de_jornada BIGINT NOT NULL DEFAULT 0,
     motor_encendido BIGINT,
-    desde_inicio_datos BIGINT NOT NULL DEFAULT 0
+    desde_inicio_datos BIGINT NOT NULL DEFAULT 0,
+    primer_reporte_utc BIGINT NOT NULL DEFAULT 0,
+    ultimo_reporte_utc BIGINT NOT NULL DEFAULT 0,
+    reportes BIGINT NOT NULL DEFAULT 0,
+    medida DOUBLE PRECISION NOT NULL DEFAULT 0,
+    umbral TEXT COLLATE "C" NOT NULL DEFAULT '',
+    umbral_valor DOUBLE PRECISION NOT NULL DEFAULT 0
 );
+
+-- The evidence columns in a table from an older analysis (emptied and rewritten next).
+ALTER TABLE eventos
+    ADD COLUMN IF NOT EXISTS primer_reporte_utc BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS ultimo_reporte_utc BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS reportes BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS medida DOUBLE PRECISION NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS umbral TEXT COLLATE "C" NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS umbral_valor DOUBLE PRECISION NOT NULL DEFAULT 0;
 
 CREATE TABLE IF NOT EXISTS resumen_diario (
     vehiculo_id BIGINT NOT NULL,

@@ -63,6 +63,12 @@ pub(super) const EVENT_TYPES: [Type; EVENT_VALUES] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::FLOAT8,
+    Type::TEXT,
+    Type::FLOAT8,
 ];
 pub(super) const DAY_TYPES: [Type; DAY_VALUES] = [
     Type::INT8,
