@@ -60,7 +60,9 @@ pub struct EventRow {
 const STOP: &str = EventKind::Stop.name();
 const VISIT: &str = EventKind::Visit.name();
 
-pub(super) const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos, primer_reporte_utc, ultimo_reporte_utc, reportes, medida, umbral, umbral_valor";
+/// The columns every read of `eventos` selects, in [`super::analysis::EVENT_VALUE_COLUMNS`]'s
+/// order (one list, so a new column reaches every reader of both backends at once).
+pub(super) const EVENT_COLUMNS: &str = super::analysis::EVENT_VALUE_COLUMNS;
 
 pub(super) fn event(r: &Row<'_>) -> rusqlite::Result<EventRow> {
     Ok(EventRow {

@@ -660,7 +660,7 @@ fn stop(receiver: crate::receive::Receiver) {
 const LIVE_FLAGS: [&str; 3] = ["--registrar-desconocidas", "--zona", "America/Guatemala"];
 
 const POSITIONS_BY_PLATE: &str = "SELECT v.placa, p.ts_utc, p.lat_e6, p.lon_e6, p.velocidad_kmh, p.ignicion FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id ORDER BY 1, 2";
-const EVENTS_BY_PLATE: &str = "SELECT v.placa, e.tipo, e.inicio_utc, e.fin_utc, e.lat, e.lon, e.prolongada FROM eventos e JOIN vehiculos v ON v.id = e.vehiculo_id ORDER BY 1, 2, 3";
+const EVENTS_BY_PLATE: &str = "SELECT v.placa, e.tipo, e.inicio_utc, e.fin_utc, e.lat, e.lon, e.prolongada, e.primer_reporte_utc, e.ultimo_reporte_utc, e.reportes, CAST(round(e.medida * 1000) AS BIGINT), e.umbral, e.umbral_valor FROM eventos e JOIN vehiculos v ON v.id = e.vehiculo_id ORDER BY 1, 2, 3";
 const DAYS_BY_PLATE: &str = "SELECT v.placa, d.fecha, d.km, d.reportes, d.paradas FROM resumen_diario d JOIN vehiculos v ON v.id = d.vehiculo_id ORDER BY 1, 2";
 
 /// `posiciones`, `eventos` (without ids) and `resumen_diario` of a PostgreSQL database by

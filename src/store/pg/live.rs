@@ -33,6 +33,7 @@ use crate::store::encoding::StoredRow;
 use crate::store::live::{AnalysisRows, NewDatabase, RowChanges, RowSink, Written};
 use crate::store::location::PgUrl;
 use crate::store::meta::{self, Key};
+use crate::store::queries::EVENT_COLUMNS;
 use crate::store::reader::StoreError;
 
 /// The advisory lock every live transaction holds: one writer at a time per database.
@@ -46,8 +47,6 @@ CREATE TABLE IF NOT EXISTS dispositivos (
 );
 CREATE SEQUENCE IF NOT EXISTS escrituras_en_vivo;
 "#;
-
-const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos";
 
 /// Creates an empty live flota database at `url` unless its schema exists; returns whether
 /// it did. One transaction under the writers' lock: two receivers starting at once make
@@ -267,7 +266,7 @@ impl PgLiveTx<'_> {
             )?;
             let events = events
                 .iter()
-                .map(|r| Ok((event(r)?, r.try_get::<_, i64>(13)?)))
+                .map(|r| Ok((event(r)?, r.try_get::<_, i64>(EVENT_VALUES)?)))
                 .collect::<Result<Vec<_>, postgres::Error>>()?;
             let days = c.query(
                 &format!("SELECT {DAY_VALUE_COLUMNS} FROM resumen_diario WHERE vehiculo_id = $1"),

@@ -22,6 +22,7 @@ use crate::store::coverage::{self, AnalysisState};
 use crate::store::encoding::StoredRow;
 use crate::store::location::PgUrl;
 use crate::store::meta::{Key, Meta};
+use crate::store::queries::EVENT_COLUMNS;
 use crate::store::queries::{DayKm, DayRow, EventRow, KmRow};
 use crate::store::reader::{StoreError, StoredFence, StoredRoute, Vehicle};
 use crate::store::schema::SCHEMA_VERSION;
@@ -43,7 +44,6 @@ const VISIT: &str = EventKind::Visit.name();
 
 const FIX_COLUMNS: &str =
     "ts_utc, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
-const EVENT_COLUMNS: &str = "vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, geocerca_id, velocidad_max_kmh, limite_kmh, prolongada, fin_de_jornada, motor_encendido, desde_inicio_datos, primer_reporte_utc, ultimo_reporte_utc, reportes, medida, umbral, umbral_valor";
 const DAY_COLUMNS: &str = "vehiculo_id, fecha, km, primer_movimiento_utc, ultimo_movimiento_utc, minutos_en_movimiento, paradas, minutos_detenida, velocidad_max_kmh, reportes, perdidas_senal, excesos_velocidad";
 
 impl PgStore {
