@@ -65,6 +65,10 @@ impl GpsDistance {
     /// the path runs straight from the fix before it: the result may then be negative, and
     /// the running sum is what the rule measures.
     pub fn push(&mut self, fix: &Fix) -> f64 {
+        if self.prev.is_some_and(|prev| fix.ts_utc <= prev.ts_utc) {
+            // A repeat or a late fix: the engine drops them, and so does the rule.
+            return 0.0;
+        }
         let Some(b) = self.prev.replace(*fix) else {
             return 0.0;
         };

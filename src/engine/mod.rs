@@ -29,6 +29,7 @@ pub use config::DetectionConfig;
 pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
 pub use event_kind::{EventKind, LONG_STOP};
+pub use speed_check::SpeedCheck;
 
 use crate::geometry::earth::LatLon;
 use crate::geometry::geofence::{Geofence, applicable_limit_kmh};
@@ -156,6 +157,7 @@ impl<'a> VehicleEngine<'a> {
             days: daily::DayAccumulator::new(
                 ctx.zone,
                 ctx.config.usar_odometro,
+                ctx.config.odometro_tolerancia_pct,
                 GpsDistance::new(
                     ctx.config.perdida_senal_s,
                     ctx.config.velocidad_detenida_kmh,
