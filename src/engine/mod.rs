@@ -202,7 +202,14 @@ impl<'a> VehicleEngine<'a> {
                 .fences
                 .iter()
                 .zip(&self.inside)
-                .filter(|(_, inside)| **inside)
+                .filter(|(fence, inside)| {
+                    **inside
+                        && overspeed::surely_inside(
+                            fence,
+                            place.point(),
+                            self.ctx.config.parada_radio_m,
+                        )
+                })
                 .filter_map(|(fence, _)| fence.speed_limit_kmh),
         );
         self.overspeed.push(&fix, limit);

@@ -24,6 +24,20 @@
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
 use super::{Fix, Overspeed};
+use crate::geometry::earth::{LatLon, offset_m};
+use crate::geometry::geofence::Geofence;
+
+/// Whether `p` lies inside `fence` by more than `edge_m` in every direction (eight of them):
+/// a fence's own limit applies to a moving unit only then. Within the position noise of its
+/// edge a fix may be on either side, and a unit that just left a slow zone and sped up would
+/// read as speeding inside it; the benefit of the doubt goes to the driver.
+pub fn surely_inside(fence: &Geofence, p: LatLon, edge_m: f64) -> bool {
+    fence.contains(p)
+        && (0..8).all(|k| {
+            let angle = f64::from(k) * std::f64::consts::FRAC_PI_4;
+            fence.contains(offset_m(p, edge_m * angle.sin(), edge_m * angle.cos()))
+        })
+}
 
 /// Speed noise standard deviations beyond the limit a reading must be to count as clearly
 /// over: two in a row that far are a few in a million by noise alone.

@@ -382,3 +382,48 @@ fn doppler_noise_at_the_limit_is_not_speeding() {
         }
     }
 }
+
+/// A road that grazes slow zones (30 km/h circles whose edge passes 20 m from it) driven at
+/// 40 km/h under σ 15 m and a 10 m drift: the fixes fall inside the zones again and again,
+/// but the unit never is, so it never speeds. A zone's limit applies only to a fix inside it
+/// by more than the position noise (`parada_radio_m`).
+#[test]
+fn noise_at_a_slow_zones_edge_is_not_speeding() {
+    let noise = Noise {
+        sigma_m: 15.0,
+        drift_m: 10.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [Leg::Drive {
+        kmh: 40.0,
+        secs: 4 * 3600,
+    }];
+    // One zone every 2 km along the 160 km driven, its edge 20 m north of the road.
+    let fences: Vec<Geofence> = (0..80)
+        .map(|k| {
+            Geofence::new(
+                format!("zona {k}"),
+                "zona_cliente".into(),
+                crate::geometry::geofence::Shape::Circle {
+                    centre: offset_m(ORIGIN, 1000.0 + 2000.0 * f64::from(k), 1020.0),
+                    radius_m: 1000.0,
+                },
+                Some(30.0),
+            )
+        })
+        .collect();
+    let config = DetectionConfig::default();
+    let ctx = Context {
+        config: &config,
+        fences: &fences,
+        limit_kmh: 50.0,
+        zone: chrono_tz::America::Guatemala,
+    };
+    for seed in 0..4 {
+        let fixes = noisy(&legs, noise, seed);
+        let a = analyze(&ctx, fixes.iter().copied(), T0 + 4 * 3600);
+        assert!(a.overspeeds.is_empty(), "seed {seed}: {:?}", a.overspeeds);
+    }
+}
