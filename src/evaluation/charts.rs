@@ -380,28 +380,9 @@ fn line_panels(
     crate::map::encode_png(&rgb, width, HEIGHT).map_err(|e| fail(&e))
 }
 
-/// A target: a grey dashed horizontal line at `y` from `x0` to `x1` (forty dashes).
-fn dashed(x0: f64, x1: f64, y: f64) -> Vec<PathElement<(f64, f64)>> {
-    let step = (x1 - x0) / 40.0;
-    (0..40)
-        .map(|i| {
-            let a = x0 + step * f64::from(i);
-            PathElement::new(
-                [(a, y), (a + step * 0.6, y)],
-                BLACK.mix(0.5).stroke_width(1),
-            )
-        })
-        .collect()
-}
-
-/// Box plots of the GPS-only kilometre error per unit-day along σ (or a single box when σ
-/// does not vary): p5–p95 whiskers, quartile box, median, the largest as a dot.
-pub fn km_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
-    let chart = "error_km";
-    let fail = |e: &dyn std::fmt::Display| ChartError {
-        chart,
-        reason: e.to_string(),
-    };
+/// The kilometre errors to box: one group per σ and per tracker profile where they vary
+/// (every point in one group when neither does), sorted later.
+fn km_groups(report: &GridReport) -> Vec<(String, Vec<f64>)> {
     // One box per σ and per tracker profile where they vary.
     let axes: Vec<Axis> = varying(report)
         .into_iter()
@@ -433,7 +414,7 @@ pub fn km_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
             })
             .collect();
     }
-    let mut groups: Vec<(String, Vec<f64>)> = groups
+    groups
         .into_iter()
         .map(|(label, points)| {
             let label = if label.is_empty() {
@@ -447,7 +428,32 @@ pub fn km_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
                 .collect();
             (label, errors)
         })
-        .collect();
+        .collect()
+}
+
+/// A target: a grey dashed horizontal line at `y` from `x0` to `x1` (forty dashes).
+fn dashed(x0: f64, x1: f64, y: f64) -> Vec<PathElement<(f64, f64)>> {
+    let step = (x1 - x0) / 40.0;
+    (0..40)
+        .map(|i| {
+            let a = x0 + step * f64::from(i);
+            PathElement::new(
+                [(a, y), (a + step * 0.6, y)],
+                BLACK.mix(0.5).stroke_width(1),
+            )
+        })
+        .collect()
+}
+
+/// Box plots of the GPS-only kilometre error per unit-day along σ (or a single box when σ
+/// does not vary): p5–p95 whiskers, quartile box, median, the largest as a dot.
+pub fn km_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
+    let chart = "error_km";
+    let fail = |e: &dyn std::fmt::Display| ChartError {
+        chart,
+        reason: e.to_string(),
+    };
+    let mut groups = km_groups(report);
     for (_, errors) in &mut groups {
         errors.sort_by(f64::total_cmp);
     }
