@@ -3,9 +3,11 @@
 //! the files it writes, and bad grid flags refused in Spanish naming the culprit.
 //!
 //! The reduced grid is the Las Palmas scenario at σ 5 and 15 m × drift 0 and 10 m (its own
-//! 1 % jumps of 200 m, 3 % duplicates, 5 % late reports), seeds 1–2: eight runs. Its floor,
-//! 0.80, is what the engine achieved on it when the grid was written (issue 14: a speeding
-//! episode lost to a jump is F1 0.80 on a seed with two of them); raise it as the engine
+//! 1 % jumps of 200 m, 3 % duplicates, 5 % late reports), seeds 1–2: eight runs. Its floor
+//! was 0.80 when the grid was written (a false speeding episode at Triana's 30 km/h edge on a
+//! seed with two real ones); since speeding margins follow the Doppler noise and a zone's limit
+//! applies only beyond the position noise of its edge, the worst seed of any type is 0.989
+//! (geofence visits at σ 15 m with 10 m drift), so the floor is 0.98. Raise it as the engine
 //! improves, never lower it to make a change pass.
 
 use std::path::Path;
@@ -15,8 +17,9 @@ use serde_json::Value;
 
 use crate::support::flota_bin;
 
-/// What the current engine achieves on the reduced grid (worst seed, worst type, worst point).
-const FLOOR: &str = "0.80";
+/// What the current engine achieves on the reduced grid (worst seed, worst type, worst point:
+/// 0.989, visits at σ 15 m with 10 m drift), rounded down.
+const FLOOR: &str = "0.98";
 
 fn grid(out: &Path, extra: &[&str]) -> Output {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
