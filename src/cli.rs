@@ -232,6 +232,14 @@ pub struct GridArgs {
     pub semillas: Option<Seeds>,
     #[arg(
         long,
+        value_name = "NOMBRE,…",
+        value_parser = parse_tracker_names,
+        requires = "escenarios",
+        help = "Con --matriz: perfiles de rastreador que llevan todas las unidades, uno por punto (los [rastreadores.*] del escenario o, si no define ninguno, los integrados: fijo, comercial, telefono, economico)"
+    )]
+    pub rastreadores: Option<TrackerNames>,
+    #[arg(
+        long,
         value_name = "CARPETA",
         default_value = "matriz",
         requires = "escenarios",
@@ -247,6 +255,32 @@ pub struct Levels(pub Vec<f64>);
 /// The grid's seeds, as given (`--semillas 1-20`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seeds(pub Vec<u64>);
+
+/// The grid's tracker profiles, by name, as given (`--rastreadores comercial,telefono`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackerNames(pub Vec<String>);
+
+/// A comma-separated list of profile names, none empty or twice; whether each exists is for
+/// the scenario to say.
+pub fn parse_tracker_names(text: &str) -> Result<TrackerNames, String> {
+    let mut names: Vec<String> = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!(
+                "'{text}' tiene un elemento vacío: escriba nombres separados por comas, p. ej. comercial,telefono"
+            ));
+        }
+        if names.iter().any(|n| n == item) {
+            return Err(format!("'{item}' está repetido en '{text}'"));
+        }
+        names.push(item.to_owned());
+    }
+    if names.len() > MAX_LEVELS {
+        return Err(format!("'{text}' tiene más de {MAX_LEVELS} perfiles"));
+    }
+    Ok(TrackerNames(names))
+}
 
 /// Most values one grid list may hold, and most seeds: a slip (`1-2000000`) is refused
 /// rather than run for days.

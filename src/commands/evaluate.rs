@@ -6,8 +6,11 @@
 //! scoring is `crate::evaluation`'s. With `--matriz` it runs the fidelity grid: each scenario
 //! loaded once, each run simulated into a scratch folder inside `--salida` (removed after
 //! scoring) through `simulate::simulate_world`, scored in-process, the progress bar, and the
-//! table, `matriz.json` and the charts written (`evaluation::grid`, `evaluation::charts`).
+//! table, `matriz.json` and the charts written (`evaluation::grid`, `evaluation::charts`);
+//! `--rastreadores` puts every unit of a point on one tracker profile, checked against each
+//! scenario's profiles (or the built-in ones) before anything runs.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,7 +28,7 @@ use crate::evaluation::{self, charts, truth};
 use crate::plumbing::clock::Clock;
 use crate::plumbing::interrupt::Interrupt;
 use crate::plumbing::output::Staged;
-use crate::scenario::{self, Ahora, Source, World};
+use crate::scenario::{self, Ahora, Source, TrackerProfile, World};
 use crate::store::Location;
 
 /// Seeds of a grid when `--semillas` is not given.
@@ -81,6 +84,7 @@ fn run_grid(args: EvaluateArgs, io: &mut Io) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|path| scenario::load(&Source::File(path.clone()), ahora))
         .collect::<Result<_, _>>()?;
+    let profiles = tracker_profiles(&grid, &worlds)?;
     let points = grid.points();
     let scratch = Scratch::create(&flags.salida)?;
     let interrupt = Interrupt::watch();
@@ -95,8 +99,13 @@ fn run_grid(args: EvaluateArgs, io: &mut Io) -> anyhow::Result<ExitCode> {
             .iter()
             .position(|p| *p == point.path)
             .unwrap_or(0);
+        let profile = point
+            .rastreador
+            .as_ref()
+            .and_then(|name| profiles.get(&(index, name.clone())));
         one_run(
             &worlds[index],
+            profile,
             point,
             seed,
             &scratch,
@@ -174,14 +183,54 @@ fn grid_of(flags: &GridArgs) -> Grid {
             .semillas
             .clone()
             .map_or_else(|| DEFAULT_SEEDS.to_vec(), |s| s.0),
-        profiles: vec![None],
+        profiles: flags.rastreadores.clone().map_or_else(
+            || vec![None],
+            |names| names.0.into_iter().map(Some).collect(),
+        ),
     }
+}
+
+/// `--rastreadores` names a profile a scenario does not have (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("--rastreadores: {0}")]
+pub struct UnknownTracker(String);
+
+/// Every profile the grid names, for every scenario (by index): the scenario's own
+/// `[rastreadores.*]`, or the built-in ones when it defines none.
+fn tracker_profiles(
+    grid: &Grid,
+    worlds: &[World],
+) -> Result<HashMap<(usize, String), TrackerProfile>, UnknownTracker> {
+    let mut found = HashMap::new();
+    for (index, world) in worlds.iter().enumerate() {
+        let (known, whose) = if world.trackers.is_empty() {
+            (
+                scenario::builtin_profiles(world.interval_s),
+                "los integrados, pues el escenario no define [rastreadores.*]",
+            )
+        } else {
+            (world.trackers.clone(), "los del escenario")
+        };
+        for name in grid.profiles.iter().flatten() {
+            let Some(profile) = known.get(name) else {
+                let names: Vec<&str> = known.keys().map(String::as_str).collect();
+                return Err(UnknownTracker(format!(
+                    "el escenario {} no tiene el rastreador '{name}'; use uno de {whose}: {}",
+                    world.name,
+                    names.join(", ")
+                )));
+            };
+            found.insert((index, name.clone()), profile.clone());
+        }
+    }
+    Ok(found)
 }
 
 /// One run: `world` under `point`'s noise with `seed`, simulated into the scratch folder,
 /// scored, and its files removed.
 fn one_run(
     world: &World,
+    profile: Option<&TrackerProfile>,
     point: &Point,
     seed: u64,
     scratch: &Scratch,
@@ -190,6 +239,11 @@ fn one_run(
 ) -> anyhow::Result<RunScore> {
     let mut world = world.clone();
     point.ruido.apply(&mut world.noise);
+    if let Some(profile) = profile {
+        for unit in &mut world.units {
+            unit.tracker = profile.clone();
+        }
+    }
     // The files of a grid run are another simulation than the scenario's own: say so in
     // the hash both carry.
     let label = point.label();

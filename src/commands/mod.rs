@@ -46,6 +46,7 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
     } else if err.is::<simulate::PathConflict>()
         || err.is::<receive::ReceiveUsage>()
         || err.is::<crate::mcp::http::policy::Refused>()
+        || err.is::<evaluate::UnknownTracker>()
     {
         ExitCode::from(2)
     } else {

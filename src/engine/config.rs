@@ -37,6 +37,9 @@ pub struct DetectionConfig {
     pub aceleracion_ms2: f64,
     /// Use the tracker's odometer for kilometres when it is present and consistent.
     pub usar_odometro: bool,
+    /// The odometer is consistent when its distance is within this of the GPS track's over the
+    /// unit's days, and within twice this on the day, percent (`daily.rs`).
+    pub odometro_tolerancia_pct: f64,
 }
 
 impl Default for DetectionConfig {
@@ -53,6 +56,7 @@ impl Default for DetectionConfig {
             frenado_ms2: 2.5,
             aceleracion_ms2: 1.5,
             usar_odometro: true,
+            odometro_tolerancia_pct: 2.0,
         }
     }
 }
@@ -103,6 +107,12 @@ impl DetectionConfig {
             ),
             ("frenado_ms2", self.frenado_ms2, 0.1, 20.0),
             ("aceleracion_ms2", self.aceleracion_ms2, 0.1, 20.0),
+            (
+                "odometro_tolerancia_pct",
+                self.odometro_tolerancia_pct,
+                0.1,
+                100.0,
+            ),
         ];
         for (name, value, min, max) in checks {
             if !value.is_finite() || value < min || value > max {

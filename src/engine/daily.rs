@@ -4,7 +4,8 @@
 //! rule: a day runs from its first instant to the next day's). Kilometres come from the GPS
 //! distance rule ([`GpsDistance`]: the Doppler speed, corrected by the positions where they are
 //! conclusive), so parked jitter adds no phantom kilometres. The tracker's odometer, when
-//! present, consistent with that and wanted (`usar_odometro`), is preferred, as Traccar does.
+//! present, wanted (`usar_odometro`) and within `odometro_tolerancia_pct` of the GPS track
+//! ([`OdometerTrust`]), is preferred, as Traccar does.
 //! The distance between two fixes on either side of a day's bound (a night shift driving
 //! through midnight) is shared between the two days in proportion to the time on each side,
 //! so no metre is lost or counted twice.
@@ -44,6 +45,8 @@ pub struct DayStats {
 pub struct DayAccumulator {
     zone: Tz,
     use_odometer: bool,
+    /// How far the odometer may disagree with the GPS distance, percent.
+    tolerance_pct: f64,
     distance: GpsDistance,
     days: BTreeMap<NaiveDate, Partial>,
     current: Option<(NaiveDate, i64, i64)>,
@@ -65,10 +68,13 @@ struct Partial {
 }
 
 impl DayAccumulator {
-    pub fn new(zone: Tz, use_odometer: bool, distance: GpsDistance) -> Self {
+    /// `use_odometer` and `tolerance_pct`: whether, and within what, the odometer is trusted
+    /// (see [`OdometerTrust`]).
+    pub fn new(zone: Tz, use_odometer: bool, tolerance_pct: f64, distance: GpsDistance) -> Self {
         DayAccumulator {
             zone,
             use_odometer,
+            tolerance_pct,
             distance,
             days: BTreeMap::new(),
             current: None,
@@ -181,6 +187,7 @@ impl DayAccumulator {
         if cursor < last_fix_utc {
             trips.push((cursor, last_fix_utc));
         }
+        let odometer = OdometerTrust::over(self.use_odometer, self.tolerance_pct, &self.days);
         for (date, partial) in self.days {
             let (from, to) = day_bounds(zone, date);
             let clip = |a: i64, b: i64| (a.max(from), b.min(to));
@@ -218,7 +225,7 @@ impl DayAccumulator {
             let km_odometer = (partial.has_odometer && partial.odometer_ok)
                 .then_some(partial.odometer_m / 1000.0);
             let km = match km_odometer {
-                Some(odo) if self.use_odometer && consistent(odo, partial.km_gps) => odo,
+                Some(odo) if odometer.trusted_on(odo, partial.km_gps) => odo,
                 _ => partial.km_gps,
             };
             out.push(DayStats {
@@ -243,14 +250,46 @@ impl DayAccumulator {
     }
 }
 
-/// An odometer reading is trusted unless it disagrees wildly with the GPS path (a reset, a
-/// different unit, a broken sensor).
-fn consistent(odometer_km: f64, gps_km: f64) -> bool {
-    if gps_km < 1.0 {
-        return odometer_km < 5.0;
+/// Absolute slack of the odometer's agreement, km: a day's GPS distance of a unit that barely
+/// moved is noise of this order, and an odometer may not add more than this to a parked day.
+const ODOMETER_SLACK_KM: f64 = 0.2;
+
+/// Whether the tracker's odometer may give a unit's kilometres. Its distance must agree with
+/// the GPS track within `odometro_tolerancia_pct` over all the unit's days with a usable
+/// reading (the GPS distance is within that of the truth on a day and its errors average out
+/// over days, so a scale error beyond it shows), and within twice that on the day itself (the
+/// two may then be off in opposite directions): a scale error, a reset, another unit's
+/// tracker or a broken sensor fall back to the GPS distance. A parked day's odometer may add
+/// at most [`ODOMETER_SLACK_KM`].
+struct OdometerTrust {
+    wanted: bool,
+    tolerance: f64,
+    unit_agrees: bool,
+}
+
+impl OdometerTrust {
+    fn over(wanted: bool, tolerance_pct: f64, days: &BTreeMap<NaiveDate, Partial>) -> Self {
+        let tolerance = tolerance_pct / 100.0;
+        let (odometer_km, gps_km) = days
+            .values()
+            .filter(|d| d.has_odometer && d.odometer_ok)
+            .fold((0.0, 0.0), |(o, g), d| {
+                (o + d.odometer_m / 1000.0, g + d.km_gps)
+            });
+        OdometerTrust {
+            wanted,
+            tolerance,
+            unit_agrees: agrees(odometer_km, gps_km, tolerance),
+        }
     }
-    let ratio = odometer_km / gps_km;
-    (0.5..=2.0).contains(&ratio)
+
+    fn trusted_on(&self, odometer_km: f64, gps_km: f64) -> bool {
+        self.wanted && self.unit_agrees && agrees(odometer_km, gps_km, 2.0 * self.tolerance)
+    }
+}
+
+fn agrees(odometer_km: f64, gps_km: f64, tolerance: f64) -> bool {
+    (odometer_km - gps_km).abs() <= tolerance * gps_km + ODOMETER_SLACK_KM
 }
 
 /// The local day is the calendar's rule, shared with the simulator and the tools.

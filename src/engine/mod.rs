@@ -31,6 +31,7 @@ pub use daily::{DayStats, day_bounds};
 pub use distance::GpsDistance;
 pub use event_kind::{EventKind, LONG_STOP};
 pub use evidence::{Evidence, Threshold};
+pub use speed_check::SpeedCheck;
 
 use crate::geometry::earth::LatLon;
 use crate::geometry::geofence::{Geofence, applicable_limit_kmh};
@@ -162,6 +163,7 @@ impl<'a> VehicleEngine<'a> {
             days: daily::DayAccumulator::new(
                 ctx.zone,
                 ctx.config.usar_odometro,
+                ctx.config.odometro_tolerancia_pct,
                 GpsDistance::new(
                     ctx.config.perdida_senal_s,
                     ctx.config.velocidad_detenida_kmh,
@@ -206,7 +208,14 @@ impl<'a> VehicleEngine<'a> {
                 .fences
                 .iter()
                 .zip(&self.inside)
-                .filter(|(_, inside)| **inside)
+                .filter(|(fence, inside)| {
+                    **inside
+                        && overspeed::surely_inside(
+                            fence,
+                            place.point(),
+                            self.ctx.config.parada_radio_m,
+                        )
+                })
                 .filter_map(|(fence, _)| fence.speed_limit_kmh),
         );
         self.overspeed.push(&fix, limit);

@@ -3,7 +3,8 @@
 //!
 //! Owns [`RayleighScale`], shared by the distance rule (displacements between consecutive
 //! still fixes) and the stop detector (distances of a parked unit's fixes to its stop's
-//! centre). Two-dimensional Gaussian noise of σ per axis puts distances on a Rayleigh
+//! centre), and by the overspeed detector for the Doppler speed noise (the [`RayleighScale::median`] of the
+//! speed changes between consecutive moving fixes). Two-dimensional Gaussian noise of σ per axis puts distances on a Rayleigh
 //! distribution of scale σ, whose median is σ·√(2 ln 2); a median barely moves for the rare
 //! outlier jump, so the scale is robust to them. A fixed histogram keeps it streaming, cheap to
 //! clone (checkpoints) and O(1) per sample.
@@ -19,7 +20,7 @@ pub struct RayleighScale {
     min_samples: u32,
     bins: Vec<u32>,
     count: u32,
-    /// The scale for `count` samples, when computed.
+    /// The median for `count` samples, when computed.
     cached: Option<(u32, f64)>,
 }
 
@@ -46,13 +47,18 @@ impl RayleighScale {
 
     /// The scale σ, metres; `None` until enough samples were seen.
     pub fn scale_m(&mut self) -> Option<f64> {
+        self.median().map(|median| median / RAYLEIGH_MEDIAN)
+    }
+
+    /// The median of the samples (the histogram's bin centre); `None` until enough were seen.
+    pub fn median(&mut self) -> Option<f64> {
         if self.count < self.min_samples {
             return None;
         }
-        if let Some((count, scale)) = self.cached
+        if let Some((count, median)) = self.cached
             && count == self.count
         {
-            return Some(scale);
+            return Some(median);
         }
         let half = self.count.div_ceil(2);
         let mut seen = 0;
@@ -64,9 +70,8 @@ impl RayleighScale {
                 break;
             }
         }
-        let scale = median_m / RAYLEIGH_MEDIAN;
-        self.cached = Some((self.count, scale));
-        Some(scale)
+        self.cached = Some((self.count, median_m));
+        Some(median_m)
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! Owns the drawing only (plotters on an RGB buffer, the map's embedded DejaVu Sans and PNG
 //! encoder); what is drawn comes summed up from `grid.rs`, and the verb writes the files.
-//! Every noise key that varies over the grid gets a panel; along it, the counts of all the
-//! other points sharing a value are pooled.
+//! Every noise key that varies over the grid gets a panel, and so does the tracker profile
+//! (`--rastreadores`); along it, the counts of all the other points sharing a value are
+//! pooled. The kilometre error gets a box per σ and per profile.
 
 use plotters::prelude::*;
 
@@ -78,10 +79,47 @@ const DIMENSIONS: [Dimension; 7] = [
     },
 ];
 
-/// The dimensions that vary over the grid, each with its distinct values (shown scale),
-/// ascending.
-fn varying(report: &GridReport) -> Vec<(&'static Dimension, Vec<f64>)> {
-    DIMENSIONS
+/// A dimension that varies over the grid: a noise key, or the tracker profile (named
+/// values, drawn at 0, 1, 2… in the order the grid gives them).
+struct Axis {
+    title: &'static str,
+    noise: Option<&'static Dimension>,
+    /// Distinct values (shown scale), ascending.
+    values: Vec<f64>,
+    /// The profiles' names, for the tracker axis.
+    names: Vec<String>,
+}
+
+impl Axis {
+    /// The point's value on this axis (shown scale).
+    fn value(&self, point: &PointSummary) -> Option<f64> {
+        match self.noise {
+            Some(d) => (d.value)(point).map(|v| v * d.scale),
+            None => {
+                let name = point.punto.rastreador.as_ref()?;
+                self.names.iter().position(|n| n == name).map(|i| i as f64)
+            }
+        }
+    }
+
+    /// How a tick reads: the number, or the profile at that position.
+    fn tick(&self, x: f64) -> String {
+        if self.names.is_empty() {
+            return number(x);
+        }
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            self.names.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// The dimensions that vary over the grid, each with its distinct values: the noise keys,
+/// then the tracker profile.
+fn varying(report: &GridReport) -> Vec<Axis> {
+    let mut axes: Vec<Axis> = DIMENSIONS
         .iter()
         .filter_map(|d| {
             let mut values: Vec<f64> = report
@@ -91,20 +129,43 @@ fn varying(report: &GridReport) -> Vec<(&'static Dimension, Vec<f64>)> {
                 .collect();
             values.sort_by(f64::total_cmp);
             values.dedup();
-            (values.len() > 1).then_some((d, values))
+            (values.len() > 1).then_some(Axis {
+                title: d.title,
+                noise: Some(d),
+                values,
+                names: Vec::new(),
+            })
         })
-        .collect()
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for point in &report.puntos {
+        if let Some(name) = &point.punto.rastreador
+            && !names.contains(name)
+        {
+            names.push(name.clone());
+        }
+    }
+    if names.len() > 1 {
+        axes.push(Axis {
+            title: "rastreador",
+            noise: None,
+            values: (0..names.len()).map(|i| i as f64).collect(),
+            names,
+        });
+    }
+    axes
 }
 
-/// The points where `dimension` has `value`.
+/// The points where `axis` has `value`.
 fn at<'a>(
     report: &'a GridReport,
-    dimension: &'a Dimension,
+    axis: &'a Axis,
     value: f64,
 ) -> impl Iterator<Item = &'a PointSummary> {
-    report.puntos.iter().filter(move |p| {
-        (dimension.value)(p).is_some_and(|v| (v * dimension.scale - value).abs() < 1e-9)
-    })
+    report
+        .puntos
+        .iter()
+        .filter(move |p| axis.value(p).is_some_and(|v| (v - value).abs() < 1e-9))
 }
 
 /// The event types, in the evaluation's order.
@@ -126,19 +187,21 @@ struct Series {
 /// F1 per event type against each varying noise key.
 pub fn f1_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
     let kinds = kinds(report);
-    let panels: Vec<(&str, Vec<Series>)> = varying(report)
-        .into_iter()
-        .map(|(dimension, values)| {
+    let axes = varying(report);
+    let panels: Vec<(&Axis, Vec<Series>)> = axes
+        .iter()
+        .map(|axis| {
             let series = kinds
                 .iter()
                 .enumerate()
                 .map(|(k, kind)| Series {
                     name: kind.clone(),
                     colour: COLOURS[k % COLOURS.len()],
-                    points: values
+                    points: axis
+                        .values
                         .iter()
                         .map(|&v| {
-                            let (tp, fp, fn_) = at(report, dimension, v)
+                            let (tp, fp, fn_) = at(report, axis, v)
                                 .filter_map(|p| p.score(kind))
                                 .fold((0, 0, 0), |a, t| {
                                     (
@@ -152,7 +215,7 @@ pub fn f1_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
                         .collect(),
                 })
                 .collect();
-            (dimension.title, series)
+            (axis, series)
         })
         .collect();
     let low = panels
@@ -172,17 +235,19 @@ pub fn f1_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
 
 /// Phantom kilometres per 8 h parked against each varying noise key.
 pub fn phantom_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
-    let panels: Vec<(&str, Vec<Series>)> = varying(report)
-        .into_iter()
-        .map(|(dimension, values)| {
+    let axes = varying(report);
+    let panels: Vec<(&Axis, Vec<Series>)> = axes
+        .iter()
+        .map(|axis| {
+            let values = &axis.values;
             let rate = |v: f64| {
-                let (km, hours) = at(report, dimension, v).fold((0.0, 0.0), |a, p| {
+                let (km, hours) = at(report, axis, v).fold((0.0, 0.0), |a, p| {
                     (a.0 + p.km.fantasma_km, a.1 + p.km.horas_detenida)
                 });
                 (hours > 0.0).then(|| km / hours * 8.0)
             };
             let worst = |v: f64| {
-                at(report, dimension, v)
+                at(report, axis, v)
                     .filter_map(|p| p.km.fantasma_km_por_8h)
                     .reduce(f64::max)
             };
@@ -198,7 +263,7 @@ pub fn phantom_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
                     points: values.iter().map(|&v| (v, worst(v))).collect(),
                 },
             ];
-            (dimension.title, series)
+            (axis, series)
         })
         .collect();
     let high = panels
@@ -220,7 +285,7 @@ fn line_panels(
     chart: &'static str,
     title: &str,
     y_title: &str,
-    panels: &[(&str, Vec<Series>)],
+    panels: &[(&Axis, Vec<Series>)],
     y_range: std::ops::Range<f64>,
     targets: &[f64],
 ) -> Result<Vec<u8>, ChartError> {
@@ -245,7 +310,7 @@ fn line_panels(
             .map_err(|e| fail(&e))?;
         }
         let areas = root.split_evenly((1, panels.len().max(1)));
-        for (i, ((x_title, series), area)) in panels.iter().zip(&areas).enumerate() {
+        for (i, ((axis, series), area)) in panels.iter().zip(&areas).enumerate() {
             let xs: Vec<f64> = series
                 .first()
                 .map(|s| s.points.iter().map(|p| p.0).collect())
@@ -265,10 +330,13 @@ fn line_panels(
                 .y_label_area_size(if i == 0 { 52 } else { 40 })
                 .build_cartesian_2d(x_min - pad..x_max + pad, y_range.clone())
                 .map_err(|e| fail(&e))?;
-            plot.configure_mesh()
-                .x_desc(*x_title)
+            let mut mesh = plot.configure_mesh();
+            if !axis.names.is_empty() {
+                mesh.x_labels(axis.names.len());
+            }
+            mesh.x_desc(axis.title)
                 .y_desc(if i == 0 { y_title } else { "" })
-                .x_label_formatter(&|x| number(*x))
+                .x_label_formatter(&|x| axis.tick(*x))
                 .y_labels(6)
                 .label_style(("sans-serif", 12))
                 .light_line_style(WHITE.mix(0.0))
@@ -312,6 +380,57 @@ fn line_panels(
     crate::map::encode_png(&rgb, width, HEIGHT).map_err(|e| fail(&e))
 }
 
+/// The kilometre errors to box: one group per σ and per tracker profile where they vary
+/// (every point in one group when neither does), sorted later.
+fn km_groups(report: &GridReport) -> Vec<(String, Vec<f64>)> {
+    // One box per σ and per tracker profile where they vary.
+    let axes: Vec<Axis> = varying(report)
+        .into_iter()
+        .filter(|a| a.noise.is_none_or(|d| d.title == DIMENSIONS[0].title))
+        .collect();
+    let mut groups: Vec<(String, Vec<&PointSummary>)> =
+        vec![(String::new(), report.puntos.iter().collect())];
+    for axis in &axes {
+        groups = groups
+            .into_iter()
+            .flat_map(|(label, points)| {
+                axis.values.iter().map(move |&v| {
+                    let word = match axis.noise {
+                        Some(_) => format!("σ {} m", number(v)),
+                        None => axis.tick(v),
+                    };
+                    let label = if label.is_empty() {
+                        word
+                    } else {
+                        format!("{label}, {word}")
+                    };
+                    let here = points
+                        .iter()
+                        .copied()
+                        .filter(|p| axis.value(p).is_some_and(|x| (x - v).abs() < 1e-9))
+                        .collect();
+                    (label, here)
+                })
+            })
+            .collect();
+    }
+    groups
+        .into_iter()
+        .map(|(label, points)| {
+            let label = if label.is_empty() {
+                "todos los puntos".to_owned()
+            } else {
+                label
+            };
+            let errors = points
+                .iter()
+                .flat_map(|p| p.errores_km_gps_pct.iter().copied())
+                .collect();
+            (label, errors)
+        })
+        .collect()
+}
+
 /// A target: a grey dashed horizontal line at `y` from `x0` to `x1` (forty dashes).
 fn dashed(x0: f64, x1: f64, y: f64) -> Vec<PathElement<(f64, f64)>> {
     let step = (x1 - x0) / 40.0;
@@ -334,29 +453,7 @@ pub fn km_chart(report: &GridReport) -> Result<Vec<u8>, ChartError> {
         chart,
         reason: e.to_string(),
     };
-    let sigma = &DIMENSIONS[0];
-    let mut groups: Vec<(String, Vec<f64>)> = match varying(report)
-        .into_iter()
-        .find(|(d, _)| std::ptr::eq(*d, sigma))
-    {
-        Some((_, values)) => values
-            .iter()
-            .map(|&v| {
-                let errors = at(report, sigma, v)
-                    .flat_map(|p| p.errores_km_gps_pct.iter().copied())
-                    .collect();
-                (format!("σ {} m", number(v)), errors)
-            })
-            .collect(),
-        None => vec![(
-            "todos los puntos".into(),
-            report
-                .puntos
-                .iter()
-                .flat_map(|p| p.errores_km_gps_pct.iter().copied())
-                .collect(),
-        )],
-    };
+    let mut groups = km_groups(report);
     for (_, errors) in &mut groups {
         errors.sort_by(f64::total_cmp);
     }

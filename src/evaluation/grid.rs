@@ -133,8 +133,8 @@ pub struct Grid {
     pub scenarios: Vec<PathBuf>,
     pub levels: Levels,
     pub seeds: Vec<u64>,
-    /// Tracker profiles to try, by name; `None` is the scenario's own. Today always
-    /// `[None]`: the slot is here so a profile dimension is one more list.
+    /// Tracker profiles to try, by name, every unit on the same one (`--rastreadores`);
+    /// `[None]`: each unit its own.
     pub profiles: Vec<Option<String>>,
 }
 
@@ -532,19 +532,36 @@ impl GridReport {
             .first()
             .map(|p| p.tipos.iter().map(|t| t.tipo.as_str()).collect())
             .unwrap_or_default();
+        let trackers: Vec<String> = self
+            .puntos
+            .iter()
+            .map(|p| p.punto.rastreador.clone().unwrap_or_default())
+            .collect();
+        let tracker_width = trackers
+            .iter()
+            .map(|t| t.chars().count())
+            .max()
+            .filter(|w| *w > 0)
+            .map(|w| w.max("rastreador".len()));
         out.push_str(&format!(
             "{:<scenario_width$}  {:<noise_width$}",
             "escenario", "ruido"
         ));
+        if let Some(width) = tracker_width {
+            out.push_str(&format!("  {:<width$}", "rastreador"));
+        }
         for kind in &kinds {
             out.push_str(&format!("  {kind:<17}"));
         }
         out.push_str("  p95 parada  km GPS        fantasma\n");
-        for (point, label) in self.puntos.iter().zip(&labels) {
+        for ((point, label), tracker) in self.puntos.iter().zip(&labels).zip(&trackers) {
             out.push_str(&format!(
                 "{:<scenario_width$}  {:<noise_width$}",
                 point.punto.escenario, label
             ));
+            if let Some(width) = tracker_width {
+                out.push_str(&format!("  {tracker:<width$}"));
+            }
             for kind in &kinds {
                 let cell =
                     point

@@ -1,5 +1,6 @@
 //! Kilometres against the truth: the error per vehicle-day, reported and GPS-only, and the
-//! phantom kilometres the distance rule would count while a unit truly stands still.
+//! phantom kilometres the distance rule would count while a unit truly stands still (on the
+//! fixes as the engine sees them: speeds checked by [`SpeedCheck`] first).
 //!
 //! Owns which days are judged: those with at least a kilometre driven, except a day whose
 //! unit is silent at "now" (what it drove after its last report cannot be known); a day with a
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::engine::{DetectionConfig, GpsDistance};
+use crate::engine::{DetectionConfig, GpsDistance, SpeedCheck};
 use crate::sim::TruthEvent;
 use crate::store::{Store, StoreError};
 
@@ -128,13 +129,15 @@ pub fn phantom_m(
         if end - start < PHANTOM_MIN_STOP_S {
             continue;
         }
+        // The engine's distance as the engine computes it: invalid speeds replaced first.
+        let mut speeds = SpeedCheck::default();
         let mut distance = GpsDistance::new(config.perdida_senal_s, config.velocidad_detenida_kmh);
         store.for_each_fix(
             *id,
             start + PHANTOM_MARGIN_S,
             end - PHANTOM_MARGIN_S,
             |fix| {
-                metres += distance.push(&fix);
+                metres += distance.push(&speeds.check(fix));
             },
         )?;
         checked += 1;

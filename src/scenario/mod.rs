@@ -26,7 +26,7 @@ pub use error::{ScenarioError, line_column};
 pub use file::{BehaviourFile, NoiseFile, RandomInjectionsFile, ScenarioFile};
 pub use injections::{SPEEDING_CLEARANCE_M, past_workdays, running_shift};
 pub use shifts::{SHIFT_TOLERANCE_S, longest_loop_s, shortfall_limit_s};
-pub use trackers::{Episodes, OdometerModel, Recording, TrackerProfile};
+pub use trackers::{Episodes, OdometerModel, Recording, TrackerProfile, builtin_profiles};
 
 use crate::geometry::geofence::Geofence;
 use crate::geometry::route::Route;
@@ -109,6 +109,8 @@ pub struct World {
     pub fences: Vec<Geofence>,
     pub fleet_limit_kmh: f64,
     pub units: Vec<Unit>,
+    /// The `[rastreadores.*]` profiles by name (what `flota evaluar --rastreadores` may name).
+    pub trackers: BTreeMap<String, TrackerProfile>,
     pub behaviour: BehaviourFile,
     pub noise: NoiseFile,
     /// Explicit injections, resolved to units, dates and instants.

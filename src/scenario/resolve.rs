@@ -133,6 +133,7 @@ pub fn resolve(
         fences,
         fleet_limit_kmh: file.limites.velocidad_kmh,
         units,
+        trackers,
         behaviour: file.comportamiento.clone(),
         noise,
         injections,

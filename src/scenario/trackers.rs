@@ -99,6 +99,66 @@ impl TrackerProfile {
     }
 }
 
+/// Profiles for a scenario that defines none, by name: the fixed tracker that never fails
+/// (`fijo`), and the three of `escenarios/rastreadores.toml` — a commercial tracker recording
+/// adaptively with hourly heartbeats, an outage per shift and an odometer 12 km off
+/// (`comercial`); a phone with no odometer, fix losses, invalid speeds and cold starts
+/// (`telefono`); a cheap tracker with outages delivered newest first, ignition flicker,
+/// repeated invalid fixes and an odometer 3 % fast (`economico`).
+pub fn builtin_profiles(interval_s: i64) -> BTreeMap<String, TrackerProfile> {
+    let base = TrackerFile::default;
+    let files = [
+        (
+            "comercial",
+            TrackerFile {
+                modo: "adaptativo".into(),
+                latido_apagado_min: 60.0,
+                sin_cobertura_por_turno: 1,
+                sin_cobertura_min: [10.0, 25.0],
+                odometro_desfase_km: 12.0,
+                ..base()
+            },
+        ),
+        (
+            "telefono",
+            TrackerFile {
+                intervalo_s: Some(10),
+                odometro: "ausente".into(),
+                sin_fix_por_turno: 1,
+                sin_fix_min: [3.0, 8.0],
+                velocidad_invalida_probabilidad: 0.01,
+                arranque_frio_probabilidad: 0.5,
+                arranque_frio_m: [800.0, 3000.0],
+                ..base()
+            },
+        ),
+        (
+            "economico",
+            TrackerFile {
+                intervalo_s: Some(30),
+                latido_apagado_min: 30.0,
+                parpadeo_ignicion_probabilidad: 0.005,
+                sin_cobertura_por_turno: 2,
+                sin_cobertura_min: [5.0, 15.0],
+                orden_envio: "recientes".into(),
+                sin_fix_por_turno: 1,
+                sin_fix_min: [2.0, 6.0],
+                sin_fix_modo: "repetir".into(),
+                odometro_escala: 1.03,
+                ..base()
+            },
+        ),
+    ];
+    let mut profiles: BTreeMap<String, TrackerProfile> = files
+        .iter()
+        .map(|(name, file)| ((*name).to_owned(), build(name, file, interval_s)))
+        .collect();
+    let mut fixed = TrackerProfile::fixed(interval_s);
+    fixed.name = Some("fijo".into());
+    profiles.insert("fijo".into(), fixed);
+    profiles
+}
+
 /// Checks every `[rastreadores.*]` table.
 pub(super) fn profiles(
     check: Checker,
@@ -289,5 +349,31 @@ pub(super) fn of_unit(
                 }
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Ahora, Source, load};
+
+    #[test]
+    fn the_builtin_profiles_are_those_of_the_tracker_scenario() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("escenarios")
+            .join("rastreadores.toml");
+        // 2026-09-17 15:00 in the Canaries.
+        let world = load(&Source::File(path), Ahora::NowUtc(1_789_653_600)).unwrap();
+        let mut builtin = builtin_profiles(world.interval_s);
+        let fixed = builtin.remove("fijo").unwrap();
+        assert_eq!(builtin, world.trackers);
+        assert_eq!(fixed.name.as_deref(), Some("fijo"));
+        assert_eq!(
+            TrackerProfile {
+                name: None,
+                ..fixed
+            },
+            TrackerProfile::fixed(world.interval_s)
+        );
     }
 }

@@ -3,9 +3,11 @@
 //! the files it writes, and bad grid flags refused in Spanish naming the culprit.
 //!
 //! The reduced grid is the Las Palmas scenario at σ 5 and 15 m × drift 0 and 10 m (its own
-//! 1 % jumps of 200 m, 3 % duplicates, 5 % late reports), seeds 1–2: eight runs. Its floor,
-//! 0.80, is what the engine achieved on it when the grid was written (issue 14: a speeding
-//! episode lost to a jump is F1 0.80 on a seed with two of them); raise it as the engine
+//! 1 % jumps of 200 m, 3 % duplicates, 5 % late reports), seeds 1–2: eight runs. Its floor
+//! was 0.80 when the grid was written (a false speeding episode at Triana's 30 km/h edge on a
+//! seed with two real ones); since speeding margins follow the Doppler noise and a zone's limit
+//! applies only beyond the position noise of its edge, the worst seed of any type is 0.989
+//! (geofence visits at σ 15 m with 10 m drift), so the floor is 0.98. Raise it as the engine
 //! improves, never lower it to make a change pass.
 
 use std::path::Path;
@@ -15,8 +17,9 @@ use serde_json::Value;
 
 use crate::support::flota_bin;
 
-/// What the current engine achieves on the reduced grid (worst seed, worst type, worst point).
-const FLOOR: &str = "0.80";
+/// What the current engine achieves on the reduced grid (worst seed, worst type, worst point:
+/// 0.989, visits at σ 15 m with 10 m drift), rounded down.
+const FLOOR: &str = "0.98";
 
 fn grid(out: &Path, extra: &[&str]) -> Output {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -193,4 +196,100 @@ fn a_missing_scenario_is_named_and_nothing_is_left_behind() {
         stderr(&run)
     );
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}
+
+/// `--rastreadores` is one more dimension: every unit of a point carries the named profile
+/// (a scenario's own, or the built-in set when it defines none), the table gains a column,
+/// the JSON names the profile per point, and the charts get a panel; a name the scenario does
+/// not have is refused before anything runs, naming it and the ones there are.
+#[test]
+fn tracker_profiles_are_a_grid_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("matriz");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |scenario: &str, ahora: &str, names: &str| {
+        Command::new(flota_bin())
+            .current_dir(root)
+            .args(["evaluar", "--matriz", scenario, "--ahora", ahora])
+            .args(["--sigma", "5", "--semillas", "1", "--rastreadores", names])
+            .arg("--salida")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let las_palmas = "escenarios/ciudad_las_palmas.toml";
+    let held = run(las_palmas, "2026-06-17T15:30", "fijo,telefono");
+    assert_eq!(held.status.code(), Some(0), "{}", stderr(&held));
+    let table = String::from_utf8(held.stdout).unwrap();
+    assert!(table.contains("2 puntos × 1 semillas"), "{table}");
+    let header = table.lines().find(|l| l.starts_with("escenario")).unwrap();
+    assert!(header.contains("  rastreador  "), "{table}");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("ciudad_las_palmas"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        rows[0].contains("  fijo  ") && rows[1].contains("  telefono  "),
+        "{table}"
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("matriz.json")).unwrap()).unwrap();
+    let profiles: Vec<&str> = report["puntos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rastreador"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["fijo", "telefono"]);
+    // The profile really changed the tracker: the phone records every 10 s, so its units
+    // judge the same days on more reports; the runs differ.
+    assert_ne!(report["puntos"][0]["tipos"], report["puntos"][1]["tipos"]);
+
+    let own = run(
+        "escenarios/rastreadores.toml",
+        "2026-09-17T15:00",
+        "comercial",
+    );
+    assert_eq!(own.status.code(), Some(0), "{}", stderr(&own));
+
+    for (scenario, ahora, names, needle) in [
+        (
+            las_palmas,
+            "2026-06-17T15:30",
+            "fijo,satelite",
+            "el escenario ciudad_las_palmas no tiene el rastreador 'satelite'; use uno de los integrados",
+        ),
+        (
+            "escenarios/rastreadores.toml",
+            "2026-09-17T15:00",
+            "fijo",
+            "el escenario rastreadores no tiene el rastreador 'fijo'; use uno de los del escenario: comercial, economico, telefono",
+        ),
+        (
+            las_palmas,
+            "2026-06-17T15:30",
+            "fijo,,telefono",
+            "'fijo,,telefono' tiene un elemento vacío",
+        ),
+        (
+            las_palmas,
+            "2026-06-17T15:30",
+            "fijo,fijo",
+            "'fijo' está repetido",
+        ),
+    ] {
+        let refused = run(scenario, ahora, names);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{names}: {}",
+            stderr(&refused)
+        );
+        assert!(
+            stderr(&refused).contains(needle),
+            "{names}: {}",
+            stderr(&refused)
+        );
+    }
 }

@@ -298,3 +298,111 @@ rutas = ["m01_cuadricula", "m02_anillo"]
     .unwrap();
     scenario
 }
+
+/// Trackers whose odometers lie, in Madrid: one exact, one set 30 km off (differences are
+/// right), one 4 % fast, one 3.5 % slow, and a phone with no odometer and 2 % invalid speeds
+/// (0 while moving, or hundreds of km/h, also while parked).
+fn madrid_odometers(dir: &Path) -> PathBuf {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("rutas/espana");
+    let scenario = dir.join("odometros.toml");
+    let units = [
+        ("5101-ODO", "md01_castellana", "exacto"),
+        ("5102-ODO", "md02_sur", "desfasado"),
+        ("5103-ODO", "md03_este", "rapido"),
+        ("5104-ODO", "md01_castellana", "lento"),
+        ("5105-ODO", "md02_sur", "telefono"),
+    ];
+    let mut text = format!(
+        r#"[escenario]
+nombre = "odometros"
+descripcion = "Madrid con odómetros que mienten"
+zona_horaria = "Europe/Madrid"
+dias = 3
+intervalo_reporte_s = 15
+semilla = 77
+rutas = "{}"
+
+[turno]
+inicio = ["07:00", "08:00"]
+duracion_h = [6.0, 7.5]
+
+[ruido]
+sigma_m = 5.0
+
+[rastreadores.exacto]
+[rastreadores.desfasado]
+odometro_desfase_km = 30.0
+[rastreadores.rapido]
+odometro_escala = 1.04
+[rastreadores.lento]
+odometro_escala = 0.965
+[rastreadores.telefono]
+odometro = "ausente"
+velocidad_invalida_probabilidad = 0.02
+"#,
+        routes.display()
+    );
+    for (plate, route, tracker) in units {
+        text.push_str(&format!(
+            "\n[[unidades]]\nplaca = \"{plate}\"\nconductor = \"Conductor {plate}\"\ntipo = \"panel\"\nrutas = [\"{route}\"]\nrastreador = \"{tracker}\"\n"
+        ));
+    }
+    std::fs::write(&scenario, text).unwrap();
+    scenario
+}
+
+/// The odometer gives the kilometres only while it agrees with the GPS track within the
+/// documented bound (`odometro_tolerancia_pct`, 2 %): an offset changes no difference and is
+/// trusted, a scale error beyond the bound falls back to the GPS distance, a unit with no
+/// odometer reports the GPS distance; every judged day is then within the GPS-only target of
+/// issue 14 (2 %), and no parked unit gains phantom kilometres, invalid speeds and all.
+#[test]
+fn the_odometer_is_trusted_only_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = madrid_odometers(dir.path());
+    let (ok, stderr, db, truth) = simulate_file(&scenario, dir.path(), &[]);
+    assert!(ok, "{stderr}");
+    let days = days(&db, &truth);
+    let conn = Connection::open(&db).unwrap();
+    for day in &days {
+        let odometer: Option<f64> = conn
+            .query_row(
+                "SELECT km_odometro FROM resumen_diario JOIN vehiculos v ON v.id = vehiculo_id
+                 WHERE v.placa = ?1 AND fecha = ?2",
+                [&day.plate, &day.date],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let expected = match day.plate.as_str() {
+            "5101-ODO" | "5102-ODO" => odometer.unwrap(),
+            "5105-ODO" => {
+                assert_eq!(odometer, None, "{day:?}");
+                day.gps_km
+            }
+            _ => day.gps_km,
+        };
+        assert_eq!(day.reported_km, expected, "{day:?} (odometer {odometer:?})");
+        let error_pct = (day.reported_km - day.truth_km) / day.truth_km * 100.0;
+        assert!(error_pct.abs() <= 2.0, "{day:?}: {error_pct:+.2} %");
+    }
+    assert!(days.len() >= 12, "{}", days.len());
+
+    let out = std::process::Command::new(crate::support::flota_bin())
+        .args(["evaluar", "--json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phantom_km = report["km_fantasma_detenida"].as_f64().unwrap();
+    let hours = report["horas_revisadas_km_fantasma"].as_f64().unwrap();
+    assert!(hours > 24.0, "{hours}");
+    assert!(
+        phantom_km / hours * 8.0 <= 0.05,
+        "{phantom_km} km in {hours} h parked"
+    );
+}
