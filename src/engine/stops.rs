@@ -9,6 +9,9 @@
 //! fix is enough) or three still fixes far from the centre (a tracker without Doppler speed);
 //! its end is back-dated the same way from the first moving fix. Single outlier fixes, drift
 //! within the radius, and silences after which the unit is still in place do not end a stop.
+//! Nor does drift beyond it: once a tracker has shown Doppler speeds, far still fixes cut a
+//! settled stop only after evidence of a move (a moving fix or a silence before them); a
+//! correlated wander of tens of metres with neither is the position drifting, not the unit.
 
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
@@ -77,6 +80,8 @@ struct Open {
     first_far: Option<(Fix, bool)>,
     /// Centre of the far fixes.
     far_centre: Option<Centre>,
+    /// A moving fix came between the last fix near the centre and the first far one.
+    far_after_motion: bool,
 }
 
 #[derive(Clone)]
@@ -92,6 +97,8 @@ pub struct StopDetector {
     open: Option<Open>,
     prev: Option<Fix>,
     parked: bool,
+    /// The tracker reports Doppler speeds: it has shown a clearly moving one.
+    doppler: bool,
     pub stops: Vec<Stop>,
 }
 
@@ -108,6 +115,7 @@ impl StopDetector {
             open: None,
             prev: None,
             parked: false,
+            doppler: false,
             stops: Vec::new(),
         }
     }
@@ -160,6 +168,7 @@ impl StopDetector {
             far: 0,
             first_far: None,
             far_centre: None,
+            far_after_motion: false,
         });
     }
 
@@ -201,6 +210,7 @@ impl StopDetector {
 
     pub fn push(&mut self, fix: &Fix) {
         self.parked = false;
+        self.doppler |= fix.speed_kmh >= CLEARLY_MOVING_KMH;
         let still = fix.speed_kmh < self.still_kmh;
         let prev = self.prev;
         let after_gap = prev.is_some_and(|p| (fix.ts_utc - p.ts_utc) as f64 > self.gap_s);
@@ -257,14 +267,20 @@ impl StopDetector {
     /// excursion; [`FAR_FIXES`] or more in a row whose own centre is beyond the radius too
     /// (noise around the stop scatters on every side; a unit elsewhere does not) mean the unit
     /// stands somewhere else — moved without
-    /// Doppler speed, or during the silence before the first of them. Unless the candidate
+    /// Doppler speed, or during the silence before the first of them. A tracker that reports
+    /// Doppler speeds needs that silence or a moving fix before the run: without either, a
+    /// settled stop keeps its centre (the run is drift). Unless the candidate
     /// itself rests on fewer fixes than that (its centre not settled yet): then its own first
     /// fixes were the outliers, and it is re-centred on the far ones, keeping its start.
     fn far_fix(&mut self, fix: &Fix, after_gap: bool, radius_m: f64) {
+        let doppler = self.doppler;
         let Some(open) = &mut self.open else {
             return;
         };
         open.far += 1;
+        if open.far == 1 {
+            open.far_after_motion = open.leaving > 0;
+        }
         let (first_far, silence_before) = *open.first_far.get_or_insert((*fix, after_gap));
         match &mut open.far_centre {
             Some(centre) => centre.add(fix),
@@ -274,6 +290,12 @@ impl StopDetector {
             .far_centre
             .is_some_and(|far| distance_m(far.point(), open.centre.point()) > radius_m);
         if open.far < FAR_FIXES || !elsewhere {
+            return;
+        }
+        // A tracker that reports Doppler speeds shows a move as moving fixes; a settled stop's
+        // fixes wandering off together with none, nor a silence, are the correlated drift.
+        let evidence = silence_before || open.far_after_motion || !doppler;
+        if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
             return;
         }
         if !silence_before && open.fixes < SETTLED_CENTRE_FIXES {

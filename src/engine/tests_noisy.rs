@@ -338,3 +338,41 @@ fn drift_at_a_fence_edge_does_not_flap() {
         assert!(exit.abs() <= 60, "seed {seed}: {exit}");
     }
 }
+
+#[test]
+fn correlated_drift_with_little_white_noise_does_not_split_a_long_stop() {
+    // σ 5 m with 20 m of drift (τ 120 s): the short stops teach a small noise, then the
+    // drift wanders tens of metres together for minutes during an hour and a half parked.
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 20.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(300),
+        stand(240),
+        drive(300),
+        stand(300),
+        drive(300),
+        stand(5400),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[6] + 600;
+    for seed in 100..=140 {
+        let a = run(&noisy(&legs, quiet, seed), &[], now);
+        let long: Vec<_> = a
+            .stops
+            .iter()
+            .filter(|s| s.start_utc >= starts[5] - 60)
+            .collect();
+        assert_eq!(long.len(), 1, "seed {seed}: {long:?}");
+        assert!((long[0].start_utc - starts[5]).abs() <= 30, "seed {seed}");
+        assert!(
+            (long[0].end_utc.unwrap() - starts[6]).abs() <= 30,
+            "seed {seed}"
+        );
+    }
+}

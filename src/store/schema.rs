@@ -19,7 +19,7 @@ pub const SCHEMA_VERSION: i64 = 2;
 
 /// Bumped whenever the detection engine's output for the same positions changes; the server
 /// tells the user to run `flota analizar` when a database was analysed by another version.
-pub const ANALYSIS_VERSION: i64 = 4;
+pub const ANALYSIS_VERSION: i64 = 5;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
