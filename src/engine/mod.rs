@@ -98,6 +98,8 @@ pub struct Gap {
     pub to_utc: Option<i64>,
     pub lat: f64,
     pub lon: f64,
+    /// The unit was stopped through the silence: slow before it and in the same place after.
+    pub stopped: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -54,19 +54,27 @@ impl RayleighScale {
         {
             return Some(scale);
         }
+        let scale = self.median()? / RAYLEIGH_MEDIAN;
+        self.cached = Some((self.count, scale));
+        Some(scale)
+    }
+
+    /// The median of the samples, in their unit (the middle of its bin; beyond the last bin,
+    /// the histogram's end); `None` until enough samples were seen. The same streaming median
+    /// serves other positive quantities, such as a tracker's interval between reports.
+    pub fn median(&self) -> Option<f64> {
+        if self.count < self.min_samples {
+            return None;
+        }
         let half = self.count.div_ceil(2);
         let mut seen = 0;
-        let mut median_m = BINS as f64 * self.bin_m;
         for (index, n) in self.bins.iter().enumerate() {
             seen += n;
             if seen >= half {
-                median_m = (index as f64 + 0.5) * self.bin_m;
-                break;
+                return Some((index as f64 + 0.5) * self.bin_m);
             }
         }
-        let scale = median_m / RAYLEIGH_MEDIAN;
-        self.cached = Some((self.count, scale));
-        Some(scale)
+        Some(BINS as f64 * self.bin_m)
     }
 }
 

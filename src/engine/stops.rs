@@ -197,6 +197,20 @@ impl StopDetector {
         }
     }
 
+    /// The silence between `before` and `after` was spent standing where `before` is: slow
+    /// there (braking, or still), and in the same place after it — by the odometer when
+    /// both carry one, else within the stop radius.
+    fn halted_in_silence(&mut self, before: &Fix, after: &Fix) -> bool {
+        if before.speed_kmh >= CLEARLY_MOVING_KMH {
+            return false;
+        }
+        let radius = self.radius_m();
+        match (before.odometer_m, after.odometer_m) {
+            (Some(a), Some(b)) => ((b - a) as f64).abs() <= radius,
+            _ => distance_m(before.point(), after.point()) <= radius,
+        }
+    }
+
     /// Where the unit is parked, when the last fix was a parked unit's: still and within the
     /// open stop's noise (or in a run of far fixes not yet shown to be elsewhere). The stop's
     /// centre, the mean of its fixes, is a better position than any one of them.
@@ -214,6 +228,15 @@ impl StopDetector {
         let still = fix.speed_kmh < self.still_kmh;
         let prev = self.prev;
         let after_gap = prev.is_some_and(|p| (fix.ts_utc - p.ts_utc) as f64 > self.gap_s);
+        if self.open.is_none()
+            && after_gap
+            && let Some(before) = prev
+            && self.halted_in_silence(&before, fix)
+        {
+            // An adaptive tracker records the braking, then nothing while the unit stands:
+            // the stop began at that last slow fix (`start` reads it as its own halt).
+            self.start(&before);
+        }
 
         let Some(mut open) = self.open.take() else {
             if still {
