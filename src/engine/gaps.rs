@@ -90,7 +90,9 @@ impl GapDetector {
         self.prev = Some(*fix);
     }
 
-    pub fn finish(&mut self, now_utc: i64) {
+    /// Closes the books at `now_utc`. Returns whether the unit is silent now after a slow
+    /// fix within its cadence while stopped: asleep where it halted, not lost.
+    pub fn finish(&mut self, now_utc: i64) -> bool {
         // Still silent after a lone "on" that followed an "off": as likely the flicker.
         if let Some(prev) = &self.prev
             && prev.ignition
@@ -111,9 +113,21 @@ impl GapDetector {
             .stopped_cadence
             .median()
             .map(|cadence_s| (CADENCE_FACTOR * cadence_s).max(self.threshold_s as f64));
-        self.gaps.retain(|gap| {
+        let is_loss = |gap: &Gap| {
             let silence_s = gap.to_utc.unwrap_or(now_utc) - gap.from_utc;
             !gap.stopped || allowed_s.is_some_and(|allowed| silence_s as f64 > allowed)
+        };
+        let asleep_now = self.prev.is_some_and(|prev| {
+            let open = Gap {
+                from_utc: prev.ts_utc,
+                to_utc: None,
+                lat: prev.lat,
+                lon: prev.lon,
+                stopped: true,
+            };
+            prev.ignition && prev.speed_kmh < SLOW_KMH && !is_loss(&open)
         });
+        self.gaps.retain(is_loss);
+        asleep_now
     }
 }

@@ -215,9 +215,9 @@ impl<'a> VehicleEngine<'a> {
 
     /// Closes the analysis at `now_utc`.
     pub fn finish(mut self, now_utc: i64) -> Analysis {
-        self.stops.finish(now_utc);
+        let asleep_now = self.gaps.finish(now_utc);
+        self.stops.finish(now_utc, asleep_now);
         self.overspeed.finish();
-        self.gaps.finish(now_utc);
         self.fences.finish(now_utc);
         let last_fix_utc = self.last.map_or(now_utc, |f| f.ts_utc);
         let days = self.days.finish(

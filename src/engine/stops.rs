@@ -62,13 +62,34 @@ impl Centre {
     }
 }
 
+impl Open {
+    /// Takes a stop's fix's ignition. A lone "off" between two "on" reports close in time is
+    /// the ignition line flickering, not the engine switched off: only an "off" confirmed by
+    /// the next report, or followed by a silence, makes the stop the day's parking.
+    fn ignition(&mut self, fix: &Fix, gap_s: f64) {
+        if fix.ignition {
+            if let Some(off_utc) = self.lone_off_utc.take() {
+                self.went_off |= (fix.ts_utc - off_utc) as f64 > gap_s;
+            }
+        } else if self.lone_off_utc.is_some() || !self.last_ignition {
+            self.went_off = true;
+        } else {
+            self.lone_off_utc = Some(fix.ts_utc);
+        }
+        self.last_ignition = fix.ignition;
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Open {
     start_utc: i64,
     from_data_start: bool,
     centre: Centre,
     fixes: u32,
+    /// The ignition went off during the stop (two reports in a row, or one followed by a
+    /// silence), and a lone "off" report not yet confirmed: when it came.
     went_off: bool,
+    lone_off_utc: Option<i64>,
     last_ignition: bool,
     last_still: Fix,
     /// Consecutive moving fixes, and the first of them.
@@ -160,7 +181,8 @@ impl StopDetector {
             from_data_start,
             centre: Centre::new(fix),
             fixes: 1,
-            went_off: !fix.ignition,
+            went_off: false,
+            lone_off_utc: (!fix.ignition).then_some(fix.ts_utc),
             last_ignition: fix.ignition,
             last_still: *fix,
             leaving: 0,
@@ -264,8 +286,7 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.went_off |= !fix.ignition;
-            open.last_ignition = fix.ignition;
+            open.ignition(fix, self.gap_s);
             self.open = Some(open);
             self.parked = true;
         } else if still {
@@ -330,8 +351,7 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.went_off |= !fix.ignition;
-            open.last_ignition = fix.ignition;
+            open.ignition(fix, self.gap_s);
             return;
         }
         if silence_before {
@@ -390,8 +410,16 @@ impl StopDetector {
         }
     }
 
-    /// At the end of the data: a stop still going on stays open (no end time).
-    pub fn finish(&mut self, now_utc: i64) {
+    /// At the end of the data: a stop still going on stays open (no end time). `asleep_now`:
+    /// the tracker has been silent since a slow fix for no longer than its cadence while
+    /// stopped allows (the signal-loss detector's verdict) — the unit halted there.
+    pub fn finish(&mut self, now_utc: i64, asleep_now: bool) {
+        if self.open.is_none()
+            && asleep_now
+            && let Some(last) = self.prev
+        {
+            self.start(&last);
+        }
         if let Some(open) = self.open.take() {
             let leaving = open.leaving > 0;
             if leaving {
@@ -419,7 +447,7 @@ fn to_stop(open: &Open, end_utc: Option<i64>) -> Stop {
         lon: centre.lon,
         fixes: open.fixes,
         engine_on: open.last_ignition,
-        went_off: open.went_off,
+        went_off: open.went_off || open.lone_off_utc.is_some(),
         from_data_start: open.from_data_start,
         last_fix_utc: open.last_still.ts_utc,
     }

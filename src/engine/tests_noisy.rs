@@ -484,3 +484,41 @@ fn a_heartbeat_that_flickers_on_does_not_make_the_night_a_signal_loss() {
     let a = run(&fixes, &[], starts[4] + 600);
     assert!(a.gaps.is_empty(), "{:?}", a.gaps);
 }
+
+#[test]
+fn a_tracker_that_sleeps_while_stopped_shows_the_unit_stopped_now() {
+    // Its last record is the braking; forty minutes later ("now") it is still silent.
+    let legs = [
+        drive(600),
+        stand(1200),
+        drive(600),
+        stand(1500),
+        drive(600),
+        stand(2400),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[5] + 2400;
+    let a = run(&adaptive(&legs, 300), &[], now);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+    let last = a.stops.last().unwrap();
+    assert_eq!(last.end_utc, None, "{:?}", a.stops);
+    assert!((last.start_utc - starts[5]).abs() <= 30, "{:?}", a.stops);
+}
+
+#[test]
+fn a_lone_ignition_flicker_does_not_make_a_long_stop_the_days_parking() {
+    // An hour at a client with the engine on; one report in the middle reads "off".
+    let legs = [drive(600), stand(3600), drive(600)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 12);
+    let middle = fixes
+        .iter()
+        .position(|f| f.ts_utc == starts[1] + 1800)
+        .unwrap();
+    fixes[middle].ignition = false;
+    let now = starts[2] + 600;
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(!a.stops[0].went_off, "{:?}", a.stops);
+    assert!(a.stops[0].is_long(&DetectionConfig::default(), now));
+}
