@@ -11,7 +11,8 @@
 //! within the radius, and silences after which the unit is still in place do not end a stop.
 //! Nor does drift beyond it: once a tracker has shown Doppler speeds, far still fixes cut a
 //! settled stop only after evidence of a move (a moving fix or a silence before them); a
-//! correlated wander of tens of metres with neither is the position drifting, not the unit.
+//! correlated wander of tens of metres with neither is the position drifting, not the unit;
+//! nor, whatever came before it, does one over which the odometer stood still.
 
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
@@ -337,8 +338,13 @@ impl StopDetector {
             return;
         }
         // A tracker that reports Doppler speeds shows a move as moving fixes; a settled stop's
-        // fixes wandering off together with none, nor a silence, are the correlated drift.
-        let evidence = silence_before || open.far_after_motion || !doppler;
+        // fixes wandering off together with none, nor a silence, are the correlated drift. An
+        // odometer that stood still says so whatever came before (a night asleep included).
+        let odometer_stood = matches!(
+            (open.last_still.odometer_m, fix.odometer_m),
+            (Some(a), Some(b)) if ((b - a) as f64).abs() <= radius_m
+        );
+        let evidence = (silence_before || open.far_after_motion || !doppler) && !odometer_stood;
         if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
             return;
         }

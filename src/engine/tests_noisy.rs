@@ -522,3 +522,39 @@ fn a_lone_ignition_flicker_does_not_make_a_long_stop_the_days_parking() {
     assert!(!a.stops[0].went_off, "{:?}", a.stops);
     assert!(a.stops[0].is_long(&DetectionConfig::default(), now));
 }
+
+#[test]
+fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_stood_still() {
+    // Evening arrival, asleep all night; the morning's fixes land 80 m off (the drift of the
+    // moment) while the odometer has not moved a metre.
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(600),
+        Leg::Stand {
+            secs: 300,
+            ignition: false,
+        },
+        Leg::Asleep { secs: 8 * 3600 },
+        stand(300),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 13);
+    for fix in fixes
+        .iter_mut()
+        .filter(|f| (starts[3]..starts[4]).contains(&f.ts_utc))
+    {
+        let moved = offset_m(fix.point(), 0.0, 80.0);
+        (fix.lat, fix.lon) = (moved.lat, moved.lon);
+    }
+    let a = run(&fixes, &[], starts[4] + 600);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!((a.stops[0].start_utc - starts[1]).abs() <= 30);
+    assert!((a.stops[0].end_utc.unwrap() - starts[4]).abs() <= 30);
+}
