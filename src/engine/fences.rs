@@ -26,8 +26,9 @@ struct Track {
     /// Pending crossing: its interpolated time and the first fix on the new side.
     pending: Option<(i64, i64)>,
     /// A pending crossing that a brief return cancelled: its time and when it was cancelled.
-    /// If the same crossing happens again soon, the visit starts (or ends) at the first one —
-    /// the unit drove along the edge, it did not arrive twice.
+    /// If the same entry happens again soon, the visit starts at the first one — the unit
+    /// drove along the edge, it did not arrive twice. An exit is always dated by its own
+    /// fixes: after a dip out and back, the unit left when it left for good.
     cancelled: Option<(i64, i64)>,
     /// When (the fix time) the current side was confirmed.
     confirmed_utc: i64,
@@ -71,7 +72,7 @@ fn visit(
     }
 }
 
-/// A cancelled crossing repeated within this long keeps the first crossing's time, seconds.
+/// A cancelled entry repeated within this long keeps the first entry's time, seconds.
 const RETRY_S: i64 = 60;
 
 #[derive(Clone)]
@@ -172,7 +173,7 @@ impl FenceDetector {
             let (at, first_new) = *track.pending.get_or_insert_with(|| {
                 let prev = self.prev.unwrap_or(*fix);
                 let at = match track.cancelled {
-                    Some((earlier, when)) if fix.ts_utc - when <= RETRY_S => earlier,
+                    Some((earlier, when)) if now_inside && fix.ts_utc - when <= RETRY_S => earlier,
                     _ => crossing(&fences[index], &prev, fix),
                 };
                 track.pending_parked = parked_since.is_some();

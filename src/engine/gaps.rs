@@ -1,17 +1,47 @@
-//! Signal loss: silences longer than a threshold while the ignition was on.
+//! Signal loss: silences longer than a threshold while the ignition was on, judged against
+//! the unit's own cadence while stopped.
 //!
 //! Owns gap detection. Bounds are exact: the last fix before the silence and the first after
-//! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss; one
-//! still running at "now" is reported open.
+//! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss (and
+//! so is one after a lone "on" between two "off" reports: the ignition line flickered); one
+//! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
+//! in the same place after it) is a loss only if it is longer than the tracker's own cadence
+//! while stopped allows: an adaptive tracker records once an hour, or not at all, while a unit
+//! stands with the engine on, and its silence at a client is its cadence. That cadence is
+//! learned from the unit's own reports — the median interval between consecutive still fixes
+//! in one place with the engine on — and applied when the analysis is finished, so every
+//! silence is judged against all the data (a tracker never seen reporting twice in a row
+//! while stopped is one that sleeps when stopped). The engine never reads a tracker profile.
 
 use super::config::DetectionConfig;
 use super::evidence::{Evidence, SILENCE, Threshold};
+use super::noise::RayleighScale;
 use super::{Fix, Gap};
+use crate::geometry::earth::distance_m;
+
+/// A fix this slow may be the last before a halt: an adaptive tracker records the change of
+/// speed as the unit brakes, not the moment it reaches zero, km/h.
+const SLOW_KMH: f64 = 15.0;
+/// A silence while stopped is a loss beyond this many of the unit's usual intervals while
+/// stopped (a record due and missed, with room for one late).
+const CADENCE_FACTOR: f64 = 2.0;
+/// Without an odometer, two fixes around the same stop lie within this many stop radii
+/// (each carries its own noise).
+const SAME_PLACE_RADII: f64 = 2.0;
+/// Intervals learned before the cadence is trusted, and their histogram's bin, seconds.
+const CADENCE_MIN_SAMPLES: u32 = 5;
+const CADENCE_BIN_S: f64 = 10.0;
 
 #[derive(Clone)]
 pub struct GapDetector {
     threshold_s: i64,
+    still_kmh: f64,
+    radius_m: f64,
+    /// Intervals between consecutive still fixes in one place with the engine on.
+    stopped_cadence: RayleighScale,
     prev: Option<Fix>,
+    /// Whether the fix before `prev` had its ignition off.
+    off_before_prev: bool,
     pub gaps: Vec<Gap>,
 }
 
@@ -19,7 +49,11 @@ impl GapDetector {
     pub fn new(config: &DetectionConfig) -> Self {
         GapDetector {
             threshold_s: config.perdida_senal_s.round() as i64,
+            still_kmh: config.velocidad_detenida_kmh,
+            radius_m: config.parada_radio_m,
+            stopped_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
             prev: None,
+            off_before_prev: false,
             gaps: Vec::new(),
         }
     }
@@ -33,38 +67,84 @@ impl GapDetector {
         Evidence::from_fix(from_utc, (to_utc - from_utc) as f64, threshold)
     }
 
+    /// The unit stayed where `before` was until `after`: by the odometer when both carry
+    /// one, else by the positions.
+    fn same_place(&self, before: &Fix, after: &Fix) -> bool {
+        match (before.odometer_m, after.odometer_m) {
+            (Some(a), Some(b)) => ((b - a) as f64).abs() <= self.radius_m,
+            _ => distance_m(before.point(), after.point()) <= SAME_PLACE_RADII * self.radius_m,
+        }
+    }
+
     pub fn push(&mut self, fix: &Fix) {
-        if let Some(prev) = &self.prev
-            && prev.ignition
-            && fix.ts_utc - prev.ts_utc > self.threshold_s
-        {
-            self.gaps.push(Gap {
-                from_utc: prev.ts_utc,
-                to_utc: Some(fix.ts_utc),
-                lat: prev.lat,
-                lon: prev.lon,
-                evidence: Evidence {
-                    last_fix_utc: fix.ts_utc,
-                    fixes: 2,
-                    ..self.evidence(prev.ts_utc, fix.ts_utc)
-                },
-            });
+        if let Some(prev) = self.prev {
+            let silence_s = fix.ts_utc - prev.ts_utc;
+            let both_still = prev.speed_kmh < self.still_kmh && fix.speed_kmh < self.still_kmh;
+            if both_still && prev.ignition && fix.ignition && self.same_place(&prev, fix) {
+                self.stopped_cadence.learn(silence_s as f64);
+            }
+            // A lone "on" between two "off" reports is the ignition line flickering: the
+            // silence after it is the tracker asleep with the engine off.
+            let flicker = self.off_before_prev && !fix.ignition;
+            if prev.ignition && !flicker && silence_s > self.threshold_s {
+                self.gaps.push(Gap {
+                    from_utc: prev.ts_utc,
+                    to_utc: Some(fix.ts_utc),
+                    lat: prev.lat,
+                    lon: prev.lon,
+                    stopped: prev.speed_kmh < SLOW_KMH && self.same_place(&prev, fix),
+                    evidence: Evidence {
+                        last_fix_utc: fix.ts_utc,
+                        fixes: 2,
+                        ..self.evidence(prev.ts_utc, fix.ts_utc)
+                    },
+                });
+            }
+            self.off_before_prev = !prev.ignition;
         }
         self.prev = Some(*fix);
     }
 
-    pub fn finish(&mut self, now_utc: i64) {
+    /// Closes the books at `now_utc`. Returns whether the unit is silent now after a slow
+    /// fix within its cadence while stopped: asleep where it halted, not lost.
+    pub fn finish(&mut self, now_utc: i64) -> bool {
+        // Still silent after a lone "on" that followed an "off": as likely the flicker.
         if let Some(prev) = &self.prev
             && prev.ignition
+            && !self.off_before_prev
             && now_utc - prev.ts_utc > self.threshold_s
         {
+            let evidence = self.evidence(prev.ts_utc, now_utc);
             self.gaps.push(Gap {
                 from_utc: prev.ts_utc,
                 to_utc: None,
                 lat: prev.lat,
                 lon: prev.lon,
-                evidence: self.evidence(prev.ts_utc, now_utc),
+                stopped: prev.speed_kmh < SLOW_KMH,
+                evidence,
             });
         }
+        // A silence while stopped within the tracker's own cadence there is no loss; a
+        // tracker never seen reporting while stopped has no such cadence to miss.
+        let allowed_s = self
+            .stopped_cadence
+            .median()
+            .map(|cadence_s| (CADENCE_FACTOR * cadence_s).max(self.threshold_s as f64));
+        let is_loss = |from_utc: i64, to_utc: Option<i64>, stopped: bool| {
+            let silence_s = to_utc.unwrap_or(now_utc) - from_utc;
+            !stopped || allowed_s.is_some_and(|allowed| silence_s as f64 > allowed)
+        };
+        let asleep_now = self.prev.is_some_and(|prev| {
+            prev.ignition && prev.speed_kmh < SLOW_KMH && !is_loss(prev.ts_utc, None, true)
+        });
+        self.gaps
+            .retain(|gap| is_loss(gap.from_utc, gap.to_utc, gap.stopped));
+        // A loss while stopped was judged against the unit's cadence: its evidence says so.
+        if let Some(allowed) = allowed_s {
+            for gap in self.gaps.iter_mut().filter(|gap| gap.stopped) {
+                gap.evidence.threshold.value = allowed;
+            }
+        }
+        asleep_now
     }
 }

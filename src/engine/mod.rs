@@ -104,6 +104,8 @@ pub struct Gap {
     pub lat: f64,
     pub lon: f64,
     pub evidence: Evidence,
+    /// The unit was stopped through the silence: slow before it and in the same place after.
+    pub stopped: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -228,9 +230,9 @@ impl<'a> VehicleEngine<'a> {
 
     /// Closes the analysis at `now_utc`.
     pub fn finish(mut self, now_utc: i64) -> Analysis {
-        self.stops.finish(now_utc);
+        let asleep_now = self.gaps.finish(now_utc);
+        self.stops.finish(now_utc, asleep_now);
         self.overspeed.finish();
-        self.gaps.finish(now_utc);
         self.fences.finish(now_utc);
         let last_fix_utc = self.last.map_or(now_utc, |f| f.ts_utc);
         let days = self.days.finish(

@@ -9,6 +9,10 @@
 //! fix is enough) or three still fixes far from the centre (a tracker without Doppler speed);
 //! its end is back-dated the same way from the first moving fix. Single outlier fixes, drift
 //! within the radius, and silences after which the unit is still in place do not end a stop.
+//! Nor does drift beyond it: once a tracker has shown Doppler speeds, far still fixes cut a
+//! settled stop only after evidence of a move (a moving fix or a silence before them); a
+//! correlated wander of tens of metres with neither is the position drifting, not the unit;
+//! nor, whatever came before it, does one over which the odometer stood still.
 
 use super::config::DetectionConfig;
 use super::evidence::{Evidence, STOP_RADIUS, Threshold};
@@ -60,13 +64,34 @@ impl Centre {
     }
 }
 
+impl Open {
+    /// Takes a stop's fix's ignition. A lone "off" between two "on" reports close in time is
+    /// the ignition line flickering, not the engine switched off: only an "off" confirmed by
+    /// the next report, or followed by a silence, makes the stop the day's parking.
+    fn ignition(&mut self, fix: &Fix, gap_s: f64) {
+        if fix.ignition {
+            if let Some(off_utc) = self.lone_off_utc.take() {
+                self.went_off |= (fix.ts_utc - off_utc) as f64 > gap_s;
+            }
+        } else if self.lone_off_utc.is_some() || !self.last_ignition {
+            self.went_off = true;
+        } else {
+            self.lone_off_utc = Some(fix.ts_utc);
+        }
+        self.last_ignition = fix.ignition;
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Open {
     start_utc: i64,
     from_data_start: bool,
     centre: Centre,
     fixes: u32,
+    /// The ignition went off during the stop (two reports in a row, or one followed by a
+    /// silence), and a lone "off" report not yet confirmed: when it came.
     went_off: bool,
+    lone_off_utc: Option<i64>,
     last_ignition: bool,
     last_still: Fix,
     /// Consecutive moving fixes, and the first of them.
@@ -81,6 +106,8 @@ struct Open {
     /// The fixes the stop rests on: measure, the farthest a fix lay from the running centre;
     /// threshold, the largest radius it was held to.
     evidence: Evidence,
+    /// A moving fix came between the last fix near the centre and the first far one.
+    far_after_motion: bool,
 }
 
 #[derive(Clone)]
@@ -96,6 +123,8 @@ pub struct StopDetector {
     open: Option<Open>,
     prev: Option<Fix>,
     parked: bool,
+    /// The tracker reports Doppler speeds: it has shown a clearly moving one.
+    doppler: bool,
     pub stops: Vec<Stop>,
 }
 
@@ -112,6 +141,7 @@ impl StopDetector {
             open: None,
             prev: None,
             parked: false,
+            doppler: false,
             stops: Vec::new(),
         }
     }
@@ -160,7 +190,8 @@ impl StopDetector {
             from_data_start,
             centre: Centre::new(fix),
             fixes: 1,
-            went_off: !fix.ignition,
+            went_off: false,
+            lone_off_utc: (!fix.ignition).then_some(fix.ts_utc),
             last_ignition: fix.ignition,
             last_still: *fix,
             leaving: 0,
@@ -169,6 +200,7 @@ impl StopDetector {
             first_far: None,
             far_centre: None,
             evidence: Evidence::from_fix(fix.ts_utc, 0.0, radius),
+            far_after_motion: false,
         });
     }
 
@@ -197,6 +229,20 @@ impl StopDetector {
         }
     }
 
+    /// The silence between `before` and `after` was spent standing where `before` is: slow
+    /// there (braking, or still), and in the same place after it — by the odometer when
+    /// both carry one, else within the stop radius.
+    fn halted_in_silence(&mut self, before: &Fix, after: &Fix) -> bool {
+        if before.speed_kmh >= CLEARLY_MOVING_KMH {
+            return false;
+        }
+        let radius = self.radius_m();
+        match (before.odometer_m, after.odometer_m) {
+            (Some(a), Some(b)) => ((b - a) as f64).abs() <= radius,
+            _ => distance_m(before.point(), after.point()) <= radius,
+        }
+    }
+
     /// Where the unit is parked, when the last fix was a parked unit's: still and within the
     /// open stop's noise (or in a run of far fixes not yet shown to be elsewhere). The stop's
     /// centre, the mean of its fixes, is a better position than any one of them.
@@ -210,9 +256,19 @@ impl StopDetector {
 
     pub fn push(&mut self, fix: &Fix) {
         self.parked = false;
+        self.doppler |= fix.speed_kmh >= CLEARLY_MOVING_KMH;
         let still = fix.speed_kmh < self.still_kmh;
         let prev = self.prev;
         let after_gap = prev.is_some_and(|p| (fix.ts_utc - p.ts_utc) as f64 > self.gap_s);
+        if self.open.is_none()
+            && after_gap
+            && let Some(before) = prev
+            && self.halted_in_silence(&before, fix)
+        {
+            // An adaptive tracker records the braking, then nothing while the unit stands:
+            // the stop began at that last slow fix (`start` reads it as its own halt).
+            self.start(&before);
+        }
 
         let Some(mut open) = self.open.take() else {
             if still {
@@ -242,8 +298,7 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.went_off |= !fix.ignition;
-            open.last_ignition = fix.ignition;
+            open.ignition(fix, self.gap_s);
             self.open = Some(open);
             self.parked = true;
         } else if still {
@@ -268,14 +323,20 @@ impl StopDetector {
     /// excursion; [`FAR_FIXES`] or more in a row whose own centre is beyond the radius too
     /// (noise around the stop scatters on every side; a unit elsewhere does not) mean the unit
     /// stands somewhere else — moved without
-    /// Doppler speed, or during the silence before the first of them. Unless the candidate
+    /// Doppler speed, or during the silence before the first of them. A tracker that reports
+    /// Doppler speeds needs that silence or a moving fix before the run: without either, a
+    /// settled stop keeps its centre (the run is drift). Unless the candidate
     /// itself rests on fewer fixes than that (its centre not settled yet): then its own first
     /// fixes were the outliers, and it is re-centred on the far ones, keeping its start.
     fn far_fix(&mut self, fix: &Fix, after_gap: bool, radius_m: f64) {
+        let doppler = self.doppler;
         let Some(open) = &mut self.open else {
             return;
         };
         open.far += 1;
+        if open.far == 1 {
+            open.far_after_motion = open.leaving > 0;
+        }
         let (first_far, silence_before) = *open.first_far.get_or_insert((*fix, after_gap));
         match &mut open.far_centre {
             Some(centre) => centre.add(fix),
@@ -287,6 +348,17 @@ impl StopDetector {
         if open.far < FAR_FIXES || !elsewhere {
             return;
         }
+        // A tracker that reports Doppler speeds shows a move as moving fixes; a settled stop's
+        // fixes wandering off together with none, nor a silence, are the correlated drift. An
+        // odometer that stood still says so whatever came before (a night asleep included).
+        let odometer_stood = matches!(
+            (open.last_still.odometer_m, fix.odometer_m),
+            (Some(a), Some(b)) if ((b - a) as f64).abs() <= radius_m
+        );
+        let evidence = (silence_before || open.far_after_motion || !doppler) && !odometer_stood;
+        if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
+            return;
+        }
         if !silence_before && open.fixes < SETTLED_CENTRE_FIXES {
             if let Some(centre) = open.far_centre.take() {
                 open.centre = centre;
@@ -296,8 +368,7 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.went_off |= !fix.ignition;
-            open.last_ignition = fix.ignition;
+            open.ignition(fix, self.gap_s);
             return;
         }
         if silence_before {
@@ -356,8 +427,16 @@ impl StopDetector {
         }
     }
 
-    /// At the end of the data: a stop still going on stays open (no end time).
-    pub fn finish(&mut self, now_utc: i64) {
+    /// At the end of the data: a stop still going on stays open (no end time). `asleep_now`:
+    /// the tracker has been silent since a slow fix for no longer than its cadence while
+    /// stopped allows (the signal-loss detector's verdict) — the unit halted there.
+    pub fn finish(&mut self, now_utc: i64, asleep_now: bool) {
+        if self.open.is_none()
+            && asleep_now
+            && let Some(last) = self.prev
+        {
+            self.start(&last);
+        }
         if let Some(open) = self.open.take() {
             let leaving = open.leaving > 0;
             if leaving {
@@ -385,7 +464,7 @@ fn to_stop(open: &Open, end_utc: Option<i64>) -> Stop {
         lon: centre.lon,
         fixes: open.fixes,
         engine_on: open.last_ignition,
-        went_off: open.went_off,
+        went_off: open.went_off || open.lone_off_utc.is_some(),
         from_data_start: open.from_data_start,
         last_fix_utc: open.last_still.ts_utc,
         evidence: Evidence {

@@ -450,3 +450,48 @@ fn every_event_carries_its_evidence() {
         (evidence::SILENCE, config.perdida_senal_s.round())
     );
 }
+
+/// A unit that dips out of a fence's edge for one report, turns back and leaves by the far
+/// edge a minute later left at the far edge: the dip was no exit.
+#[test]
+fn a_dip_out_and_back_does_not_date_a_later_exit() {
+    let fence = Geofence::new(
+        "cedis".into(),
+        "bodega".into(),
+        Shape::Square {
+            centre: ORIGIN,
+            half_side_m: 250.0,
+        },
+        None,
+    );
+    // Metres north of the centre, one report every 15 s at about 32 km/h: in from the north,
+    // parked, south to 32 m past the edge, back north and out at the far edge.
+    let mut north_m: Vec<f64> = vec![600.0, 467.0, 333.0, 200.0, 67.0, -67.0, -120.0];
+    north_m.extend([-120.0; 10]);
+    north_m.extend([
+        -215.0, -282.0, -150.0, -20.0, 113.0, 230.0, 363.0, 496.0, 629.0, 762.0,
+    ]);
+    let fixes: Vec<Fix> = north_m
+        .iter()
+        .enumerate()
+        .map(|(i, y)| {
+            let p = offset_m(ORIGIN, 0.0, *y);
+            let parked = (7..17).contains(&i);
+            Fix {
+                ts_utc: T0 + 15 * i as i64,
+                lat: p.lat,
+                lon: p.lon,
+                speed_kmh: if parked { 0.0 } else { 32.0 },
+                heading_deg: 0.0,
+                ignition: true,
+                odometer_m: None,
+            }
+        })
+        .collect();
+    let a = run(&fixes, std::slice::from_ref(&fence));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    // Out by the north edge between the reports at 230 m and 363 m.
+    let far_exit = T0 + 15 * 22 + (15.0 * 20.0 / 133.0_f64).round() as i64;
+    let exit = a.visits[0].exit_utc.unwrap();
+    assert!((exit - far_exit).abs() <= 2, "{}", exit - far_exit);
+}

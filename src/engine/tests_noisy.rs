@@ -427,3 +427,223 @@ fn noise_at_a_slow_zones_edge_is_not_speeding() {
         assert!(a.overspeeds.is_empty(), "seed {seed}: {:?}", a.overspeeds);
     }
 }
+
+#[test]
+fn correlated_drift_with_little_white_noise_does_not_split_a_long_stop() {
+    // σ 5 m with 20 m of drift (τ 120 s): the short stops teach a small noise, then the
+    // drift wanders tens of metres together for minutes during an hour and a half parked.
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 20.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(300),
+        stand(240),
+        drive(300),
+        stand(300),
+        drive(300),
+        stand(5400),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[6] + 600;
+    for seed in 100..=140 {
+        let a = run(&noisy(&legs, quiet, seed), &[], now);
+        let long: Vec<_> = a
+            .stops
+            .iter()
+            .filter(|s| s.start_utc >= starts[5] - 60)
+            .collect();
+        assert_eq!(long.len(), 1, "seed {seed}: {long:?}");
+        assert!((long[0].start_utc - starts[5]).abs() <= 30, "seed {seed}");
+        assert!(
+            (long[0].end_utc.unwrap() - starts[6]).abs() <= 30,
+            "seed {seed}"
+        );
+    }
+}
+
+/// What an adaptive tracker sends for `legs`: every fix while driving, one record as it
+/// halts (still rolling at 4.5 km/h), one an hour while it stands with the engine on, and
+/// one as it sets off (7 km/h).
+fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let starts = starts_of(legs);
+    let leg_of = |t: i64| starts.iter().rposition(|s| *s <= t).unwrap_or(0);
+    let mut out: Vec<Fix> = Vec::new();
+    for mut fix in noisy(legs, quiet, seed) {
+        let leg = leg_of(fix.ts_utc);
+        let since = fix.ts_utc - starts[leg];
+        match legs[leg] {
+            Leg::Stand { .. } if since == 0 => fix.speed_kmh = 4.5,
+            Leg::Stand { .. } if since % 3600 != 0 => continue,
+            Leg::Drive { .. } if since == 0 && leg > 0 => fix.speed_kmh = 7.0,
+            _ => {}
+        }
+        out.push(fix);
+    }
+    out
+}
+
+#[test]
+fn a_tracker_that_sleeps_while_stopped_has_stops_and_no_signal_losses() {
+    let legs = [
+        drive(600),
+        stand(1020),
+        drive(600),
+        stand(1200),
+        drive(600),
+        stand(4500),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[6] + 600;
+    for seed in 200..=205 {
+        let a = run(&adaptive(&legs, seed), &[], now);
+        assert!(a.gaps.is_empty(), "seed {seed}: {:?}", a.gaps);
+        let found: Vec<_> = a.stops.iter().map(|s| (s.start_utc, s.end_utc)).collect();
+        assert_eq!(found.len(), 3, "seed {seed}: {found:?}");
+        for (stop, leg) in found.iter().zip([1, 3, 5]) {
+            assert!((stop.0 - starts[leg]).abs() <= 30, "seed {seed}: {found:?}");
+            let end = stop.1.unwrap();
+            assert!(
+                (end - starts[leg + 1]).abs() <= 30,
+                "seed {seed}: {found:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_tracker_that_reports_while_stopped_and_falls_silent_there_lost_its_signal() {
+    // The same stops from a tracker reporting every 15 s, silent for ten minutes during one.
+    let silent_parked = Leg::Silent {
+        kmh: 0.0,
+        secs: 600,
+    };
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(600),
+        stand(300),
+        silent_parked,
+        stand(300),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let a = run(&noisy(&legs, DENSE, 7), &[], starts[6] + 600);
+    assert_eq!(a.gaps.len(), 1, "{:?}", a.gaps);
+    assert!((a.gaps[0].from_utc - starts[4]).abs() <= 15);
+    assert_eq!(a.gaps[0].to_utc, Some(starts[5]));
+}
+
+#[test]
+fn a_heartbeat_that_flickers_on_does_not_make_the_night_a_signal_loss() {
+    // A client stop with the engine on (reports every 15 s), then parked with the engine off,
+    // one heartbeat every 30 min; one of them reads "on".
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(600),
+        Leg::Stand {
+            secs: 4 * 3600,
+            ignition: false,
+        },
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes: Vec<Fix> = noisy(&legs, DENSE, 11)
+        .into_iter()
+        .filter(|f| f.ignition || (f.ts_utc - starts[3]) % 1800 == 0)
+        .collect();
+    let flicker = fixes
+        .iter()
+        .position(|f| f.ts_utc == starts[3] + 2 * 1800)
+        .unwrap();
+    fixes[flicker].ignition = true;
+    let a = run(&fixes, &[], starts[4] + 600);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+}
+
+#[test]
+fn a_tracker_that_sleeps_while_stopped_shows_the_unit_stopped_now() {
+    // Its last record is the braking; forty minutes later ("now") it is still silent.
+    let legs = [
+        drive(600),
+        stand(1200),
+        drive(600),
+        stand(1500),
+        drive(600),
+        stand(2400),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[5] + 2400;
+    let a = run(&adaptive(&legs, 300), &[], now);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+    let last = a.stops.last().unwrap();
+    assert_eq!(last.end_utc, None, "{:?}", a.stops);
+    assert!((last.start_utc - starts[5]).abs() <= 30, "{:?}", a.stops);
+}
+
+#[test]
+fn a_lone_ignition_flicker_does_not_make_a_long_stop_the_days_parking() {
+    // An hour at a client with the engine on; one report in the middle reads "off".
+    let legs = [drive(600), stand(3600), drive(600)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 12);
+    let middle = fixes
+        .iter()
+        .position(|f| f.ts_utc == starts[1] + 1800)
+        .unwrap();
+    fixes[middle].ignition = false;
+    let now = starts[2] + 600;
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(!a.stops[0].went_off, "{:?}", a.stops);
+    assert!(a.stops[0].is_long(&DetectionConfig::default(), now));
+}
+
+#[test]
+fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_stood_still() {
+    // Evening arrival, asleep all night; the morning's fixes land 80 m off (the drift of the
+    // moment) while the odometer has not moved a metre.
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(600),
+        Leg::Stand {
+            secs: 300,
+            ignition: false,
+        },
+        Leg::Asleep { secs: 8 * 3600 },
+        stand(300),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 13);
+    for fix in fixes
+        .iter_mut()
+        .filter(|f| (starts[3]..starts[4]).contains(&f.ts_utc))
+    {
+        let moved = offset_m(fix.point(), 0.0, 80.0);
+        (fix.lat, fix.lon) = (moved.lat, moved.lon);
+    }
+    let a = run(&fixes, &[], starts[4] + 600);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!((a.stops[0].start_utc - starts[1]).abs() <= 30);
+    assert!((a.stops[0].end_utc.unwrap() - starts[4]).abs() <= 30);
+}

@@ -6,7 +6,8 @@
 //! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
 //! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
 //! is open as well), and a start or end that fell inside one of the unit's signal losses (the
-//! reports only bound it by the silence). Truth visits a few seconds apart are merged first (roads hug some fence
+//! reports only bound it by the silence), and for signal losses a silence without a GNSS fix
+//! or without network at "now" (the data cannot tell it from a loss). Truth visits a few seconds apart are merged first (roads hug some fence
 //! edges). The bands are about the thresholds, not about the matching tolerance.
 
 use std::collections::{BTreeMap, HashMap};
@@ -291,7 +292,10 @@ fn overspeeds<'d>(
 }
 
 /// Signal losses are scored whole, even for a unit silent at "now": the open silence (its
-/// `fin_utc` null in the truth) is exactly what the detector must report, open too.
+/// `fin_utc` null in the truth) is exactly what the detector must report, open too. A
+/// tracker without a GNSS fix records nothing (or repeats its last fix flagged invalid, which
+/// is not stored): its silence looks exactly like a loss in the data, so it is don't-care; so
+/// is a tracker still without network at "now", whose held records never reached the data.
 fn gaps<'d>(
     truth: &[TruthEvent],
     found: impl Iterator<Item = &'d Detected>,
@@ -310,6 +314,30 @@ fn gaps<'d>(
                 start: Some(*inicio_utc),
                 end: fin_utc.filter(|f| *f <= ctx.now_utc),
                 dont_care: false,
+            }),
+            TruthEvent::SinFix {
+                placa,
+                inicio_utc,
+                fin_utc,
+                ..
+            } => Some(Interval {
+                plate: placa.clone(),
+                key: String::new(),
+                start: Some(*inicio_utc),
+                end: fin_utc.filter(|f| *f <= ctx.now_utc),
+                dont_care: true,
+            }),
+            TruthEvent::SinCobertura {
+                placa,
+                inicio_utc,
+                fin_utc,
+                ..
+            } if fin_utc.is_none_or(|f| f > ctx.now_utc) => Some(Interval {
+                plate: placa.clone(),
+                key: String::new(),
+                start: Some(*inicio_utc),
+                end: None,
+                dont_care: true,
             }),
             _ => None,
         })
@@ -499,6 +527,63 @@ mod tests {
         assert_eq!(score_of(&[gap(None)]), (1, 0, 0));
         // A detection that says the silence ended long ago is not that silence.
         assert_eq!(score_of(&[gap(Some(6000))]), (0, 1, 1));
+    }
+
+    /// A tracker without a GNSS fix records nothing: the data show a silence exactly like a
+    /// signal loss's. Reporting it is no false alarm, and not reporting it no miss.
+    #[test]
+    fn a_silence_without_a_fix_is_dont_care_for_signal_losses() {
+        let config = DetectionConfig::default();
+        let no_fix = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 5000,
+            fin_utc: Some(5300),
+            repite_ultimo: false,
+        };
+        let events = [no_fix, loss("A", 8000, 8600)];
+        let ctx = Context::new(&config, NOW, &events);
+        let gap = |start: i64, end: i64| Detected {
+            plate: "A".into(),
+            kind: EventKind::Gap,
+            start,
+            end: Some(end),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |found: &[Detected]| {
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, found, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score_of(&[gap(4990, 5310), gap(7990, 8600)]), (1, 0, 0));
+        assert_eq!(score_of(&[gap(7990, 8600)]), (1, 0, 0));
+        // A silence elsewhere is still a false alarm.
+        assert_eq!(score_of(&[gap(2000, 2600), gap(7990, 8600)]), (1, 1, 0));
+        // Without network at "now", the records held never reached the data: the silence
+        // looks like a loss too. Once delivered, the backlog filled it: nothing to excuse.
+        let held = |end: Option<i64>| TruthEvent::SinCobertura {
+            placa: "A".into(),
+            inicio_utc: 2000,
+            fin_utc: end,
+            retenidos: 12,
+        };
+        for (end, expected) in [(None, (0, 0, 0)), (Some(2500), (0, 1, 0))] {
+            let events = [held(end)];
+            let ctx = Context::new(&config, NOW, &events);
+            let open = Detected {
+                end: None,
+                ..gap(1990, 0)
+            };
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, &[open], &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            let found = (s.true_positives, s.false_positives, s.false_negatives);
+            assert_eq!(found, expected, "{end:?}");
+        }
     }
 
     #[test]

@@ -20,8 +20,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// Bumped whenever the detection engine's output for the same positions changes; the server
 /// tells the user to run `flota analizar` when a database was analysed by another version.
 /// 5: each event's evidence (`eventos.primer_reporte_utc` … `umbral_valor`). 6: GPS km skip
-/// jumps, the odometer's trust bound, speeding against Doppler noise and slow zones' edges.
-pub const ANALYSIS_VERSION: i64 = 6;
+/// jumps, the odometer's trust bound, speeding against Doppler noise and slow zones' edges. 7: stops under drift
+/// and signal losses against each unit's cadence while stopped, exits dated by their own fixes.
+pub const ANALYSIS_VERSION: i64 = 7;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
