@@ -301,6 +301,14 @@ fn gaps<'d>(
     found: impl Iterator<Item = &'d Detected>,
     ctx: &Context<'_>,
 ) -> (Vec<Interval>, Vec<Interval>) {
+    // A silence of `placa` from `start` to `end` (still open at "now": no end).
+    let silence = |placa: &String, start: i64, end: Option<i64>, dont_care: bool| Interval {
+        plate: placa.clone(),
+        key: String::new(),
+        start: Some(start),
+        end: end.filter(|f| *f <= ctx.now_utc),
+        dont_care,
+    };
     let truth = truth
         .iter()
         .filter_map(|e| match e {
@@ -308,37 +316,21 @@ fn gaps<'d>(
                 placa,
                 inicio_utc,
                 fin_utc,
-            } => Some(Interval {
-                plate: placa.clone(),
-                key: String::new(),
-                start: Some(*inicio_utc),
-                end: fin_utc.filter(|f| *f <= ctx.now_utc),
-                dont_care: false,
-            }),
+            } => Some(silence(placa, *inicio_utc, *fin_utc, false)),
             TruthEvent::SinFix {
                 placa,
                 inicio_utc,
                 fin_utc,
                 ..
-            } => Some(Interval {
-                plate: placa.clone(),
-                key: String::new(),
-                start: Some(*inicio_utc),
-                end: fin_utc.filter(|f| *f <= ctx.now_utc),
-                dont_care: true,
-            }),
+            } => Some(silence(placa, *inicio_utc, *fin_utc, true)),
             TruthEvent::SinCobertura {
                 placa,
                 inicio_utc,
                 fin_utc,
                 ..
-            } if fin_utc.is_none_or(|f| f > ctx.now_utc) => Some(Interval {
-                plate: placa.clone(),
-                key: String::new(),
-                start: Some(*inicio_utc),
-                end: None,
-                dont_care: true,
-            }),
+            } if fin_utc.is_none_or(|f| f > ctx.now_utc) => {
+                Some(silence(placa, *inicio_utc, None, true))
+            }
             _ => None,
         })
         .collect();
