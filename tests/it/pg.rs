@@ -757,7 +757,8 @@ fn two_receivers_into_one_postgres_database_lose_nothing() {
 
 /// A receiver's batch of positions goes in as one statement: a repeat within the batch or of
 /// a stored fix is a duplicate (the first kept), and the change log, logged once per
-/// statement, counts every stored row.
+/// statement, counts every stored row. The last fix at a time is then found whichever day
+/// holds it (the read looks in the day before that time first).
 #[test]
 fn a_batch_of_positions_drops_repeats_within_it_and_against_stored_rows() {
     use flota::store::{Location, NewDatabase, Store, StoredRow};
@@ -831,6 +832,12 @@ fn a_batch_of_positions_drops_repeats_within_it_and_against_stored_rows() {
         ),
         [[text(one), text(2)], [text(two), text(2)]]
     );
+    // The newest fix at a time: in the day before it, or further back when that day has none.
+    let last = |at_utc: i64| store.last_fix(one, at_utc).unwrap().map(|f| f.ts_utc);
+    assert_eq!(last(t0 + 86_400), Some(t0 + 86_400));
+    assert_eq!(last(t0 + 86_399), Some(t0));
+    assert_eq!(last(t0 + 10 * 86_400), Some(t0 + 86_400));
+    assert_eq!(last(t0 - 1), None);
 }
 
 #[test]
