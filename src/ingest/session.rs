@@ -175,7 +175,7 @@ impl<'c> Session<'c> {
             return Ok(Flow::Resync);
         };
         let mut registered: Vec<(String, i64)> = Vec::new();
-        let mut outcomes = Vec::with_capacity(positions.len());
+        let mut rows = Vec::with_capacity(positions.len());
         for position in positions {
             let vehicle_id = match &position.unit {
                 Unit::Vehicle(id) => *id,
@@ -192,8 +192,13 @@ impl<'c> Session<'c> {
                     }
                 },
             };
-            if tx.insert(vehicle_id, position.ts_utc, &position.row)? {
-                let fix = position.row.to_fix(position.ts_utc);
+            rows.push((vehicle_id, position.ts_utc, &position.row));
+        }
+        let stored = tx.insert_all(&rows)?;
+        let mut outcomes = Vec::with_capacity(positions.len());
+        for ((vehicle_id, ts_utc, row), stored) in rows.into_iter().zip(stored) {
+            if stored {
+                let fix = row.to_fix(ts_utc);
                 match self.pending.entry(vehicle_id) {
                     Entry::Occupied(mut fixes) => fixes.get_mut().push(fix),
                     Entry::Vacant(slot) => {

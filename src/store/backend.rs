@@ -348,14 +348,21 @@ impl LiveTx<'_> {
         tx!(self, t => t.data_version())
     }
 
-    /// Stores one position; `false` when the vehicle already has a fix at that time.
-    pub fn insert(
+    /// Stores positions `(vehicle id, fix time, row)`; for each, whether it was stored
+    /// (`false`: the vehicle already had a fix at that time, stored before or earlier in
+    /// `rows`). SQLite inserts them one by one (each statement is a function call); the
+    /// server takes them in one statement (each is a round trip).
+    pub fn insert_all(
         &self,
-        vehicle_id: i64,
-        ts_utc: i64,
-        row: &super::StoredRow,
-    ) -> Result<bool, StoreError> {
-        tx!(self, t => t.insert(vehicle_id, ts_utc, row))
+        rows: &[(i64, i64, &super::StoredRow)],
+    ) -> Result<Vec<bool>, StoreError> {
+        match self {
+            LiveTx::Sqlite(t) => rows
+                .iter()
+                .map(|(vehicle_id, ts_utc, row)| t.insert(*vehicle_id, *ts_utc, row))
+                .collect(),
+            LiveTx::Postgres(t) => t.insert_all(rows),
+        }
     }
 
     /// Adds a vehicle that reported before anyone declared it (or finds it); its id.

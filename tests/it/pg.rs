@@ -755,6 +755,91 @@ fn two_receivers_into_one_postgres_database_lose_nothing() {
     assert!(current(&url));
 }
 
+/// A receiver's batch of positions goes in as one statement: a repeat within the batch or of
+/// a stored fix is a duplicate (the first kept), and the change log, logged once per
+/// statement, counts every stored row. The last fix at a time is then found whichever day
+/// holds it (the read looks in the day before that time first).
+#[test]
+fn a_batch_of_positions_drops_repeats_within_it_and_against_stored_rows() {
+    use flota::store::{Location, NewDatabase, Store, StoredRow};
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("lote");
+    let at = Location::parse(Path::new(&url)).unwrap();
+    let t0: i64 = 1_767_225_600 + 3600;
+    let new = NewDatabase {
+        zone: chrono_tz::UTC,
+        config: flota::engine::DetectionConfig::default(),
+        fleet_limit_kmh: 90.0,
+        now_utc: t0,
+    };
+    assert!(Store::create_live_on_server(&at, &new).unwrap());
+    let store = Store::open_live(at).unwrap();
+    let database = database_name(&url);
+    let text = |v: i64| Some(v.to_string());
+    // Logged per statement, not per row (tgtype's bit 0 is FOR EACH ROW).
+    assert_eq!(
+        pg.sql(
+            database,
+            "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'cambios\\_%\\_insercion' AND tgtype & 1 = 0"
+        ),
+        [[text(3)]]
+    );
+    let row = |lat_e6| StoredRow {
+        delay_s: 0,
+        lat_e6,
+        lon_e6: -90_500_000,
+        speed_kmh: 20.0,
+        heading_deg: 0,
+        ignition: true,
+        odometer_m: -1,
+    };
+    let (a, b, c) = (row(14_600_000), row(14_700_000), row(14_800_000));
+    let tx = store.begin_live().unwrap();
+    let one = tx.register_vehicle("P-1", 90.0, chrono_tz::UTC).unwrap();
+    let two = tx.register_vehicle("P-2", 90.0, chrono_tz::UTC).unwrap();
+    let stored = tx
+        .insert_all(&[
+            (one, t0, &a),
+            (two, t0, &a),
+            (one, t0, &b),
+            (one, t0 + 86_400, &a),
+        ])
+        .unwrap();
+    assert_eq!(stored, [true, true, false, true]);
+    tx.commit_logged().unwrap();
+    let tx = store.begin_live().unwrap();
+    let stored = tx
+        .insert_all(&[(one, t0, &c), (two, t0 + 1, &c), (two, t0 + 1, &b)])
+        .unwrap();
+    assert_eq!(stored, [false, true, false]);
+    tx.commit_logged().unwrap();
+    assert_eq!(
+        pg.sql(
+            database,
+            "SELECT vehiculo_id, ts_utc, lat_e6 FROM flota.posiciones ORDER BY 1, 2"
+        ),
+        [
+            [text(one), text(t0), text(a.lat_e6)],
+            [text(one), text(t0 + 86_400), text(a.lat_e6)],
+            [text(two), text(t0), text(a.lat_e6)],
+            [text(two), text(t0 + 1), text(c.lat_e6)],
+        ]
+    );
+    assert_eq!(
+        pg.sql(
+            database,
+            "SELECT vehiculo_id, filas FROM flota.cambios_desde_analisis WHERE tabla = 'posiciones' ORDER BY 1"
+        ),
+        [[text(one), text(2)], [text(two), text(2)]]
+    );
+    // The newest fix at a time: in the day before it, or further back when that day has none.
+    let last = |at_utc: i64| store.last_fix(one, at_utc).unwrap().map(|f| f.ts_utc);
+    assert_eq!(last(t0 + 86_400), Some(t0 + 86_400));
+    assert_eq!(last(t0 + 86_399), Some(t0));
+    assert_eq!(last(t0 + 10 * 86_400), Some(t0 + 86_400));
+    assert_eq!(last(t0 - 1), None);
+}
+
 #[test]
 fn importar_into_postgres_stores_and_analyses_as_on_sqlite() {
     let Some(pg) = cluster() else { return };

@@ -13,7 +13,7 @@
 //! created, under that lock, before its first position.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use postgres::Client;
 use postgres::types::{ToSql, Type};
@@ -158,6 +158,79 @@ impl PgStore {
     }
 }
 
+/// A batch of positions as one statement: a column array each, `secuencia` 0 (a live fix
+/// is one per vehicle and second); the keys that were new come back.
+const INSERT_ALL: &str = "INSERT INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
+     SELECT v, t, 0, d, la, lo, s, h, i, o
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::double precision[], $7::bigint[], $8::bigint[], $9::bigint[])
+          AS u(v, t, d, la, lo, s, h, i, o)
+     ON CONFLICT (vehiculo_id, ts_utc, secuencia) DO NOTHING
+     RETURNING vehiculo_id, ts_utc";
+
+/// The columns of [`INSERT_ALL`] for a batch, each key once (its first occurrence: a repeat
+/// within the batch is a duplicate, as it would be one statement later).
+struct Batch {
+    /// Per row of the batch: whether it is its key's first occurrence (and so sent).
+    first: Vec<bool>,
+    vehicle: Vec<i64>,
+    ts: Vec<i64>,
+    delay: Vec<i64>,
+    lat: Vec<i64>,
+    lon: Vec<i64>,
+    speed: Vec<f64>,
+    heading: Vec<i64>,
+    ignition: Vec<i64>,
+    odometer: Vec<i64>,
+}
+
+impl Batch {
+    fn of(rows: &[(i64, i64, &StoredRow)]) -> Batch {
+        let mut seen = HashSet::with_capacity(rows.len());
+        let mut batch = Batch {
+            first: Vec::with_capacity(rows.len()),
+            vehicle: Vec::with_capacity(rows.len()),
+            ts: Vec::with_capacity(rows.len()),
+            delay: Vec::with_capacity(rows.len()),
+            lat: Vec::with_capacity(rows.len()),
+            lon: Vec::with_capacity(rows.len()),
+            speed: Vec::with_capacity(rows.len()),
+            heading: Vec::with_capacity(rows.len()),
+            ignition: Vec::with_capacity(rows.len()),
+            odometer: Vec::with_capacity(rows.len()),
+        };
+        for (vehicle_id, ts_utc, row) in rows {
+            let first = seen.insert((*vehicle_id, *ts_utc));
+            batch.first.push(first);
+            if first {
+                batch.vehicle.push(*vehicle_id);
+                batch.ts.push(*ts_utc);
+                batch.delay.push(row.delay_s);
+                batch.lat.push(row.lat_e6);
+                batch.lon.push(row.lon_e6);
+                batch.speed.push(row.speed_kmh);
+                batch.heading.push(row.heading_deg);
+                batch.ignition.push(i64::from(row.ignition));
+                batch.odometer.push(row.odometer_m);
+            }
+        }
+        batch
+    }
+
+    fn columns(&self) -> [&(dyn ToSql + Sync); 9] {
+        [
+            &self.vehicle,
+            &self.ts,
+            &self.delay,
+            &self.lat,
+            &self.lon,
+            &self.speed,
+            &self.heading,
+            &self.ignition,
+            &self.odometer,
+        ]
+    }
+}
+
 /// One live transaction on PostgreSQL. Dropped without committing, it rolls back.
 pub struct PgLiveTx<'a> {
     store: &'a PgStore,
@@ -165,7 +238,7 @@ pub struct PgLiveTx<'a> {
     unsealed: Cell<bool>,
     /// Partitions made sure of in this transaction.
     days: RefCell<BTreeSet<i64>>,
-    /// The insert of a position, prepared once per transaction.
+    /// The insert of a batch of positions, prepared once per transaction.
     insert: RefCell<Option<postgres::Statement>>,
 }
 
@@ -186,45 +259,43 @@ impl PgLiveTx<'_> {
         })
     }
 
-    /// Stores one position; `false` when the vehicle already has a fix at that time.
-    pub fn insert(
-        &self,
-        vehicle_id: i64,
-        ts_utc: i64,
-        row: &StoredRow,
-    ) -> Result<bool, StoreError> {
-        let day = ts_utc.div_euclid(PARTITION_S) * PARTITION_S;
-        if self.days.borrow_mut().insert(day) {
-            self.run(|c| c.batch_execute(&partition_ddl(day)))?;
+    /// Stores positions `(vehicle id, fix time, row)` in one statement; for each, whether it
+    /// was stored (`false`: the vehicle already had a fix at that time, stored before or
+    /// earlier in `rows`). One round trip whatever the batch's size, and the change log's
+    /// statement trigger fires once.
+    pub fn insert_all(&self, rows: &[(i64, i64, &StoredRow)]) -> Result<Vec<bool>, StoreError> {
+        let new_days: Vec<i64> = rows
+            .iter()
+            .map(|(_, ts_utc, _)| ts_utc.div_euclid(PARTITION_S) * PARTITION_S)
+            .filter(|day| self.days.borrow_mut().insert(*day))
+            .collect();
+        if !new_days.is_empty() {
+            let ddl: String = new_days.into_iter().map(partition_ddl).collect();
+            self.run(|c| c.batch_execute(&ddl))?;
+        }
+        let batch = Batch::of(rows);
+        if batch.first.iter().all(|first| !first) {
+            return Ok(batch.first);
         }
         let mut prepared = self.insert.borrow_mut();
-        let changed = self.run(|c| {
+        let stored = self.run(|c| {
             let statement = match prepared.as_ref() {
                 Some(statement) => statement.clone(),
-                None => prepared
-                    .insert(c.prepare(
-                        "INSERT INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m)
-                         VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9)
-                         ON CONFLICT (vehiculo_id, ts_utc, secuencia) DO NOTHING",
-                    )?)
-                    .clone(),
+                None => prepared.insert(c.prepare(INSERT_ALL)?).clone(),
             };
-            c.execute(
-                &statement,
-                &[
-                    &vehicle_id,
-                    &ts_utc,
-                    &row.delay_s,
-                    &row.lat_e6,
-                    &row.lon_e6,
-                    &row.speed_kmh,
-                    &row.heading_deg,
-                    &i64::from(row.ignition),
-                    &row.odometer_m,
-                ],
-            )
+            let returned = c.query(&statement, &batch.columns())?;
+            returned
+                .iter()
+                .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, i64>(1)?)))
+                .collect::<Result<HashSet<(i64, i64)>, postgres::Error>>()
         })?;
-        Ok(changed == 1)
+        Ok(rows
+            .iter()
+            .zip(batch.first)
+            .map(|((vehicle_id, ts_utc, _), first)| {
+                first && stored.contains(&(*vehicle_id, *ts_utc))
+            })
+            .collect())
     }
 
     /// Adds a vehicle that reported before anyone declared it (or finds it); returns its id.

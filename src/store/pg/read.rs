@@ -14,6 +14,7 @@ use chrono::NaiveDate;
 use postgres::types::ToSql;
 use postgres::{Client, Row};
 
+use super::schema::PARTITION_S;
 use super::{CallFlag, Canceller, connect, error};
 use crate::engine::{EventKind, Fix};
 use crate::geometry::earth::LatLon;
@@ -302,12 +303,27 @@ impl PgStore {
     }
 
     /// The vehicle's last fix at or before `at_utc`.
+    /// The vehicle's newest fix at or before `at_utc`. Looked for in the last day first
+    /// (the partitions of that day alone: a unit that reports is found there), then in
+    /// everything before it: over every day's partition at once, the server merges one
+    /// index probe per day (1.5 ms a unit at 30 days, a second for `unidades_detenidas`).
     pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
-        let sql = format!(
+        let recent = format!(
+            "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc <= $2 AND ts_utc > $3 ORDER BY ts_utc DESC, secuencia DESC LIMIT 1"
+        );
+        let since = at_utc.saturating_sub(PARTITION_S);
+        if let Some(found) = self
+            .map(&recent, &[&vehicle_id, &at_utc, &since], fix)?
+            .into_iter()
+            .next()
+        {
+            return Ok(Some(found));
+        }
+        let older = format!(
             "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc <= $2 ORDER BY ts_utc DESC, secuencia DESC LIMIT 1"
         );
         Ok(self
-            .map(&sql, &[&vehicle_id, &at_utc], fix)?
+            .map(&older, &[&vehicle_id, &since], fix)?
             .into_iter()
             .next())
     }

@@ -11,6 +11,7 @@
 //! [`PgRewrite`] is `flota analizar`'s transaction on a [`PgStore`].
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -37,18 +38,6 @@ use crate::store::meta::{self, Key};
 use crate::store::reader::StoreError;
 
 const POSITION_COLUMNS: &str = "vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m";
-const POSITION_TYPES: [Type; 10] = [
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::FLOAT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-];
 pub(super) const EVENT_TYPES: [Type; EVENT_VALUES] = [
     Type::INT8,
     Type::TEXT,
@@ -89,6 +78,10 @@ pub(super) const DAY_TYPES: [Type; DAY_VALUES] = [
     Type::INT8,
 ];
 
+/// Memory for sorting the positions' key after a bulk load (the server's default, 64 MB,
+/// spills a scale load's partitions to disk).
+const BUILD_MEMORY: &str = "256MB";
+
 /// `flota simular`'s database on PostgreSQL, built in one transaction in schema `build`.
 pub struct PgWriter {
     client: Client,
@@ -96,6 +89,17 @@ pub struct PgWriter {
     build: String,
     days: BTreeSet<i64>,
     pub rows: u64,
+    /// The positions' COPY data of one unit, reused from unit to unit.
+    buf: Vec<u8>,
+    /// Time spent in each phase, for the debug log.
+    spent: Phases,
+}
+
+/// Where a load spends its time (the debug log shows it, to tell the server's work apart).
+#[derive(Default)]
+struct Phases {
+    positions: Duration,
+    analysis: Duration,
 }
 
 impl PgWriter {
@@ -117,6 +121,8 @@ impl PgWriter {
             build,
             days: BTreeSet::new(),
             rows: 0,
+            buf: Vec::new(),
+            spent: Phases::default(),
         })
     }
 
@@ -148,8 +154,10 @@ impl PgWriter {
                 .map_err(|e| error(&self.url, &e))?;
             self.days.insert(day);
         }
-        let copied = copy_positions(&mut self.client, vehicle_id, reports);
+        let started = Instant::now();
+        let copied = copy_positions(&mut self.client, &mut self.buf, vehicle_id, reports);
         copied.map_err(|e| self.err(&e))?;
+        self.spent.positions += started.elapsed();
         self.rows += reports.len() as u64;
         Ok(())
     }
@@ -163,6 +171,7 @@ impl PgWriter {
         config: &DetectionConfig,
         now_utc: i64,
     ) -> Result<(), StoreError> {
+        let started = Instant::now();
         let copied = copy_analysis(
             &mut self.client,
             vehicle_id,
@@ -171,6 +180,7 @@ impl PgWriter {
             config,
             now_utc,
         );
+        self.spent.analysis += started.elapsed();
         copied.map_err(|e| self.err(&e))
     }
 
@@ -181,14 +191,33 @@ impl PgWriter {
     }
 
     /// Once everything is loaded: the positions' key, the detections' indexes, the change
-    /// log's triggers and the coverage record.
+    /// log's triggers and the coverage record. The key is sorted in memory
+    /// (`maintenance_work_mem` raised for this transaction): one partition's rows are a
+    /// few hundred MB at scale.
     pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), StoreError> {
-        let sql = format!("{POSITIONS_KEY} {ANALYSIS_INDEXES}");
+        crate::log_debug!(
+            "PostgreSQL: {} posiciones copiadas en {:?}, detecciones en {:?}",
+            self.rows,
+            self.spent.positions,
+            self.spent.analysis
+        );
+        let started = Instant::now();
+        let keyed = self.client.batch_execute(&format!(
+            "SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'; {POSITIONS_KEY}"
+        ));
+        keyed.map_err(|e| self.err(&e))?;
+        crate::log_debug!("PostgreSQL: clave de posiciones en {:?}", started.elapsed());
+        let started = Instant::now();
         let sealed = self
             .client
-            .batch_execute(&sql)
+            .batch_execute(ANALYSIS_INDEXES)
             .and_then(|()| seal(&mut self.client, covered));
-        sealed.map_err(|e| self.err(&e))
+        sealed.map_err(|e| self.err(&e))?;
+        crate::log_debug!(
+            "PostgreSQL: índices de eventos y registro de cambios en {:?}",
+            started.elapsed()
+        );
+        Ok(())
     }
 
     /// Planner statistics and the size of what was built, in bytes. Still uncommitted.
@@ -198,11 +227,13 @@ impl PgWriter {
              WHERE c.relnamespace = '{}'::regnamespace AND c.relkind = 'r'",
             self.build
         );
+        let started = Instant::now();
         let sized = self
             .client
             .batch_execute("ANALYZE")
             .and_then(|()| self.client.query_one(&sql, &[]))
             .and_then(|row| row.try_get::<_, i64>(0));
+        crate::log_debug!("PostgreSQL: ANALYZE en {:?}", started.elapsed());
         sized.map(|b| b.max(0) as u64).map_err(|e| self.err(&e))
     }
 
@@ -212,7 +243,12 @@ impl PgWriter {
             "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; ALTER SCHEMA {} RENAME TO {SCHEMA}; COMMIT;",
             self.build
         );
+        let started = Instant::now();
         let done = self.client.batch_execute(&sql);
+        crate::log_debug!(
+            "PostgreSQL: esquema en su lugar y COMMIT en {:?}",
+            started.elapsed()
+        );
         done.map_err(|e| self.err(&e))
     }
 }
@@ -305,31 +341,61 @@ fn write_fleet(client: &mut Client, world: &World) -> Result<(), postgres::Error
     Ok(())
 }
 
+/// Binary COPY's header: the signature, no flags, no header extension.
+const COPY_HEADER: &[u8; 19] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+/// Binary COPY's trailer: a tuple of -1 fields.
+const COPY_TRAILER: [u8; 2] = (-1i16).to_be_bytes();
+
+/// One unit's `posiciones` rows in binary COPY format, encoded into `buf` by hand (122 bytes a
+/// row; the generic writer's per-value calls and 4 KiB messages cost more than the server's
+/// work at 47 M rows) and sent as one message.
 fn copy_positions(
     client: &mut Client,
+    buf: &mut Vec<u8>,
     vehicle_id: i64,
     reports: &[Report],
 ) -> Result<(), postgres::Error> {
-    let sink = client.copy_in(&format!(
+    encode_positions(buf, vehicle_id, reports);
+    let mut sink = client.copy_in(&format!(
         "COPY posiciones ({POSITION_COLUMNS}) FROM STDIN BINARY"
     ))?;
-    let mut copy = BinaryCopyInWriter::new(sink, &POSITION_TYPES);
+    // The writer only buffers this one write; a failure to send shows in `finish`.
+    let _ = std::io::Write::write_all(&mut sink, buf);
+    sink.finish().map(|_| ())
+}
+
+/// `reports` as [`POSITION_COLUMNS`]' binary COPY data, header and trailer included.
+fn encode_positions(buf: &mut Vec<u8>, vehicle_id: i64, reports: &[Report]) {
+    const FIELDS: i16 = 10;
+    const ROW_BYTES: usize = 2 + FIELDS as usize * (4 + 8);
+    buf.clear();
+    buf.reserve(COPY_HEADER.len() + reports.len() * ROW_BYTES + COPY_TRAILER.len());
+    buf.extend_from_slice(COPY_HEADER);
     for r in reports {
         let row = StoredRow::from(r);
-        copy.write(&[
-            &vehicle_id,
-            &r.ts_utc,
-            &i64::from(r.sequence),
-            &row.delay_s,
-            &row.lat_e6,
-            &row.lon_e6,
-            &row.speed_kmh,
-            &row.heading_deg,
-            &i64::from(row.ignition),
-            &row.odometer_m,
-        ])?;
+        buf.extend_from_slice(&FIELDS.to_be_bytes());
+        for value in [
+            vehicle_id,
+            r.ts_utc,
+            i64::from(r.sequence),
+            row.delay_s,
+            row.lat_e6,
+            row.lon_e6,
+        ] {
+            field(buf, value.to_be_bytes());
+        }
+        field(buf, row.speed_kmh.to_bits().to_be_bytes());
+        for value in [row.heading_deg, i64::from(row.ignition), row.odometer_m] {
+            field(buf, value.to_be_bytes());
+        }
     }
-    copy.finish().map(|_| ())
+    buf.extend_from_slice(&COPY_TRAILER);
+}
+
+/// One 8-byte field (`bigint` or `double precision`, big-endian) with its length.
+fn field(buf: &mut Vec<u8>, bytes: [u8; 8]) {
+    buf.extend_from_slice(&8i32.to_be_bytes());
+    buf.extend_from_slice(&bytes);
 }
 
 /// A stored value as a PostgreSQL parameter of column type `ty` (a NULL typed by its column).
