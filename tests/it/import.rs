@@ -162,3 +162,41 @@ fn a_database_missing_some_tables_is_named_and_left_untouched() {
     assert!(std::fs::read(&db).unwrap() == before, "the file changed");
     assert!(!dir.path().join("flota.db-wal").exists());
 }
+
+/// A re-import in a later second republishes the analysis at a later "now": the open signal
+/// loss (from the data's last fix to now) is replaced, not stored twice. (The stored rows'
+/// ids were once read from the wrong column, so a restarted writer never deleted a row.)
+#[test]
+fn a_reimport_replaces_the_open_events_instead_of_adding_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let times: Vec<String> = (0..40)
+        .map(|i| format!("2026-01-01T10:{:02}:{:02}Z", i * 15 / 60, i * 15 % 60))
+        .collect();
+    let times: Vec<&str> = times.iter().map(String::as_str).collect();
+    std::fs::write(dir.path().join("t.gpx"), gpx_points(&times)).unwrap();
+    let args = ["t.gpx", "--placa", "P-777XYZ", "--zona", "America/Guatemala"];
+    assert_eq!(import(dir.path(), &args).0, 0);
+    // The loss's measure counts seconds up to now: a later second changes the row.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(import(dir.path(), &args).0, 0);
+    let db = Connection::open(dir.path().join("flota.db")).unwrap();
+    let repeated: Vec<(String, i64, i64)> = db
+        .prepare(
+            "SELECT tipo, inicio_utc, count(*) FROM eventos
+             GROUP BY vehiculo_id, tipo, inicio_utc HAVING count(*) > 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let losses: i64 = db
+        .query_row(
+            "SELECT count(*) FROM eventos WHERE tipo = 'perdida_senal'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(losses, 1, "one open signal loss");
+    assert!(repeated.is_empty(), "events stored twice: {repeated:?}");
+}
