@@ -327,7 +327,9 @@ impl SqliteLiveTx<'_> {
             ))?;
             let mut rows = events.query([vehicle_id])?;
             while let Some(r) = rows.next()? {
-                written.events.push((event_hash(&event(r)?), r.get(EVENT_VALUES)?));
+                written
+                    .events
+                    .push((event_hash(&event(r)?), r.get(EVENT_VALUES)?));
             }
             let mut days = self.tx.prepare_cached(&format!(
                 "SELECT {DAY_VALUE_COLUMNS} FROM resumen_diario WHERE vehiculo_id = ?1"

@@ -174,7 +174,13 @@ fn a_reimport_replaces_the_open_events_instead_of_adding_them() {
         .collect();
     let times: Vec<&str> = times.iter().map(String::as_str).collect();
     std::fs::write(dir.path().join("t.gpx"), gpx_points(&times)).unwrap();
-    let args = ["t.gpx", "--placa", "P-777XYZ", "--zona", "America/Guatemala"];
+    let args = [
+        "t.gpx",
+        "--placa",
+        "P-777XYZ",
+        "--zona",
+        "America/Guatemala",
+    ];
     assert_eq!(import(dir.path(), &args).0, 0);
     // The loss's measure counts seconds up to now: a later second changes the row.
     std::thread::sleep(std::time::Duration::from_millis(1100));

@@ -875,11 +875,29 @@ fn importar_into_postgres_stores_and_analyses_as_on_sqlite() {
             assert!(out.status.success(), "{db}: {}", stderr(&out));
         }
     }
-    let expected = sqlite_tables(&file);
+    let expected = open_measures_blanked(sqlite_tables(&file));
     assert_eq!(expected[0].len(), 240);
     assert!(!expected[1].is_empty());
-    assert_eq!(pg_tables(pg, database_name(&url)), expected);
+    assert_eq!(
+        open_measures_blanked(pg_tables(pg, database_name(&url))),
+        expected
+    );
     assert!(current(&url));
+}
+
+/// The tables with the measure of events still open blanked: an open signal loss measures
+/// its silence up to the wall clock's "now", which is another second for each import.
+fn open_measures_blanked(
+    mut tables: [Vec<Vec<Option<String>>>; 3],
+) -> [Vec<Vec<Option<String>>>; 3] {
+    const END: usize = 3;
+    const MEASURE: usize = 10;
+    for row in &mut tables[1] {
+        if row[END].is_none() {
+            row[MEASURE] = None;
+        }
+    }
+    tables
 }
 
 #[test]
