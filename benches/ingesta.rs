@@ -167,6 +167,7 @@ fn bench_receiver(dir: &Path, seconds: f64) {
         interrupt: flota::plumbing::interrupt::Interrupt::never(),
         keep_reports: true,
         write_db: true,
+        workers: None,
     })
     .unwrap();
     eprintln!(

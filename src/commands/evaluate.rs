@@ -266,6 +266,8 @@ fn one_run(
         interrupt: interrupt.clone(),
         keep_reports: false,
         write_db: true,
+        // The grid already runs one simulation per core.
+        workers: Some(1),
     };
     let result = simulate::simulate_world(&options, world).and_then(|_| {
         evaluation::run(&evaluation::Options {

@@ -8,11 +8,9 @@
 //! SIGTERM) stops it between units: the temporary files are removed, the previous ones are
 //! left as they were, and it says so ([`Interrupted`], exit 128 + the signal).
 
-use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
@@ -47,6 +45,9 @@ pub struct Options {
     pub keep_reports: bool,
     /// Put the database in place (`--sin-base` leaves only the truth log).
     pub write_db: bool,
+    /// Threads that simulate and analyse units (`None`: one per core). The files are the
+    /// same whatever the number.
+    pub workers: Option<usize>,
 }
 
 /// What a run produced.
@@ -211,16 +212,32 @@ fn is_sqlite(path: &Path) -> bool {
         .is_ok_and(|()| &header == b"SQLite format 3\0")
 }
 
-#[derive(Default)]
+/// What one unit's simulation hands the writer, prepared on the worker that simulated it so
+/// that the writer thread, the one stage that cannot run in parallel, only passes rows to the
+/// database and bytes to the truth file.
 struct UnitOutput {
-    reports: Vec<Report>,
-    truth: Vec<TruthEvent>,
-    /// What the detection engine makes of `reports` (and nothing else).
+    /// Every report the tracker delivered, in delivery order: kept only for `--emitir`.
+    delivered: Vec<Report>,
+    /// The reports the table stores (those with a fix: a record without one is not stored, as
+    /// `flota recibir` does not store one), in the table's key order — time, then sequence —
+    /// so each insert lands at the right edge of the B-tree.
+    stored: Vec<Report>,
+    /// The unit's ground truth as JSON lines, and how many lines.
+    truth_lines: Vec<u8>,
+    truth_events: u64,
+    /// What the detection engine makes of `stored` (and nothing else).
     analysis: Analysis,
     /// Fixes the engine read (duplicates and reports after "now" are not fixes it reads).
     fixes: u64,
     /// Injections the unit's simulated days gave no chance to happen.
     unhonoured: Vec<Unhonoured>,
+}
+
+/// What the simulator emits for one unit, as it emits it.
+#[derive(Default)]
+struct UnitRun {
+    reports: Vec<Report>,
+    truth: Vec<TruthEvent>,
 }
 
 /// The scenario asks for injections its simulated days could not hold: it is refused, naming
@@ -241,7 +258,7 @@ fn lines(list: &[Unhonoured]) -> String {
         .join("\n")
 }
 
-impl Sink for UnitOutput {
+impl Sink for UnitRun {
     fn report(&mut self, report: &Report) {
         self.reports.push(*report);
     }
@@ -316,6 +333,7 @@ impl Options {
             interrupt: Interrupt::never(),
             keep_reports: false,
             write_db: !args.sin_base,
+            workers: None,
         })
     }
 }
@@ -346,14 +364,7 @@ pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary
     );
     let mut kept = Vec::new();
     let keep = options.keep_reports.then_some(&mut kept);
-    let written = write_units(
-        &simulation,
-        &config,
-        &mut outputs,
-        &bar,
-        &options.interrupt,
-        keep,
-    );
+    let written = write_units(&simulation, &config, &mut outputs, &bar, options, keep);
     bar.finish_and_clear();
     let Some((fixes, write_time)) = written? else {
         return Err(outputs.abandon(options).into());
@@ -464,13 +475,7 @@ impl Outputs {
         world: &World,
     ) -> anyhow::Result<()> {
         let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
-        if output.reports.iter().all(|r| r.valid) {
-            self.db.write_positions(unit as i64 + 1, &output.reports)?;
-        } else {
-            // A record without a fix is not stored, as `flota recibir` does not store one.
-            let stored: Vec<Report> = output.reports.iter().filter(|r| r.valid).copied().collect();
-            self.db.write_positions(unit as i64 + 1, &stored)?;
-        }
+        self.db.write_positions(unit as i64 + 1, &output.stored)?;
         self.db.write_analysis(
             unit as i64 + 1,
             &output.analysis,
@@ -478,11 +483,8 @@ impl Outputs {
             config,
             world.ahora_utc,
         )?;
-        for event in &output.truth {
-            serde_json::to_writer(&mut self.truth, event)?;
-            self.truth.write_all(b"\n")?;
-            self.truth_events += 1;
-        }
+        self.truth.write_all(&output.truth_lines)?;
+        self.truth_events += output.truth_events;
         Ok(())
     }
 
@@ -539,68 +541,73 @@ impl Outputs {
     }
 }
 
+/// Units a worker may have finished and not yet handed to the writer: enough to keep both
+/// stages busy, few enough that memory does not grow with the fleet.
+const AHEAD: usize = 2;
+
 /// Simulates units on worker threads and writes them on this one, in unit order whatever
-/// order they finish in: the files are deterministic. Returns the fixes the engine read and
-/// the time spent writing, or `None` when `interrupt` asked for a stop (checked between
-/// units; the units being simulated then are finished and dropped).
+/// order they finish in: the files are deterministic, whatever the number of workers.
+/// Worker `w` of `n` takes units `w`, `w + n`, `w + 2n`… and hands them over through its own
+/// bounded channel, which the writer reads in turn: at most `n × (AHEAD + 1)` units are held
+/// in memory. Returns the fixes the engine read and the time spent writing, or `None` when
+/// `interrupt` asked for a stop (checked between units; the units being simulated then are
+/// finished and dropped).
 fn write_units(
     simulation: &Simulation,
     config: &DetectionConfig,
     outputs: &mut Outputs,
     bar: &ProgressBar,
-    interrupt: &Interrupt,
+    options: &Options,
     mut keep: Option<&mut Vec<(String, Vec<Report>)>>,
 ) -> anyhow::Result<Option<(u64, Duration)>> {
     let world = &simulation.world;
+    let interrupt = &options.interrupt;
     let units = world.units.len();
-    // This thread writes; the other cores simulate. The writer is the slower stage, so it
-    // should not share its core.
+    // One worker per core: the writer spends much of its time waiting for the next unit,
+    // and while it writes, the workers share what is left.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let workers = cores.saturating_sub(1).clamp(1, units.max(1));
-    let next = AtomicUsize::new(0);
-    let (sender, receiver) = sync_channel::<(usize, UnitOutput)>(workers * 2);
+    let workers = options.workers.unwrap_or(cores).clamp(1, units.max(1));
+    let keep_delivered = keep.is_some();
     let mut fixes = 0u64;
     let mut write_time = Duration::ZERO;
     std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let sender = sender.clone();
-            let next = &next;
+        let mut receivers = Vec::with_capacity(workers);
+        for first in 0..workers {
+            let (sender, receiver) = sync_channel::<anyhow::Result<UnitOutput>>(AHEAD);
+            receivers.push(receiver);
             scope.spawn(move || {
-                loop {
-                    let unit = next.fetch_add(1, Ordering::Relaxed);
-                    if unit >= units
-                        || interrupt.asked()
-                        || sender
-                            .send((unit, simulate_unit(simulation, config, unit)))
-                            .is_err()
-                    {
+                for unit in (first..units).step_by(workers) {
+                    if interrupt.asked() {
+                        return;
+                    }
+                    let output = simulate_unit(simulation, config, unit, keep_delivered);
+                    if sender.send(output).is_err() {
                         return;
                     }
                 }
             });
         }
-        drop(sender);
-        let mut waiting: BTreeMap<usize, UnitOutput> = BTreeMap::new();
-        let mut expected = 0usize;
-        for (unit, output) in receiver {
+        for unit in 0..units {
+            let received = receivers[unit % workers].recv();
             if interrupt.asked() {
                 return Ok(None);
             }
+            // A worker hangs up early only when it saw the stop asked for.
+            let Ok(output) = received else {
+                return Ok(None);
+            };
+            let output = output?;
             if !output.unhonoured.is_empty() {
                 return Err(NotHonoured(output.unhonoured).into());
             }
-            waiting.insert(unit, output);
-            while let Some(output) = waiting.remove(&expected) {
-                let t = Instant::now();
-                outputs.write_unit(expected, &output, config, world)?;
-                write_time += t.elapsed();
-                fixes += output.fixes;
-                if let Some(kept) = keep.as_deref_mut() {
-                    kept.push((world.units[expected].plate.clone(), output.reports));
-                }
-                bar.inc(world.days.len() as u64);
-                expected += 1;
+            let t = Instant::now();
+            outputs.write_unit(unit, &output, config, world)?;
+            write_time += t.elapsed();
+            fixes += output.fixes;
+            if let Some(kept) = keep.as_deref_mut() {
+                kept.push((world.units[unit].plate.clone(), output.delivered));
             }
+            bar.inc(world.days.len() as u64);
         }
         if interrupt.asked() {
             return Ok(None);
@@ -609,21 +616,94 @@ fn write_units(
     })
 }
 
-/// One unit simulated, and what the detection engine makes of its reports exactly as the
-/// table will hold them.
-fn simulate_unit(simulation: &Simulation, config: &DetectionConfig, unit: usize) -> UnitOutput {
+/// One unit simulated, what the detection engine makes of its reports exactly as the table
+/// will hold them, and its truth written out: everything the writer needs, made here on a
+/// worker. `keep_delivered`: also keep the reports as delivered (for `--emitir`).
+fn simulate_unit(
+    simulation: &Simulation,
+    config: &DetectionConfig,
+    unit: usize,
+    keep_delivered: bool,
+) -> anyhow::Result<UnitOutput> {
     let world = &simulation.world;
-    let mut output = UnitOutput::default();
-    output.unhonoured = simulation.run_unit(unit, &mut output);
+    let mut run = UnitRun::default();
+    let unhonoured = simulation.run_unit(unit, &mut run);
+    let (delivered, mut stored) = if keep_delivered {
+        let stored = run.reports.iter().filter(|r| r.valid).copied().collect();
+        (run.reports, stored)
+    } else {
+        let mut stored = run.reports;
+        stored.retain(|r| r.valid);
+        (Vec::new(), stored)
+    };
+    // Stable, and linear on the mostly ordered delivery (only store-and-forward backlogs
+    // arrive late).
+    stored.sort_by_key(|r| (r.ts_utc, r.sequence));
     let ctx = engine::Context {
         config,
         fences: &world.fences,
         limit_kmh: world.units[unit].limit_kmh,
         zone: world.units[unit].zone,
     };
-    let fixes = fixes_of(&output.reports);
+    let fixes = fixes_of(&stored);
     let now = world.ahora_utc;
-    output.fixes = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
-    output.analysis = engine::analyze(&ctx, fixes, now);
-    output
+    let fix_count = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
+    let analysis = engine::analyze(&ctx, fixes, now);
+    let mut truth_lines = Vec::with_capacity(run.truth.len() * 160);
+    for event in &run.truth {
+        serde_json::to_writer(&mut truth_lines, event)?;
+        truth_lines.push(b'\n');
+    }
+    Ok(UnitOutput {
+        delivered,
+        stored,
+        truth_lines,
+        truth_events: run.truth.len() as u64,
+        analysis,
+        fixes: fix_count,
+        unhonoured,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both files of the shipped `minimo` scenario simulated with `workers` threads.
+    fn files_with(workers: usize) -> (Vec<u8>, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, truth) = (dir.path().join("f.db"), dir.path().join("f.verdad.jsonl"));
+        let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("escenarios/minimo.toml");
+        let ahora = crate::cli::parse_ahora("2026-08-19T15:30").unwrap();
+        let options = Options {
+            scenario: Source::File(scenario),
+            ahora: Ahora::Local(ahora),
+            db: Location::Sqlite(db.clone()),
+            truth: truth.clone(),
+            seed: None,
+            progress: false,
+            interrupt: Interrupt::never(),
+            keep_reports: false,
+            write_db: true,
+            workers: Some(workers),
+        };
+        let summary = simulate(&options).unwrap();
+        assert_eq!(summary.units, 3);
+        (std::fs::read(db).unwrap(), std::fs::read(truth).unwrap())
+    }
+
+    /// Units finish in any order on several workers; the files are written in unit order, so
+    /// they are the same bytes whatever the number of workers.
+    #[test]
+    fn the_files_are_the_same_whatever_the_number_of_workers() {
+        let (db_one, truth_one) = files_with(1);
+        for workers in [2, 3] {
+            let (db, truth) = files_with(workers);
+            assert!(
+                truth == truth_one,
+                "truth log differs with {workers} workers"
+            );
+            assert!(db == db_one, "database differs with {workers} workers");
+        }
+    }
 }
