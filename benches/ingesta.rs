@@ -546,13 +546,17 @@ fn panel<DB: plotters::prelude::DrawingBackend>(
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(36)
-        .y_label_area_size(52)
+        .y_label_area_size(64)
         .build_cartesian_2d(0.0..max_x, 0.0..max_y)
         .unwrap();
+    let whole = |v: &f64| format!("{v:.0}");
     chart
         .configure_mesh()
         .x_desc("dispositivos")
         .y_desc(y_desc)
+        .x_labels(5)
+        .x_label_formatter(&whole)
+        .y_label_formatter(&whole)
         .label_style(("sans-serif", 12))
         .light_line_style(WHITE.mix(0.0))
         .draw()
