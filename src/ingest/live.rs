@@ -112,8 +112,9 @@ impl<'r> Contexts<'r> {
 
 struct LiveVehicle<'c> {
     engine: VehicleEngine<'c>,
-    /// Checkpoints by fix time, with the fixes read by then.
-    checkpoints: Vec<(Checkpoint<'c>, u64)>,
+    /// Checkpoints by fix time, with the fixes read by then. Boxed: a checkpoint is a copy
+    /// of the engine (nearly 2 KB), and a vector's spare slots would each cost as much.
+    checkpoints: Vec<(Box<Checkpoint<'c>>, u64)>,
     fixes: u64,
     written: Written,
 }
@@ -141,7 +142,7 @@ impl<'c> LiveVehicle<'c> {
                 .unwrap_or(i64::MIN);
             if fix.ts_utc.saturating_sub(since) >= CHECKPOINT_EVERY_S {
                 self.checkpoints
-                    .push((self.engine.checkpoint(), self.fixes));
+                    .push((Box::new(self.engine.checkpoint()), self.fixes));
                 thin(&mut self.checkpoints, fix.ts_utc);
             }
         }
@@ -179,7 +180,7 @@ fn bucket(age_s: i64) -> Option<usize> {
 /// Keeps the newest checkpoint of each age bucket (ages from `now_utc`, the last fix): the
 /// kept ones are about 5, 10, 20, 40… minutes apart, so a report `d` late replays at most
 /// about `2d` of fixes. Past the last bucket (about 43 hours) they are dropped.
-fn thin(checkpoints: &mut Vec<(Checkpoint<'_>, u64)>, now_utc: i64) {
+fn thin(checkpoints: &mut Vec<(Box<Checkpoint<'_>>, u64)>, now_utc: i64) {
     let mut seen = [false; MAX_CHECKPOINTS];
     let mut keep: Vec<bool> = checkpoints
         .iter()
@@ -197,7 +198,9 @@ fn thin(checkpoints: &mut Vec<(Checkpoint<'_>, u64)>, now_utc: i64) {
 /// Every vehicle's live engine.
 pub struct LiveFleet<'c> {
     contexts: &'c Contexts<'c>,
-    vehicles: HashMap<i64, LiveVehicle<'c>>,
+    /// Boxed: the table keeps about twice as many slots as vehicles, each as large as its
+    /// value.
+    vehicles: HashMap<i64, Box<LiveVehicle<'c>>>,
 }
 
 impl<'c> LiveFleet<'c> {
@@ -225,7 +228,7 @@ impl<'c> LiveFleet<'c> {
         vehicle_id: i64,
         written: Written,
     ) -> Result<(), StoreError> {
-        let mut vehicle = LiveVehicle::new(self.contexts.of(vehicle_id), written);
+        let mut vehicle = Box::new(LiveVehicle::new(self.contexts.of(vehicle_id), written));
         tx.for_each_fix(vehicle_id, i64::MIN, i64::MAX, |fix| vehicle.push(fix))?;
         self.vehicles.insert(vehicle_id, vehicle);
         Ok(())

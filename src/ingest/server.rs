@@ -145,7 +145,16 @@ async fn report(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match receive(&app, &method, &uri, &headers, body).await {
+    // The request's URI, headers and body are slices of hyper's read buffer, which reads
+    // the connection's next request into a new buffer while this one is still held: they
+    // are dropped once decoded, not kept through the wait for the commit (twice the buffers
+    // per connection otherwise, a thousand connections' worth).
+    let outcome = match decode(&app, &method, uri, headers, body).await {
+        Ok(Some(position)) => commit(&app, position).await,
+        Ok(None) => Ok(()),
+        Err(refused) => Err(refused),
+    };
+    match outcome {
         Ok(()) => StatusCode::OK.into_response(),
         Err((status, why)) => {
             app.refused(peer, status, &why);
@@ -162,13 +171,16 @@ async fn report(
 
 type Refused = (StatusCode, String);
 
-async fn receive(
+/// Reads and checks a request: the position to store (`None`: a report without a valid fix,
+/// acknowledged and not stored), or why it is refused. Takes the request's parts so that
+/// they are dropped when it returns.
+async fn decode(
     app: &App,
     method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    uri: Uri,
+    headers: HeaderMap,
     body: Body,
-) -> Result<(), Refused> {
+) -> Result<Option<Position>, Refused> {
     let bad = |e: Refusal| (StatusCode::BAD_REQUEST, e.to_string());
     let bytes = match tokio::time::timeout(app.limits.read, to_bytes(body, MAX_BODY)).await {
         Err(_) => {
@@ -200,7 +212,7 @@ async fn receive(
         // The tracker itself says it has no fix: acknowledged, not stored (Traccar would
         // store it flagged; flota has no flag, and its coordinates are stale).
         crate::log_debug!("{method} sin fix válido de {}: no se guarda", report.device);
-        return Ok(());
+        return Ok(None);
     }
     let found = app
         .devices
@@ -233,11 +245,15 @@ async fn receive(
         ignition: report.ignition.unwrap_or(true),
         odometer_m: report.odometer_m,
     };
-    let position = Position {
+    Ok(Some(Position {
         unit,
         ts_utc,
         row: StoredRow::encode(&reading, received_utc - ts_utc),
-    };
+    }))
+}
+
+/// Queues a position for the writer and waits for its commit.
+async fn commit(app: &App, position: Position) -> Result<(), Refused> {
     let answer = enqueue(app, position)?;
     match tokio::time::timeout(ACK_TIMEOUT, answer).await {
         Ok(Ok(Ok(Outcome::Stored(_) | Outcome::Duplicate(_)))) => Ok(()),

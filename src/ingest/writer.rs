@@ -112,7 +112,7 @@ fn serve(
 ) -> Result<Flow<()>, StoreError> {
     let mut next_tick = Instant::now() + options.tick;
     let mut closed = false;
-    let mut stats = Stats::default();
+    let mut stats = Stats::new();
     loop {
         let due = session.work_due(ANALYSIS_DELAY);
         if pending.is_empty() && !closed {
@@ -131,21 +131,23 @@ fn serve(
         }
         if !pending.is_empty() {
             let positions: Vec<Position> = pending.iter().map(|j| j.position.clone()).collect();
-            let started = Instant::now();
+            let probe = Probe::start(stats.detailed);
             let Flow::Done(outcomes) = session.write(&positions)? else {
                 return Ok(Flow::Resync);
             };
             answer(pending, outcomes, devices);
-            stats.commit(positions.len(), started.elapsed(), session.phases);
+            stats.commit(positions.len(), probe.finish(), session.phases);
         }
         if closed {
+            stats.log_run();
             return session.publish_all();
         }
         if due.is_some_and(|d| Instant::now() >= d) {
+            let probe = Probe::start(stats.detailed);
             let Flow::Done(_) = session.analyse(ANALYSIS_SLICE, ANALYSIS_DELAY)? else {
                 return Ok(Flow::Resync);
             };
-            stats.analysis(session.phases.analyse);
+            stats.analysis(probe.finish());
         } else if Instant::now() >= next_tick {
             session.republish();
             next_tick = Instant::now() + options.tick;
@@ -153,9 +155,123 @@ fn serve(
     }
 }
 
-/// Commits and their durations, logged (debug) every ten seconds.
-#[derive(Default)]
+/// A transaction counts as slow from this long: its time is split (debug level).
+const SLOW: Duration = Duration::from_millis(10);
+/// Upper bounds of the duration buckets, milliseconds (the last bucket is everything above).
+const BUCKETS_MS: [u64; 7] = [1, 2, 5, 10, 20, 50, 100];
+
+/// How long one piece of the writer's work took, and, when measured, where the thread's time
+/// went meanwhile.
+struct Took {
+    wall: Duration,
+    /// On a CPU and waiting for one (`plumbing::schedstat`); the rest of `wall` the thread
+    /// was blocked (I/O, locks, page faults on a busy disk).
+    sched: Option<(Duration, Duration)>,
+}
+
+/// The start of a timed piece of work.
+struct Probe {
+    started: Instant,
+    sched: Option<crate::plumbing::schedstat::ThreadTimes>,
+}
+
+impl Probe {
+    fn start(detailed: bool) -> Probe {
+        Probe {
+            sched: detailed.then(crate::plumbing::schedstat::current).flatten(),
+            started: Instant::now(),
+        }
+    }
+
+    fn finish(self) -> Took {
+        let wall = self.started.elapsed();
+        let sched = self
+            .sched
+            .zip(crate::plumbing::schedstat::current())
+            .map(|(a, b)| {
+                (
+                    Duration::from_nanos(b.on_cpu_ns.saturating_sub(a.on_cpu_ns)),
+                    Duration::from_nanos(b.waiting_ns.saturating_sub(a.waiting_ns)),
+                )
+            });
+        Took { wall, sched }
+    }
+}
+
+/// Durations of one kind of transaction: by bucket, and the slow ones' time split.
+#[derive(Default, Clone, Copy)]
+struct Durations {
+    buckets: [u32; BUCKETS_MS.len() + 1],
+    slow: u32,
+    slow_wall: Duration,
+    slow_cpu: Duration,
+    slow_waiting: Duration,
+    slowest: Duration,
+}
+
+impl Durations {
+    fn add(&mut self, took: &Took) {
+        let ms = took.wall.as_millis();
+        let bucket = BUCKETS_MS
+            .iter()
+            .position(|b| ms < u128::from(*b))
+            .unwrap_or(BUCKETS_MS.len());
+        self.buckets[bucket] += 1;
+        self.slowest = self.slowest.max(took.wall);
+        if took.wall >= SLOW
+            && let Some((cpu, waiting)) = took.sched
+        {
+            self.slow += 1;
+            self.slow_wall += took.wall;
+            self.slow_cpu += cpu;
+            self.slow_waiting += waiting;
+        }
+    }
+
+    /// "<1 ms: 2400, 1–2: 30, …; the 12 of 10 ms or more: 40 % on a CPU, 35 % waiting for
+    /// one, 25 % blocked".
+    fn text(&self) -> String {
+        let mut parts = Vec::new();
+        let mut low = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            let label = match BUCKETS_MS.get(i) {
+                Some(high) if low == 0 => format!("<{high} ms"),
+                Some(high) => format!("{low}–{high}"),
+                None => format!("≥{low}"),
+            };
+            if *n > 0 {
+                parts.push(format!("{label}: {n}"));
+            }
+            low = BUCKETS_MS.get(i).copied().unwrap_or(low);
+        }
+        let mut text = parts.join(", ");
+        text.push_str(&format!(
+            "; la más lenta {:.1} ms",
+            self.slowest.as_secs_f64() * 1e3
+        ));
+        if self.slow > 0 {
+            let share = |d: Duration| 100.0 * d.as_secs_f64() / self.slow_wall.as_secs_f64();
+            let blocked = self
+                .slow_wall
+                .saturating_sub(self.slow_cpu + self.slow_waiting);
+            text.push_str(&format!(
+                "; las {} de {} ms o más: {:.0} % en CPU, {:.0} % esperando CPU, {:.0} % bloqueadas",
+                self.slow,
+                SLOW.as_millis(),
+                share(self.slow_cpu),
+                share(self.slow_waiting),
+                share(blocked)
+            ));
+        }
+        text
+    }
+}
+
+/// Commits and their durations, logged (debug) every ten seconds, and over the whole run
+/// when the queue closes.
 struct Stats {
+    /// Debug logging is on: slow transactions' time is split too.
+    detailed: bool,
     since: Option<Instant>,
     commits: u32,
     positions: usize,
@@ -164,21 +280,41 @@ struct Stats {
     phases: session::Phases,
     analyses: u32,
     slowest_analysis: Duration,
+    run_positions: Durations,
+    run_analyses: Durations,
 }
 
 impl Stats {
-    fn analysis(&mut self, took: Duration) {
-        self.analyses += 1;
-        self.phases.analyse += took;
-        self.slowest_analysis = self.slowest_analysis.max(took);
+    fn new() -> Stats {
+        Stats {
+            detailed: crate::plumbing::log::enabled(crate::plumbing::log::Level::Debug),
+            since: None,
+            commits: 0,
+            positions: 0,
+            slowest: Duration::ZERO,
+            total: Duration::ZERO,
+            phases: session::Phases::default(),
+            analyses: 0,
+            slowest_analysis: Duration::ZERO,
+            run_positions: Durations::default(),
+            run_analyses: Durations::default(),
+        }
     }
 
-    fn commit(&mut self, positions: usize, took: Duration, phases: session::Phases) {
+    fn analysis(&mut self, took: Took) {
+        self.analyses += 1;
+        self.phases.analyse += took.wall;
+        self.slowest_analysis = self.slowest_analysis.max(took.wall);
+        self.run_analyses.add(&took);
+    }
+
+    fn commit(&mut self, positions: usize, took: Took, phases: session::Phases) {
+        self.run_positions.add(&took);
         let since = *self.since.get_or_insert_with(Instant::now);
         self.commits += 1;
         self.positions += positions;
-        self.slowest = self.slowest.max(took);
-        self.total += took;
+        self.slowest = self.slowest.max(took.wall);
+        self.total += took.wall;
         self.phases.insert += phases.insert;
         self.phases.commit += phases.commit;
         if since.elapsed() >= Duration::from_secs(10) {
@@ -196,8 +332,21 @@ impl Stats {
                 ms(self.phases.analyse, self.analyses),
                 ms(self.slowest_analysis, 1),
             );
-            *self = Stats::default();
+            *self = Stats {
+                run_positions: self.run_positions,
+                run_analyses: self.run_analyses,
+                ..Stats::new()
+            };
         }
+    }
+
+    /// The whole run's durations by bucket (debug).
+    fn log_run(&self) {
+        crate::log_debug!(
+            "escritor, toda la sesión: transacciones de posiciones {}; porciones de análisis {}",
+            self.run_positions.text(),
+            self.run_analyses.text()
+        );
     }
 }
 
