@@ -166,10 +166,7 @@ impl<'a> VehicleEngine<'a> {
                 ctx.zone,
                 ctx.config.usar_odometro,
                 ctx.config.odometro_tolerancia_pct,
-                GpsDistance::new(
-                    ctx.config.perdida_senal_s,
-                    ctx.config.velocidad_detenida_kmh,
-                ),
+                GpsDistance::new(ctx.config),
             ),
             inside: vec![false; ctx.fences.len()],
             speeds: speed_check::SpeedCheck::default(),
