@@ -532,3 +532,36 @@ fn a_cold_first_fix_outside_does_not_date_a_visit_under_way() {
     let away = track(&segments, |i| if i == 0 { 0.0 } else { 3000.0 });
     assert_eq!(run(&away, std::slice::from_ref(&depot)).visits, vec![]);
 }
+
+#[test]
+fn an_invalid_speed_is_no_evidence_of_speeding() {
+    // East at 45 km/h under a 60 km/h limit, every 10 s. One reading of 68 km/h (noise), then
+    // two absurd ones (290 and 390 km/h): the check replaces those with the last valid speed,
+    // which is no reading of its own. One fix over the limit is not an episode.
+    let speeds: Vec<f64> = (0..40)
+        .map(|i| match i {
+            20 => 68.0,
+            21 => 290.0,
+            22 => 390.0,
+            _ => 45.0,
+        })
+        .collect();
+    let fixes: Vec<Fix> = speeds
+        .iter()
+        .enumerate()
+        .map(|(i, &kmh)| {
+            let p = offset_m(ORIGIN, i as f64 * 125.0, 0.0);
+            Fix {
+                ts_utc: T0 + i as i64 * 10,
+                lat: p.lat,
+                lon: p.lon,
+                speed_kmh: kmh,
+                heading_deg: 90.0,
+                ignition: true,
+                odometer_m: None,
+            }
+        })
+        .collect();
+    let a = run(&fixes, &[]);
+    assert_eq!(a.overspeeds, vec![], "{:?}", a.overspeeds);
+}
