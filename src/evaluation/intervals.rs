@@ -567,7 +567,7 @@ mod tests {
             let s = super::super::matching::score(&truth, &detected, rules);
             (s.true_positives, s.false_positives, s.false_negatives)
         };
-        assert_eq!(score_of(&[visit.clone()]), (0, 1, 1));
+        assert_eq!(score_of(std::slice::from_ref(&visit)), (0, 1, 1));
         let (_, false_alarms, misses) = score_of(&[visit, no_fix]);
         assert_eq!((false_alarms, misses), (0, 0));
     }
