@@ -15,9 +15,12 @@
 //! Two still fixes never add distance, whatever their positions say. An outlier jump (a fix
 //! its neighbours could not reach at their speeds, while they agree with each other) would
 //! pass that margin twice, to it and back: it is skipped, the metres counted to it taken back
-//! at the next fix.
+//! at the next fix. Between a still fix and a moving one, the speed changed within twice the
+//! tracker's own cadence while moving (learned from consecutive moving fixes): an adaptive
+//! tracker, silent while a unit stands in traffic, would have recorded a move any earlier.
 
 use super::Fix;
+use super::config::DetectionConfig;
 use super::noise::RayleighScale;
 use crate::geometry::earth::{distance_m, local_m};
 
@@ -34,12 +37,22 @@ const STILL_PAIR_MAX_S: i64 = 60;
 const MAX_ACCELERATION_MS2: f64 = 3.0;
 /// Histogram bin of still displacements, metres.
 const BIN_M: f64 = 0.5;
+/// Histogram bin of the intervals between moving fixes, seconds.
+const CADENCE_BIN_S: f64 = 1.0;
+/// Moving pairs needed before the cadence while moving is trusted.
+const MIN_MOVING_PAIRS: u32 = 20;
+/// A change between standing and moving takes at most this many of the tracker's intervals
+/// while moving: a tracker seen recording that often would have recorded the unit moving.
+const CADENCE_FACTOR: f64 = 2.0;
 
 /// One vehicle's GPS distance, fed fix by fix in time order.
 #[derive(Debug, Clone)]
 pub struct GpsDistance {
     gap_s: f64,
     still_kmh: f64,
+    /// Intervals between consecutive moving fixes, seconds: the tracker's cadence while
+    /// moving (a streaming median).
+    moving_cadence: RayleighScale,
     noise: RayleighScale,
     prev: Option<Fix>,
     /// The fix before `prev` and the metres counted from it to `prev`: what a jump at `prev`
@@ -48,12 +61,13 @@ pub struct GpsDistance {
 }
 
 impl GpsDistance {
-    /// `gap_s`: a longer silence is bridged, not integrated; `still_kmh`: below this speed a fix
-    /// stands still.
-    pub fn new(gap_s: f64, still_kmh: f64) -> Self {
+    /// With `config`'s thresholds: a silence longer than `perdida_senal_s` is bridged, not
+    /// integrated; below `velocidad_detenida_kmh` a fix stands still.
+    pub fn new(config: &DetectionConfig) -> Self {
         GpsDistance {
-            gap_s,
-            still_kmh,
+            gap_s: config.perdida_senal_s,
+            still_kmh: config.velocidad_detenida_kmh,
+            moving_cadence: RayleighScale::new(CADENCE_BIN_S, MIN_MOVING_PAIRS),
             noise: RayleighScale::new(BIN_M, MIN_STILL_PAIRS),
             prev: None,
             before: None,
@@ -86,6 +100,40 @@ impl GpsDistance {
         metres
     }
 
+    /// The speed integral between `a` and `b`, knowing how often the tracker records while
+    /// moving. Between a still fix and a moving one the trapezoid assumes the speed changed
+    /// steadily over the whole interval. For a tracker that records on a clock that is as
+    /// likely as any other moment (the unit moved off somewhere in the interval). But a tracker
+    /// that records every few seconds while moving and nothing while the unit stands in
+    /// traffic (adaptive recording) shows a still fix and a moving one a minute apart: had the
+    /// unit moved earlier in that minute, it would have recorded it. So the change of speed
+    /// took at most [`CADENCE_FACTOR`] times its cadence while moving, and the unit stood for
+    /// the rest: the trapezoid over that time, not half a minute at the departure speed.
+    fn by_speed_and_cadence(&mut self, a: &Fix, b: &Fix) -> f64 {
+        let trapezoid = by_speed(a, b);
+        let dt = (b.ts_utc - a.ts_utc) as f64;
+        let (still_a, still_b) = (a.speed_kmh < self.still_kmh, b.speed_kmh < self.still_kmh);
+        if still_a == still_b {
+            return trapezoid;
+        }
+        let Some(cadence_s) = self.moving_cadence.median() else {
+            return trapezoid;
+        };
+        let moving_s = CADENCE_FACTOR * cadence_s.max(1.0);
+        if dt <= moving_s {
+            return trapezoid;
+        }
+        trapezoid * moving_s / dt
+    }
+
+    /// Learns the tracker's cadence while moving from consecutive moving fixes.
+    fn learn_cadence(&mut self, a: &Fix, b: &Fix) {
+        let dt = (b.ts_utc - a.ts_utc) as f64;
+        if a.speed_kmh >= self.still_kmh && b.speed_kmh >= self.still_kmh && dt <= self.gap_s {
+            self.moving_cadence.learn(dt);
+        }
+    }
+
     /// The noise margin, once the noise is known.
     fn margin_m(&mut self) -> Option<f64> {
         self.noise.scale_m().map(|scale| MARGIN_SCALES * scale)
@@ -97,7 +145,8 @@ impl GpsDistance {
         if dt <= 0 {
             return 0.0;
         }
-        let speed_m = by_speed(a, b);
+        self.learn_cadence(a, b);
+        let speed_m = self.by_speed_and_cadence(a, b);
         if dt as f64 > self.gap_s {
             return across_silence(a, speed_m, distance_m(a.point(), b.point()));
         }
@@ -203,7 +252,7 @@ mod tests {
 
     /// A unit that has stood still for ten minutes with ±5 m of noise, then the two fixes.
     fn after_learning(a: Fix, b: Fix) -> f64 {
-        let mut d = GpsDistance::new(120.0, 3.0);
+        let mut d = GpsDistance::new(&DetectionConfig::default());
         for i in 0..40 {
             let (e, n) = (((i * 37) % 11) as f64 - 5.0, ((i * 53) % 11) as f64 - 5.0);
             d.push(&fix(i * 15, e - 1e4, n, 0.0, 90.0));
@@ -234,7 +283,7 @@ mod tests {
     fn a_jump_is_skipped_and_a_real_burst_is_kept() {
         // Straight east at 36 km/h (150 m per 15 s), one fix thrown 200 m aside or ahead.
         let drive = |jump: (f64, f64)| {
-            let mut d = GpsDistance::new(120.0, 3.0);
+            let mut d = GpsDistance::new(&DetectionConfig::default());
             learn_still_noise(&mut d);
             (0..9)
                 .map(|i| {
@@ -249,7 +298,7 @@ mod tests {
         }
         // A start the samples missed (still, then 300 m in 15 s, then cruising on): the
         // positions after it agree with the burst, so it is real and counted.
-        let mut d = GpsDistance::new(120.0, 3.0);
+        let mut d = GpsDistance::new(&DetectionConfig::default());
         learn_still_noise(&mut d);
         let burst: f64 = [
             fix(1000, 0.0, 0.0, 0.0, 90.0),
@@ -285,7 +334,7 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let noise = Normal::new(0.0, 5.0).unwrap();
             let doppler = Normal::new(0.0, 2.5).unwrap();
-            let mut d = GpsDistance::new(120.0, 3.0);
+            let mut d = GpsDistance::new(&DetectionConfig::default());
             learn_still_noise(&mut d);
             // A rectangle of 900 × 500 m, corners where the heading turns by 90°.
             let perimeter = 2.0 * (900.0 + 500.0);
@@ -319,12 +368,51 @@ mod tests {
         }
     }
 
+    /// A tracker that records every 2 s while moving and nothing while the unit stands: east
+    /// at 36 km/h, braking to a halt, a minute standing in traffic, moving off.
+    fn adaptive_halt(standing_s: i64) -> (f64, f64) {
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        let mut fixes: Vec<Fix> = (0..=100)
+            .map(|i| fix(i * 2, i as f64 * 20.0, 0.0, 36.0, 90.0))
+            .collect();
+        // Braking at 2.5 m/s²: 18 km/h 2 s later (15 m on), still after 4 s (20 m on).
+        fixes.push(fix(202, 2015.0, 0.0, 18.0, 90.0));
+        fixes.push(fix(204, 2020.0, 0.0, 0.0, 90.0));
+        // Moving off at 1.5 m/s² after standing: 10.8 km/h after 2 s (3 m), then 21.6 km/h
+        // (12 m) and 32.4 km/h (27 m).
+        let off = 204 + standing_s;
+        fixes.push(fix(off + 2, 2023.0, 0.0, 10.8, 90.0));
+        fixes.push(fix(off + 4, 2032.0, 0.0, 21.6, 90.0));
+        fixes.push(fix(off + 6, 2047.0, 0.0, 32.4, 90.0));
+        let metres: f64 = fixes.iter().map(|f| d.push(f)).sum();
+        (metres, 2047.0)
+    }
+
+    #[test]
+    fn a_halt_between_an_adaptive_trackers_records_is_not_driven() {
+        for standing_s in [20, 60, 100] {
+            let (metres, truth) = adaptive_halt(standing_s);
+            assert!((metres - truth).abs() <= 10.0, "{standing_s} s: {metres} m");
+        }
+        // A tracker on a 15 s clock: the unit moved off at any moment between its still fix
+        // and its moving one, so the trapezoid (the middle of the possibilities) stands.
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        let mut metres = 0.0;
+        for i in 0..40 {
+            metres = d.push(&fix(i * 15, i as f64 * 150.0, 0.0, 36.0, 90.0));
+        }
+        assert_eq!(metres, 150.0);
+        d.push(&fix(600, 6000.0, 0.0, 0.0, 90.0));
+        let start = d.push(&fix(615, 6080.0, 0.0, 30.0, 90.0));
+        assert!((start - 62.5).abs() < 1e-9, "{start}");
+    }
+
     #[test]
     fn speeds_alone_until_the_noise_is_known_and_still_fixes_add_nothing() {
-        let mut d = GpsDistance::new(120.0, 3.0);
+        let mut d = GpsDistance::new(&DetectionConfig::default());
         d.push(&fix(0, 0.0, 0.0, 36.0, 90.0));
         assert_eq!(d.push(&fix(15, 60.0, 0.0, 36.0, 90.0)), 150.0);
-        let mut parked = GpsDistance::new(120.0, 3.0);
+        let mut parked = GpsDistance::new(&DetectionConfig::default());
         let jumps: f64 = (0..200)
             .map(|i| {
                 parked.push(&fix(

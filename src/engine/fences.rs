@@ -6,7 +6,8 @@
 //! side for the confirmation time, and any fix back on the old side cancels it. Counting four
 //! reports and stamping the crossing with the first of them would be about 45 s late; here
 //! the stamp is the interpolated crossing itself. A unit inside at its first fix has a
-//! visit "since before the data". Silences do not end a visit by themselves, so a night parked
+//! visit "since before the data" (and one found inside within the debounce of a first fix
+//! outside, since that first side rested on one outlier). Silences do not end a visit by themselves, so a night parked
 //! inside the depot is one visit across midnight. A parked unit is where its stop's centre is
 //! (the engine hands that position for the fixes the stop detector holds for noise around a
 //! stop): drift and jumps at a fence edge do not flap, and a crossing the centre shows is
@@ -80,6 +81,8 @@ pub struct FenceDetector {
     confirm_s: i64,
     tracks: Vec<Track>,
     prev: Option<Fix>,
+    /// The data's first fix time.
+    first_utc: i64,
     pub visits: Vec<Visit>,
 }
 
@@ -116,6 +119,7 @@ impl FenceDetector {
                 fences
             ],
             prev: None,
+            first_utc: i64::MIN,
             visits: Vec::new(),
         }
     }
@@ -139,6 +143,9 @@ impl FenceDetector {
         parked_since: Option<i64>,
     ) {
         let first = self.prev.is_none();
+        if first {
+            self.first_utc = fix.ts_utc;
+        }
         let threshold = self.threshold();
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
@@ -192,11 +199,24 @@ impl FenceDetector {
                 }
             }
             if fix.ts_utc - first_new >= self.confirm_s {
+                // The data's first side, left before the debounce could confirm it, rested on
+                // an outlier (a cold start's first fix lands kilometres away): the unit was on
+                // the new side since before the data.
+                let first_side_unconfirmed =
+                    track.confirmed_utc == i64::MIN && first_new - self.first_utc < self.confirm_s;
                 track.pending = None;
                 track.cancelled = None;
                 track.confirmed_utc = fix.ts_utc;
                 if now_inside {
                     track.evidence = track.pending_evidence.take();
+                }
+                if first_side_unconfirmed {
+                    track.inside = now_inside;
+                    track.entry = now_inside.then_some((self.first_utc, true));
+                    if !now_inside {
+                        track.evidence = None;
+                    }
+                    continue;
                 }
                 if let Some(entry) = track.cross(now_inside, at) {
                     let evidence = track.evidence.take();

@@ -166,10 +166,7 @@ impl<'a> VehicleEngine<'a> {
                 ctx.zone,
                 ctx.config.usar_odometro,
                 ctx.config.odometro_tolerancia_pct,
-                GpsDistance::new(
-                    ctx.config.perdida_senal_s,
-                    ctx.config.velocidad_detenida_kmh,
-                ),
+                GpsDistance::new(ctx.config),
             ),
             inside: vec![false; ctx.fences.len()],
             speeds: speed_check::SpeedCheck::default(),
@@ -186,7 +183,11 @@ impl<'a> VehicleEngine<'a> {
         {
             return;
         }
+        let replaced_before = self.speeds.replaced;
         let fix = self.speeds.check(fix);
+        // A replaced speed is the last valid one repeated, not a reading: it must not count
+        // twice as evidence of speeding (two absurd readings after one noisy high one).
+        let measured = self.speeds.replaced == replaced_before;
         self.stops.push(&fix);
         // A parked unit is where its stop's centre is: drift and jumps around it at a fence
         // edge neither cross the fence nor change the limit. Parked means halted for as long
@@ -220,7 +221,9 @@ impl<'a> VehicleEngine<'a> {
                 })
                 .filter_map(|(fence, _)| fence.speed_limit_kmh),
         );
-        self.overspeed.push(&fix, limit);
+        if measured {
+            self.overspeed.push(&fix, limit);
+        }
         self.gaps.push(&fix);
         self.fences
             .push(&place, &self.inside, self.ctx.fences, parked.map(|p| p.1));

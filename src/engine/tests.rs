@@ -495,3 +495,73 @@ fn a_dip_out_and_back_does_not_date_a_later_exit() {
     let exit = a.visits[0].exit_utc.unwrap();
     assert!((exit - far_exit).abs() <= 2, "{}", exit - far_exit);
 }
+
+#[test]
+fn a_cold_first_fix_outside_does_not_date_a_visit_under_way() {
+    // Parked in a depot when the data starts, moving off after ten minutes; the tracker's
+    // first fix is a cold start 2 km away. The unit was inside since before the data.
+    let depot = Geofence::new(
+        "deposito".into(),
+        "bodega".into(),
+        Shape::Square {
+            centre: ORIGIN,
+            half_side_m: 200.0,
+        },
+        None,
+    );
+    let segments = [
+        Seg::Stand { secs: 600 },
+        Seg::Drive {
+            kmh: 36.0,
+            secs: 300,
+        },
+    ];
+    for cold_m in [0.0, 2000.0, -1500.0] {
+        let fixes = track(&segments, |i| if i == 0 { cold_m } else { 0.0 });
+        let a = run(&fixes, std::slice::from_ref(&depot));
+        assert_eq!(a.visits.len(), 1, "{cold_m} m: {:?}", a.visits);
+        let v = &a.visits[0];
+        assert!(v.from_data_start, "{cold_m} m: {v:?}");
+        assert!(
+            (v.exit_utc.unwrap() - (T0 + 620)).abs() <= 15,
+            "{cold_m} m: {:?}",
+            v.exit_utc.map(|e| e - T0)
+        );
+    }
+    // A first fix inside by a cold start, the unit outside since: no visit at all.
+    let away = track(&segments, |i| if i == 0 { 0.0 } else { 3000.0 });
+    assert_eq!(run(&away, std::slice::from_ref(&depot)).visits, vec![]);
+}
+
+#[test]
+fn an_invalid_speed_is_no_evidence_of_speeding() {
+    // East at 45 km/h under a 60 km/h limit, every 10 s. One reading of 68 km/h (noise), then
+    // two absurd ones (290 and 390 km/h): the check replaces those with the last valid speed,
+    // which is no reading of its own. One fix over the limit is not an episode.
+    let speeds: Vec<f64> = (0..40)
+        .map(|i| match i {
+            20 => 68.0,
+            21 => 290.0,
+            22 => 390.0,
+            _ => 45.0,
+        })
+        .collect();
+    let fixes: Vec<Fix> = speeds
+        .iter()
+        .enumerate()
+        .map(|(i, &kmh)| {
+            let p = offset_m(ORIGIN, i as f64 * 125.0, 0.0);
+            Fix {
+                ts_utc: T0 + i as i64 * 10,
+                lat: p.lat,
+                lon: p.lon,
+                speed_kmh: kmh,
+                heading_deg: 90.0,
+                ignition: true,
+                odometer_m: None,
+            }
+        })
+        .collect();
+    let a = run(&fixes, &[]);
+    assert_eq!(a.overspeeds, vec![], "{:?}", a.overspeeds);
+}

@@ -5,8 +5,8 @@
 //! time, long stops within a band of the threshold, overspeed barely longer than the minimum,
 //! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
 //! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
-//! is open as well), and a start or end that fell inside one of the unit's signal losses (the
-//! reports only bound it by the silence), and for signal losses a silence without a GNSS fix
+//! is open as well), and a start or end that fell inside one of the unit's signal losses or
+//! losses of the GNSS fix (the reports only bound it by the silence), and for signal losses a silence without a GNSS fix
 //! or without network at "now" (the data cannot tell it from a loss). Truth visits a few seconds apart are merged first (roads hug some fence
 //! edges). The bands are about the thresholds, not about the matching tolerance.
 
@@ -80,7 +80,7 @@ pub struct Context<'a> {
     pub now_utc: i64,
     /// Units silent at "now": the start of their silence (their last report).
     silent_since: HashMap<&'a str, i64>,
-    /// Each unit's signal losses that ended by "now": `[start, end)`.
+    /// Each unit's signal losses and losses of fix that ended by "now": `[start, end)`.
     losses: HashMap<&'a str, Vec<(i64, i64)>>,
 }
 
@@ -97,16 +97,26 @@ impl<'a> Context<'a> {
                 _ => None,
             })
             .collect();
+        // Silences no report shows the inside of: signal losses, and losses of the GNSS fix
+        // (nothing recorded, or the last fix repeated flagged invalid, which is not stored).
         let mut losses: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
         for event in truth {
-            if let TruthEvent::PerdidaSenal {
-                placa,
-                inicio_utc,
-                fin_utc: Some(end),
-            } = event
-                && *end <= now_utc
-            {
-                losses.entry(placa).or_default().push((*inicio_utc, *end));
+            let (placa, start, end) = match event {
+                TruthEvent::PerdidaSenal {
+                    placa,
+                    inicio_utc,
+                    fin_utc: Some(end),
+                }
+                | TruthEvent::SinFix {
+                    placa,
+                    inicio_utc,
+                    fin_utc: Some(end),
+                    ..
+                } => (placa, *inicio_utc, *end),
+                _ => continue,
+            };
+            if end <= now_utc {
+                losses.entry(placa).or_default().push((start, end));
             }
         }
         Context {
@@ -117,7 +127,7 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Whether `t` fell inside one of `plate`'s closed signal losses: no report shows it.
+    /// Whether `t` fell inside one of `plate`'s closed signal or fix losses: no report shows it.
     fn unseen(&self, plate: &str, t: Option<i64>) -> bool {
         let Some(t) = t else { return false };
         self.losses
@@ -519,6 +529,47 @@ mod tests {
         assert_eq!(score_of(&[gap(None)]), (1, 0, 0));
         // A detection that says the silence ended long ago is not that silence.
         assert_eq!(score_of(&[gap(Some(6000))]), (0, 1, 1));
+    }
+
+    /// A visit that ended while the tracker had no GNSS fix: the reports bound its exit only
+    /// by the silence, so an exit dated anywhere in it is neither a miss nor a false alarm.
+    #[test]
+    fn a_visit_ending_without_a_fix_is_dont_care() {
+        let config = DetectionConfig::default();
+        let visit = TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "Depósito".into(),
+            entrada_utc: Some(1000),
+            salida_utc: Some(3100),
+        };
+        let no_fix = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 2900,
+            fin_utc: Some(3200),
+            repite_ultimo: false,
+        };
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Visit,
+            start: 1002,
+            end: Some(2905),
+            fence: "Depósito".into(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |events: &[TruthEvent]| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Visit), events, &found, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score_of(std::slice::from_ref(&visit)), (0, 1, 1));
+        let (_, false_alarms, misses) = score_of(&[visit, no_fix]);
+        assert_eq!((false_alarms, misses), (0, 0));
     }
 
     /// A tracker without a GNSS fix records nothing: the data show a silence exactly like a

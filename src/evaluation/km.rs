@@ -131,7 +131,7 @@ pub fn phantom_m(
         }
         // The engine's distance as the engine computes it: invalid speeds replaced first.
         let mut speeds = SpeedCheck::default();
-        let mut distance = GpsDistance::new(config.perdida_senal_s, config.velocidad_detenida_kmh);
+        let mut distance = GpsDistance::new(config);
         store.for_each_fix(
             *id,
             start + PHANTOM_MARGIN_S,

@@ -299,6 +299,33 @@ rutas = ["m01_cuadricula", "m02_anillo"]
     scenario
 }
 
+/// The Madrid fleet with trackers that record adaptively (factory criteria: 300 s, 100 m,
+/// 10°, 10 km/h; nothing while the unit stands with the engine on) at issue 14's σ 15 m with
+/// 10 m of drift: such a tracker's still record and its next moving one straddle every
+/// traffic halt, a minute apart, and the speed integral across them drove through the halt
+/// (+3–6 % per unit-day on the grid's `comercial` profile).
+#[test]
+fn gps_km_of_adaptive_trackers() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = madrid(dir.path());
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let text = text
+        .replace(
+            "[ruido]\nsigma_m = 5.0\n",
+            "[ruido]\nsigma_m = 15.0\nderiva_sigma_m = 10.0\nderiva_tau_s = 120.0\n\n\
+             [rastreadores.adaptativo]\nmodo = \"adaptativo\"\n",
+        )
+        .replace(
+            "tipo = \"panel\"\n",
+            "tipo = \"panel\"\nrastreador = \"adaptativo\"\n",
+        );
+    assert!(text.contains("rastreador = "), "{text}");
+    std::fs::write(&scenario, text).unwrap();
+    let (ok, stderr, db, truth) = simulate_file(&scenario, dir.path(), &[]);
+    assert!(ok, "{stderr}");
+    assert!(check("madrid, adaptativo", &days(&db, &truth), 2.0) >= 15);
+}
+
 /// Trackers whose odometers lie, in Madrid: one exact, one set 30 km off (differences are
 /// right), one 4 % fast, one 3.5 % slow, and a phone with no odometer and 2 % invalid speeds
 /// (0 while moving, or hundreds of km/h, also while parked).
