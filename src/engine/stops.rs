@@ -167,15 +167,24 @@ impl StopDetector {
 
     /// When the unit started moving between the last still fix and the first moving one:
     /// the time to reach the first moving fix's speed and position from the stop's centre.
+    /// A first moving fix under [`CLEARLY_MOVING_KMH`] was taken while the unit set off (an
+    /// adaptive tracker records the departure at walking pace): the time to reach its speed
+    /// alone, as its distance from the centre is the position noise and drift, which at that
+    /// pace would read as tens of seconds of driving.
     fn departure_time(&self, last_still: &Fix, first_moving: &Fix, centre: LatLon) -> i64 {
         let v = first_moving.speed_kmh / 3.6;
         let span = (first_moving.ts_utc - last_still.ts_utc) as f64;
         if v <= 0.0 {
             return last_still.ts_utc;
         }
-        let accelerating_m = v * v / (2.0 * self.accel_ms2);
-        let d = distance_m(centre, first_moving.point());
-        let travel_s = (d - accelerating_m).max(0.0) / v + v / self.accel_ms2;
+        let accelerating_s = v / self.accel_ms2;
+        let travel_s = if first_moving.speed_kmh < CLEARLY_MOVING_KMH {
+            accelerating_s
+        } else {
+            let accelerating_m = v * v / (2.0 * self.accel_ms2);
+            let d = distance_m(centre, first_moving.point());
+            (d - accelerating_m).max(0.0) / v + accelerating_s
+        };
         first_moving.ts_utc - travel_s.min(span).round() as i64
     }
 

@@ -221,6 +221,8 @@ pub struct Agent<'a, S: Sink> {
     ignition: bool,
     reporting: bool,
     signal_lost: bool,
+    /// The silence of the latest signal loss, until the first record after it.
+    silence: Option<tracking::Silence>,
     /// Set by an injected "stopped now": the vehicle stays put until `ahora`.
     frozen: bool,
     day: Option<Day>,
@@ -315,6 +317,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             ignition: false,
             reporting: false,
             signal_lost: false,
+            silence: None,
             frozen: false,
             day: None,
             km_by_day: vec![0.0; unit.days.len()],
@@ -424,7 +427,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 }
             }
             Event::ReportsOff => self.reporting = self.ignition,
-            Event::LossStart => self.signal_lost = true,
+            Event::LossStart => self.signal_starts(),
             Event::LossEnd => self.signal_lost = false,
             Event::StopNow => self.stop_now(),
             Event::Heartbeat(chain) => self.heartbeat(chain),
