@@ -5,8 +5,7 @@
 //! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss (and
 //! so is one after a lone "on" between two "off" reports: the ignition line flickered); one
 //! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
-//! in the same place and still slow after it: a first fix already driving means its departure
-//! went unrecorded) is a loss only if it is longer than the tracker's own cadence
+//! in the same place after it) is a loss only if it is longer than the tracker's own cadence
 //! while stopped allows: an adaptive tracker records once an hour, or not at all, while a unit
 //! stands with the engine on, and its silence at a client is its cadence. That cadence is
 //! learned from the unit's own reports — the median interval between consecutive still fixes
@@ -93,11 +92,7 @@ impl GapDetector {
                     to_utc: Some(fix.ts_utc),
                     lat: prev.lat,
                     lon: prev.lon,
-                    // Driving already at the first fix after it, the unit set off unseen:
-                    // a tracker's cadence while stopped ends with its departure's record.
-                    stopped: prev.speed_kmh < SLOW_KMH
-                        && fix.speed_kmh < SLOW_KMH
-                        && self.same_place(&prev, fix),
+                    stopped: prev.speed_kmh < SLOW_KMH && self.same_place(&prev, fix),
                     evidence: Evidence {
                         last_fix_utc: fix.ts_utc,
                         fixes: 2,

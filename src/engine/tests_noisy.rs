@@ -551,30 +551,6 @@ fn a_departure_at_walking_pace_is_dated_by_its_speed_not_the_drift() {
 }
 
 #[test]
-fn a_silence_at_a_stop_that_hid_the_departure_is_a_signal_loss() {
-    // The adaptive tracker lost its signal while the unit stood at a client and got it back
-    // seconds after the unit set off: its departure record (at walking pace) never came, and
-    // the first record after the silence is already driving, a few metres from the stop.
-    let legs = [drive(600), stand(1020), drive(600), stand(1200), drive(600)];
-    let starts = starts_of(&legs);
-    let now = starts[4] + 600;
-    for seed in 300..=305 {
-        let mut fixes = adaptive(&legs, seed);
-        let departure = fixes.iter().position(|f| f.ts_utc == starts[4]).unwrap();
-        fixes[departure].speed_kmh = 25.0;
-        let a = run(&fixes, &[], now);
-        let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
-        assert_eq!(found, vec![(starts[3], Some(starts[4]))], "seed {seed}");
-        // The same tracker's own departures (at walking pace) are its cadence, not losses.
-        assert_eq!(
-            run(&adaptive(&legs, seed), &[], now).gaps,
-            vec![],
-            "seed {seed}"
-        );
-    }
-}
-
-#[test]
 fn a_tracker_that_reports_while_stopped_and_falls_silent_there_lost_its_signal() {
     // The same stops from a tracker reporting every 15 s, silent for ten minutes during one.
     let silent_parked = Leg::Silent {
