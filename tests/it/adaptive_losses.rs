@@ -1,6 +1,7 @@
 //! Signal losses on an adaptive tracker, in a fleet of its own (Madrid's shipped routes, every
 //! unit on a commercial tracker that records on distance, heading and speed while moving and
-//! once an hour while stopped, with an outage of its network per shift). Such a tracker leaves
+//! once an hour while stopped, with an outage of its network per shift and fix losses that
+//! repeat the last fix flagged invalid, never stored). Such a tracker leaves
 //! a silence far wider than a loss that begins while the unit stands at a client (from the
 //! halt's record on), and a loss that begins and ends there hides nothing at all: the truth
 //! says what each loss did to the records (`silencio_perdida`), the positions must agree, and
@@ -57,6 +58,9 @@ modo = "adaptativo"
 latido_apagado_min = 60
 sin_cobertura_por_turno = 1
 sin_cobertura_min = [10, 25]
+sin_fix_por_turno = 2
+sin_fix_min = [2, 6]
+sin_fix_modo = "repetir"
 
 [[geocercas]]
 nombre = "CD Méndez Álvaro"
@@ -141,7 +145,11 @@ fn losses_on_an_adaptive_tracker_are_found_as_the_silences_they_caused() {
                 .filter(|t| **t > from && hasta_utc.is_none_or(|to| **t < to))
                 .count();
             assert_eq!(inside, 0, "seed {seed}: {event:?}");
+            // Records without a fix (repeated, flagged invalid) are not stored: no bound.
             assert!(times.contains(&from), "seed {seed}: {event:?}");
+            if let Some(to) = hasta_utc {
+                assert!(times.contains(to), "seed {seed}: {event:?}");
+            }
             if *registros_ocultos == 0 {
                 hid_nothing += 1;
             }

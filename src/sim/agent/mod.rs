@@ -244,6 +244,8 @@ pub struct Agent<'a, S: Sink> {
     /// Ignition-offs so far: numbers the heartbeat chains, so only the latest one beats.
     heartbeat_chain: u32,
     last_report_ts: Option<i64>,
+    /// The last record with a fix (what reaches the positions table).
+    last_stored_ts: Option<i64>,
     /// When the current shift started: the periodic reports' grid origin.
     shift_start_ms: i64,
 }
@@ -331,6 +333,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             delivered: 0,
             heartbeat_chain: 0,
             last_report_ts: None,
+            last_stored_ts: None,
             shift_start_ms: start_ms,
         }
     }

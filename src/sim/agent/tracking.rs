@@ -56,7 +56,12 @@ impl<S: Sink> Agent<'_, S> {
             .record(&sample, force, &mut self.reports, &mut self.tracker_truth);
         if self.device_records() != before {
             self.last_report_ts = Some(ts_utc);
-            self.silence_ends(Some(ts_utc));
+            // Only a record with a fix is stored: a repeated invalid one is no end to a
+            // silence in the data.
+            if self.device.last_record().is_some_and(|(r, _)| r.valid) {
+                self.last_stored_ts = Some(ts_utc);
+                self.silence_ends(Some(ts_utc));
+            }
         }
         self.hand_over();
     }
@@ -69,7 +74,7 @@ impl<S: Sink> Agent<'_, S> {
         self.signal_lost = true;
         self.silence = Some(Silence {
             start_utc: self.now_ms.div_euclid(1000),
-            before_utc: self.last_report_ts,
+            before_utc: self.last_stored_ts,
             hidden: 0,
             would_be_last: self.device.last_record(),
         });
