@@ -574,6 +574,42 @@ fn a_tracker_that_reports_while_stopped_and_falls_silent_there_lost_its_signal()
 }
 
 #[test]
+fn a_flickered_off_before_a_silence_the_unit_drove_through_is_a_signal_loss() {
+    // A tracker reporting every 15 s reads "off" once, then loses its signal for ten minutes
+    // while the unit drives on: found on, its odometer 6 km on, it was no engine switched off.
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(300),
+        Leg::Silent {
+            kmh: 36.0,
+            secs: 600,
+        },
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 21);
+    let last = fixes.iter().rposition(|f| f.ts_utc < starts[3]).unwrap();
+    fixes[last].ignition = false;
+    let a = run(&fixes, &[], starts[4] + 600);
+    let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+    assert_eq!(found, vec![(fixes[last].ts_utc, Some(starts[4]))]);
+    // Switched off and found the next morning where it was parked: asleep, no loss.
+    let parked = [
+        drive(600),
+        stand(600),
+        Leg::Asleep { secs: 3 * 3600 },
+        stand(300),
+        drive(300),
+    ];
+    let starts = starts_of(&parked);
+    let mut fixes = noisy(&parked, DENSE, 22);
+    let last = fixes.iter().rposition(|f| f.ts_utc < starts[2]).unwrap();
+    fixes[last].ignition = false;
+    assert_eq!(run(&fixes, &[], starts[4] + 300).gaps, vec![]);
+}
+
+#[test]
 fn a_heartbeat_that_flickers_on_does_not_make_the_night_a_signal_loss() {
     // A client stop with the engine on (reports every 15 s), then parked with the engine off,
     // one heartbeat every 30 min; one of them reads "on".
