@@ -3,7 +3,9 @@
 //!
 //! Owns gap detection. Bounds are exact: the last fix before the silence and the first after
 //! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss (and
-//! so is one after a lone "on" between two "off" reports: the ignition line flickered); one
+//! so is one after a lone "on" between two "off" reports: the ignition line flickered) —
+//! unless the unit is found on after it and its odometer advanced: it drove, so the "off"
+//! flickered; one
 //! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
 //! in the same place after it) is a loss only if it is longer than the tracker's own cadence
 //! while stopped allows: an adaptive tracker records once an hour, or not at all, while a unit
@@ -76,6 +78,15 @@ impl GapDetector {
         }
     }
 
+    /// The odometer says the unit drove between `before` and `after` (positions alone could
+    /// be a jump: a night's first fix 200 m off is no drive).
+    fn odometer_moved(&self, before: &Fix, after: &Fix) -> bool {
+        matches!(
+            (before.odometer_m, after.odometer_m),
+            (Some(a), Some(b)) if (b - a) as f64 > self.radius_m
+        )
+    }
+
     pub fn push(&mut self, fix: &Fix) {
         if let Some(prev) = self.prev {
             let silence_s = fix.ts_utc - prev.ts_utc;
@@ -86,7 +97,11 @@ impl GapDetector {
             // A lone "on" between two "off" reports is the ignition line flickering: the
             // silence after it is the tracker asleep with the engine off.
             let flicker = self.off_before_prev && !fix.ignition;
-            if prev.ignition && !flicker && silence_s > self.threshold_s {
+            // And an "off" report followed by a silence the unit drove through (found on,
+            // elsewhere) was the line flickering too: a unit does not drive asleep.
+            let drove_after_off = !prev.ignition && fix.ignition && self.odometer_moved(&prev, fix);
+            let on = (prev.ignition && !flicker) || drove_after_off;
+            if on && silence_s > self.threshold_s {
                 self.gaps.push(Gap {
                     from_utc: prev.ts_utc,
                     to_utc: Some(fix.ts_utc),

@@ -22,6 +22,10 @@ use crate::geometry::earth::{LatLon, distance_m};
 
 /// One fix this fast is a departure by itself, km/h.
 const CLEARLY_MOVING_KMH: f64 = 15.0;
+/// A first moving fix under this was taken as the unit set off: at `aceleracion_ms2` it is
+/// reached within four seconds, and a tracker that records departures checks every second or
+/// so (the adaptive ones' records of a departure land at 6–19 km/h with Doppler noise), km/h.
+const SETTING_OFF_KMH: f64 = 20.0;
 /// Speed and road detour assumed for a drive that happened entirely during a silence.
 const TYPICAL_MS: f64 = 35.0 / 3.6;
 const DETOUR: f64 = 1.3;
@@ -167,15 +171,24 @@ impl StopDetector {
 
     /// When the unit started moving between the last still fix and the first moving one:
     /// the time to reach the first moving fix's speed and position from the stop's centre.
+    /// A first moving fix under [`SETTING_OFF_KMH`] was taken while the unit set off (an
+    /// adaptive tracker records the departure as it happens): the time to reach its speed
+    /// alone, as its distance from the centre is the position noise and drift, which at that
+    /// pace would read as tens of seconds of driving.
     fn departure_time(&self, last_still: &Fix, first_moving: &Fix, centre: LatLon) -> i64 {
         let v = first_moving.speed_kmh / 3.6;
         let span = (first_moving.ts_utc - last_still.ts_utc) as f64;
         if v <= 0.0 {
             return last_still.ts_utc;
         }
-        let accelerating_m = v * v / (2.0 * self.accel_ms2);
-        let d = distance_m(centre, first_moving.point());
-        let travel_s = (d - accelerating_m).max(0.0) / v + v / self.accel_ms2;
+        let accelerating_s = v / self.accel_ms2;
+        let travel_s = if first_moving.speed_kmh < SETTING_OFF_KMH {
+            accelerating_s
+        } else {
+            let accelerating_m = v * v / (2.0 * self.accel_ms2);
+            let d = distance_m(centre, first_moving.point());
+            (d - accelerating_m).max(0.0) / v + accelerating_s
+        };
         first_moving.ts_utc - travel_s.min(span).round() as i64
     }
 

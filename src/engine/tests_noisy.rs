@@ -524,6 +524,33 @@ fn a_tracker_that_sleeps_while_stopped_has_stops_and_no_signal_losses() {
 }
 
 #[test]
+fn a_departure_at_walking_pace_is_dated_by_its_speed_not_the_drift() {
+    // An adaptive tracker records the halt and then the departure, at walking pace, twenty
+    // minutes later: by then the correlated drift has moved the positions 80 m. The distance
+    // from the stop's centre is the drift, not a drive (at 7 km/h it would be 40 s of one).
+    let legs = [drive(600), stand(1020), drive(600), stand(1200), drive(600)];
+    let starts = starts_of(&legs);
+    for seed in 310..=315 {
+        let mut fixes = adaptive(&legs, seed);
+        let departure = fixes.iter().position(|f| f.ts_utc == starts[4]).unwrap();
+        let drifted = offset_m(fixes[departure].point(), 0.0, 80.0);
+        (fixes[departure].lat, fixes[departure].lon) = (drifted.lat, drifted.lon);
+        let a = run(&fixes, &[], starts[4] + 600);
+        let stop = a
+            .stops
+            .iter()
+            .find(|s| (s.start_utc - starts[3]).abs() <= 30)
+            .unwrap_or_else(|| panic!("seed {seed}: {:?}", a.stops));
+        let end = stop.end_utc.unwrap();
+        assert!(
+            (end - starts[4]).abs() <= 10,
+            "seed {seed}: {end} {}",
+            starts[4]
+        );
+    }
+}
+
+#[test]
 fn a_tracker_that_reports_while_stopped_and_falls_silent_there_lost_its_signal() {
     // The same stops from a tracker reporting every 15 s, silent for ten minutes during one.
     let silent_parked = Leg::Silent {
@@ -544,6 +571,42 @@ fn a_tracker_that_reports_while_stopped_and_falls_silent_there_lost_its_signal()
     assert_eq!(a.gaps.len(), 1, "{:?}", a.gaps);
     assert!((a.gaps[0].from_utc - starts[4]).abs() <= 15);
     assert_eq!(a.gaps[0].to_utc, Some(starts[5]));
+}
+
+#[test]
+fn a_flickered_off_before_a_silence_the_unit_drove_through_is_a_signal_loss() {
+    // A tracker reporting every 15 s reads "off" once, then loses its signal for ten minutes
+    // while the unit drives on: found on, its odometer 6 km on, it was no engine switched off.
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(300),
+        Leg::Silent {
+            kmh: 36.0,
+            secs: 600,
+        },
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 21);
+    let last = fixes.iter().rposition(|f| f.ts_utc < starts[3]).unwrap();
+    fixes[last].ignition = false;
+    let a = run(&fixes, &[], starts[4] + 600);
+    let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+    assert_eq!(found, vec![(fixes[last].ts_utc, Some(starts[4]))]);
+    // Switched off and found the next morning where it was parked: asleep, no loss.
+    let parked = [
+        drive(600),
+        stand(600),
+        Leg::Asleep { secs: 3 * 3600 },
+        stand(300),
+        drive(300),
+    ];
+    let starts = starts_of(&parked);
+    let mut fixes = noisy(&parked, DENSE, 22);
+    let last = fixes.iter().rposition(|f| f.ts_utc < starts[2]).unwrap();
+    fixes[last].ignition = false;
+    assert_eq!(run(&fixes, &[], starts[4] + 300).gaps, vec![]);
 }
 
 #[test]

@@ -80,43 +80,79 @@ pub struct Context<'a> {
     pub now_utc: i64,
     /// Units silent at "now": the start of their silence (their last report).
     silent_since: HashMap<&'a str, i64>,
-    /// Each unit's signal losses and losses of fix that ended by "now": `[start, end)`.
+    /// Each unit's signal losses that ended by "now", widened to the silence they caused, and
+    /// its losses of fix that ended by "now": `[start, end)`.
     losses: HashMap<&'a str, Vec<(i64, i64)>>,
+    /// The silence each signal loss caused in the tracker's records, by plate and loss start.
+    silences: HashMap<(&'a str, i64), Silence>,
+}
+
+/// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
+/// before it, the first after it, and how many it hid.
+#[derive(Debug, Clone, Copy)]
+struct Silence {
+    from: Option<i64>,
+    to: Option<i64>,
+    hidden: u64,
 }
 
 impl<'a> Context<'a> {
     pub fn new(config: &'a DetectionConfig, now_utc: i64, truth: &'a [TruthEvent]) -> Self {
-        let silent_since = truth
+        let silences: HashMap<(&str, i64), Silence> = truth
             .iter()
             .filter_map(|e| match e {
-                TruthEvent::PerdidaSenal {
+                TruthEvent::SilencioPerdida {
                     placa,
                     inicio_utc,
-                    fin_utc,
-                } if fin_utc.is_none_or(|end| end > now_utc) => Some((placa.as_str(), *inicio_utc)),
+                    desde_utc,
+                    hasta_utc,
+                    registros_ocultos,
+                } => Some((
+                    (placa.as_str(), *inicio_utc),
+                    Silence {
+                        from: *desde_utc,
+                        to: *hasta_utc,
+                        hidden: *registros_ocultos,
+                    },
+                )),
                 _ => None,
             })
             .collect();
-        // Silences no report shows the inside of: signal losses, and losses of the GNSS fix
-        // (nothing recorded, or the last fix repeated flagged invalid, which is not stored).
+        let mut silent_since = HashMap::new();
         let mut losses: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
         for event in truth {
-            let (placa, start, end) = match event {
-                TruthEvent::PerdidaSenal {
-                    placa,
-                    inicio_utc,
-                    fin_utc: Some(end),
-                }
-                | TruthEvent::SinFix {
-                    placa,
-                    inicio_utc,
-                    fin_utc: Some(end),
-                    ..
-                } => (placa, *inicio_utc, *end),
-                _ => continue,
+            let TruthEvent::PerdidaSenal {
+                placa,
+                inicio_utc,
+                fin_utc,
+            } = event
+            else {
+                continue;
             };
-            if end <= now_utc {
-                losses.entry(placa).or_default().push((start, end));
+            let (start, end) = seen_bounds(
+                silences.get(&(placa.as_str(), *inicio_utc)),
+                *inicio_utc,
+                *fin_utc,
+            );
+            match end.filter(|end| *end <= now_utc) {
+                Some(end) => losses.entry(placa).or_default().push((start, end)),
+                None => {
+                    silent_since.insert(placa.as_str(), start);
+                }
+            }
+        }
+        // A loss of the GNSS fix records nothing (or repeats the last fix flagged invalid,
+        // which is not stored): no report shows its inside either.
+        for event in truth {
+            if let TruthEvent::SinFix {
+                placa,
+                inicio_utc,
+                fin_utc: Some(end),
+                ..
+            } = event
+                && *end <= now_utc
+            {
+                losses.entry(placa).or_default().push((*inicio_utc, *end));
             }
         }
         Context {
@@ -124,6 +160,7 @@ impl<'a> Context<'a> {
             now_utc,
             silent_since,
             losses,
+            silences,
         }
     }
 
@@ -301,8 +338,26 @@ fn overspeeds<'d>(
     (truth, found)
 }
 
+/// A signal loss as the records can show it: the silence it caused, from the tracker's last
+/// record before it to its first after it (null: none by "now"), when the truth says
+/// (`silencio_perdida`); else the loss's own bounds. A tracker that records sparsely (an
+/// adaptive one standing still records once an hour) leaves a silence far wider than the loss,
+/// and no report dates the loss inside it.
+fn seen_bounds(caused: Option<&Silence>, start: i64, end: Option<i64>) -> (i64, Option<i64>) {
+    match caused {
+        Some(silence) => (
+            silence.from.map_or(start, |from| from.min(start)),
+            silence.to.map(|to| end.map_or(to, |end| to.max(end))),
+        ),
+        None => (start, end),
+    }
+}
+
 /// Signal losses are scored whole, even for a unit silent at "now": the open silence (its
-/// `fin_utc` null in the truth) is exactly what the detector must report, open too. A
+/// `fin_utc` null in the truth) is exactly what the detector must report, open too. A loss is
+/// scored as the silence it caused in the records (see [`seen_bounds`]), and one that hid no
+/// record (the tracker would have recorded nothing meanwhile) is don't-care: the data are the
+/// same as without it. A
 /// tracker without a GNSS fix records nothing (or repeats its last fix flagged invalid, which
 /// is not stored): its silence looks exactly like a loss in the data, so it is don't-care; so
 /// is a tracker still without network at "now", whose held records never reached the data.
@@ -326,7 +381,12 @@ fn gaps<'d>(
                 placa,
                 inicio_utc,
                 fin_utc,
-            } => Some(silence(placa, *inicio_utc, *fin_utc, false)),
+            } => {
+                let caused = ctx.silences.get(&(placa.as_str(), *inicio_utc));
+                let (start, end) = seen_bounds(caused, *inicio_utc, *fin_utc);
+                let hid_nothing = caused.is_some_and(|s| s.hidden == 0);
+                Some(silence(placa, start, end, hid_nothing))
+            }
             TruthEvent::SinFix {
                 placa,
                 inicio_utc,
@@ -627,6 +687,62 @@ mod tests {
             let found = (s.true_positives, s.false_positives, s.false_negatives);
             assert_eq!(found, expected, "{end:?}");
         }
+    }
+
+    /// An adaptive tracker standing at a client records once an hour: a loss that starts
+    /// there leaves a silence from the halt's record on, and one that starts and ends there
+    /// hides nothing at all. The loss is scored as the silence it caused, and one that hid no
+    /// record is don't-care (its data are the same as without it).
+    #[test]
+    fn a_loss_is_scored_as_the_silence_it_caused() {
+        let config = DetectionConfig::default();
+        let caused =
+            |start: i64, from: i64, to: Option<i64>, hidden: u64| TruthEvent::SilencioPerdida {
+                placa: "A".into(),
+                inicio_utc: start,
+                desde_utc: Some(from),
+                hasta_utc: to,
+                registros_ocultos: hidden,
+            };
+        let gap = |start: i64, end: Option<i64>| Detected {
+            plate: "A".into(),
+            kind: EventKind::Gap,
+            start,
+            end,
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |events: &[TruthEvent], found: &[Detected]| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), events, found, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        // Halted at 4000 (its last record), lost at 5000–5600, drove off during it: the data
+        // show a silence from 4000 to the first record after, 5600.
+        let drove_off = [loss("A", 5000, 5600), caused(5000, 4000, Some(5600), 40)];
+        assert_eq!(score_of(&drove_off, &[gap(4000, Some(5600))]), (1, 0, 0));
+        assert_eq!(score_of(&drove_off, &[]), (0, 0, 1));
+        // Lost while standing, back before the next record was due: the data are the same as
+        // without the loss; reporting the silence around it is no false alarm either.
+        let hid_nothing = [loss("A", 5000, 5600), caused(5000, 4000, Some(6500), 0)];
+        assert_eq!(score_of(&hid_nothing, &[]), (0, 0, 0));
+        assert_eq!(score_of(&hid_nothing, &[gap(4000, Some(6500))]), (0, 0, 0));
+        // No record after it by "now": the silence is open.
+        let open = [loss("A", 5000, 5600), caused(5000, 4000, None, 40)];
+        assert_eq!(score_of(&open, &[gap(4000, None)]), (1, 0, 0));
+        // A stop that ended in the silence, before the loss began, is dated by nothing.
+        let stopped = [
+            stop("A", 3900, Some(4700)),
+            loss("A", 5000, 5600),
+            caused(5000, 4000, Some(5600), 40),
+        ];
+        assert_eq!(truth_stops(&stopped), vec![(Some(3900), Some(4700), true)]);
     }
 
     #[test]

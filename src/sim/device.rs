@@ -168,6 +168,40 @@ impl Device {
         merged
     }
 
+    /// The last record, as the GNSS saw it, and whether it counted as moving.
+    pub fn last_record(&self) -> Option<(Report, bool)> {
+        self.last
+    }
+
+    /// Whether the tracker would record the true state `sample` now (`force`: whatever its
+    /// criteria), had it not lost its signal, given what it would have recorded last: what an
+    /// injected signal loss hides. Judged on the true state, so it draws nothing.
+    pub fn would_record(
+        &self,
+        last: Option<&(Report, bool)>,
+        sample: &TrueSample,
+        force: bool,
+    ) -> Option<(Report, bool)> {
+        let reading = Report {
+            ts_utc: sample.ts_utc,
+            sequence: 0,
+            received_utc: sample.ts_utc,
+            lat: sample.position.lat,
+            lon: sample.position.lon,
+            speed_kmh: sample.speed_kmh,
+            heading_deg: sample.heading_deg,
+            ignition: sample.ignition,
+            odometer_km: Some(sample.odometer_km),
+            valid: true,
+        };
+        let moving = match self.profile.recording {
+            Recording::Adaptive { moving_kmh, .. } => reading.speed_kmh >= moving_kmh,
+            Recording::Fixed { .. } => reading.speed_kmh > 0.0,
+        };
+        let last = last.map(|(r, m)| (r, *m));
+        (force || due(&self.profile.recording, last, &reading)).then_some((reading, moving))
+    }
+
     /// The GNSS loses (or regains) its fix.
     pub fn set_fix(&mut self, lost: bool) {
         self.fix_lost = lost;

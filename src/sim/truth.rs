@@ -143,6 +143,18 @@ pub enum TruthEvent {
         inicio_utc: i64,
         fin_utc: Option<i64>,
     },
+    /// What the signal loss starting at `inicio_utc` did to the tracker's records: the silence
+    /// the data show around it, from the last record before it (`desde_utc`; null when none
+    /// that shift) to the first after it (`hasta_utc`; null when none by `ahora`), and the
+    /// records the tracker would have made meanwhile (`registros_ocultos`: 0 when the loss hid
+    /// nothing, as for an adaptive tracker standing still between its records).
+    SilencioPerdida {
+        placa: String,
+        inicio_utc: i64,
+        desde_utc: Option<i64>,
+        hasta_utc: Option<i64>,
+        registros_ocultos: u64,
+    },
     /// A stay inside a geofence of the noise-free path; `entrada_utc` null when inside since
     /// before the data starts, `salida_utc` null when still inside at `ahora`.
     VisitaGeocerca {
@@ -255,6 +267,7 @@ impl TruthEvent {
             | TruthEvent::Parada { placa, .. }
             | TruthEvent::ExcesoVelocidad { placa, .. }
             | TruthEvent::PerdidaSenal { placa, .. }
+            | TruthEvent::SilencioPerdida { placa, .. }
             | TruthEvent::VisitaGeocerca { placa, .. }
             | TruthEvent::KmDia { placa, .. }
             | TruthEvent::DetenidaAhora { placa, .. }

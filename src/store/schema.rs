@@ -22,7 +22,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// 5: each event's evidence (`eventos.primer_reporte_utc` … `umbral_valor`). 6: GPS km skip
 /// jumps, the odometer's trust bound, speeding against Doppler noise and slow zones' edges. 7: stops under drift
 /// and signal losses against each unit's cadence while stopped, exits dated by their own fixes.
-/// 8: GPS km across a halt between an adaptive tracker's records (its cadence while moving).
+/// 8: GPS km across a halt between an adaptive tracker's records (its cadence while moving);
+/// a departure recorded while the unit was still setting off is dated by its speed, not by
+/// its distance from the stop's centre (the drift).
 pub const ANALYSIS_VERSION: i64 = 8;
 
 pub const DDL: &str = "

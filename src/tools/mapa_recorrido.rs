@@ -164,7 +164,17 @@ impl TypedTool for MapaRecorrido {
             reportes_dibujados: rendered.drawn_points,
             paradas: scene.stops.len(),
             paradas_prolongadas: scene.stops.iter().filter(|s| s.long).count(),
-            minutos_en_paradas: round1(scene.stops.iter().map(|s| s.minutes).sum()),
+            // Whole seconds summed, as `resumen_recorrido` sums them: a sum of fractions of a
+            // minute can land either side of a rounding boundary (278.35 read as 278.4 there
+            // and 278.3 here).
+            minutos_en_paradas: round1(
+                scene
+                    .stops
+                    .iter()
+                    .map(|s| (s.minutes * 60.0).round() as i64)
+                    .sum::<i64>() as f64
+                    / 60.0,
+            ),
             excesos_de_velocidad: scene.speeding.len(),
             perdidas_de_senal: scene.gaps.len(),
             geocercas_visitadas: visited_fences(&track, &snapshot),

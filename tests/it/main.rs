@@ -34,6 +34,8 @@
 //! - `shutdown`: stdin closed while nobody reads, SIGTERM/SIGINT mid-answer, the grace;
 //! - `spanish`: every help and a set of failures across verbs read with no English; a reader
 //!   that stops reading ends any verb quietly;
+//! - `adaptive_losses`: signal losses on an adaptive tracker in a Madrid fleet of its own:
+//!   the silence each loss caused, in the truth and the positions, and the engine finding it;
 //! - `trackers`: tracker profiles (`escenarios/rastreadores.toml`): what the truth says the
 //!   trackers did against the positions stored, and `flota evaluar` reading the new kinds;
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
@@ -52,6 +54,7 @@
     clippy::print_stderr
 )]
 
+mod adaptive_losses;
 mod analysis;
 mod apps;
 mod changeover;

@@ -221,6 +221,8 @@ pub struct Agent<'a, S: Sink> {
     ignition: bool,
     reporting: bool,
     signal_lost: bool,
+    /// The silence of the latest signal loss, until the first record after it.
+    silence: Option<tracking::Silence>,
     /// Set by an injected "stopped now": the vehicle stays put until `ahora`.
     frozen: bool,
     day: Option<Day>,
@@ -242,6 +244,8 @@ pub struct Agent<'a, S: Sink> {
     /// Ignition-offs so far: numbers the heartbeat chains, so only the latest one beats.
     heartbeat_chain: u32,
     last_report_ts: Option<i64>,
+    /// The last record with a fix (what reaches the positions table).
+    last_stored_ts: Option<i64>,
     /// When the current shift started: the periodic reports' grid origin.
     shift_start_ms: i64,
 }
@@ -315,6 +319,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             ignition: false,
             reporting: false,
             signal_lost: false,
+            silence: None,
             frozen: false,
             day: None,
             km_by_day: vec![0.0; unit.days.len()],
@@ -328,6 +333,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             delivered: 0,
             heartbeat_chain: 0,
             last_report_ts: None,
+            last_stored_ts: None,
             shift_start_ms: start_ms,
         }
     }
@@ -424,7 +430,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 }
             }
             Event::ReportsOff => self.reporting = self.ignition,
-            Event::LossStart => self.signal_lost = true,
+            Event::LossStart => self.signal_starts(),
             Event::LossEnd => self.signal_lost = false,
             Event::StopNow => self.stop_now(),
             Event::Heartbeat(chain) => self.heartbeat(chain),

@@ -10,6 +10,7 @@
 use super::{Agent, Event};
 use crate::scenario::Recording;
 use crate::sim::Sink;
+use crate::sim::gnss::Report;
 use crate::sim::gnss::TrueSample;
 use crate::sim::truth::TruthEvent;
 
@@ -27,7 +28,7 @@ impl<S: Sink> Agent<'_, S> {
     /// Asks the device for a record of the true state now (`force`: whatever its criteria).
     pub(super) fn emit_report(&mut self, force: bool) {
         let ts_utc = self.now_ms.div_euclid(1000);
-        if self.signal_lost || self.last_report_ts == Some(ts_utc) {
+        if self.last_report_ts == Some(ts_utc) {
             return;
         }
         let sample = TrueSample {
@@ -38,14 +39,62 @@ impl<S: Sink> Agent<'_, S> {
             ignition: self.ignition,
             odometer_km: self.odometer_start_km + self.odometer_m / 1000.0,
         };
+        if self.signal_lost {
+            if let Some(silence) = &mut self.silence
+                && let Some(hidden) =
+                    self.device
+                        .would_record(silence.would_be_last.as_ref(), &sample, force)
+            {
+                silence.hidden += 1;
+                silence.would_be_last = Some(hidden);
+            }
+            return;
+        }
         self.reports.clear();
         let before = self.device_records();
         self.device
             .record(&sample, force, &mut self.reports, &mut self.tracker_truth);
         if self.device_records() != before {
             self.last_report_ts = Some(ts_utc);
+            // Only a record with a fix is stored: a repeated invalid one is no end to a
+            // silence in the data.
+            if self.device.last_record().is_some_and(|(r, _)| r.valid) {
+                self.last_stored_ts = Some(ts_utc);
+                self.silence_ends(Some(ts_utc));
+            }
         }
         self.hand_over();
+    }
+
+    /// An injected signal loss starts: the tracker records nothing until it ends, and the
+    /// truth will say what that hid (a silence still waiting for its first record after is
+    /// closed as having none).
+    pub(super) fn signal_starts(&mut self) {
+        self.silence_ends(None);
+        self.signal_lost = true;
+        self.silence = Some(Silence {
+            start_utc: self.now_ms.div_euclid(1000),
+            before_utc: self.last_stored_ts,
+            hidden: 0,
+            would_be_last: self.device.last_record(),
+        });
+    }
+
+    /// The first record after a signal loss (`None`: none came), once the loss is over: the
+    /// silence it caused goes to the truth.
+    fn silence_ends(&mut self, first_after_utc: Option<i64>) {
+        if self.signal_lost && first_after_utc.is_some() {
+            return;
+        }
+        if let Some(silence) = self.silence.take() {
+            self.sink.truth(TruthEvent::SilencioPerdida {
+                placa: self.unit.plate.clone(),
+                inicio_utc: silence.start_utc,
+                desde_utc: silence.before_utc,
+                hasta_utc: first_after_utc,
+                registros_ocultos: silence.hidden,
+            });
+        }
     }
 
     fn device_records(&self) -> u64 {
@@ -134,8 +183,19 @@ impl<S: Sink> Agent<'_, S> {
 
     /// At `ahora`: an outage still under way and the tracker's summary.
     pub(super) fn finish_tracker(&mut self) {
+        self.silence_ends(None);
         let delivered = self.delivered;
         self.device.finish(delivered, &mut self.tracker_truth);
         self.hand_over();
     }
+}
+
+/// An injected signal loss as the tracker lived it: what it had recorded last before it,
+/// and what it would have recorded meanwhile.
+pub(super) struct Silence {
+    start_utc: i64,
+    before_utc: Option<i64>,
+    hidden: u64,
+    /// The record the tracker would have made last, had it not lost its signal.
+    would_be_last: Option<(Report, bool)>,
 }
