@@ -322,10 +322,14 @@ mod tests {
         assert_eq!(
             indexes(&conn),
             [
+                "eventos_alertas",
+                "eventos_entradas",
+                "eventos_paradas_por_fin",
                 "eventos_por_fin",
                 "eventos_por_tipo",
                 "eventos_por_vehiculo",
-                "eventos_prolongadas"
+                "eventos_prolongadas",
+                "eventos_salidas"
             ]
         );
     }
