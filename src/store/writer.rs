@@ -328,8 +328,7 @@ mod tests {
                 "eventos_por_fin",
                 "eventos_por_tipo",
                 "eventos_por_vehiculo",
-                "eventos_prolongadas",
-                "eventos_salidas"
+                "eventos_prolongadas"
             ]
         );
     }
