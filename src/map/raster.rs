@@ -109,7 +109,7 @@ impl Pixels<'_> {
 /// `v.ceil().max(0.0)`, without the library call `ceil` is on the baseline x86-64 target
 /// (four of them per row of every capsule were 7 % of a map's instructions).
 fn ceil_at_least_zero(v: f64) -> f64 {
-    if !(v > 0.0) {
+    if v.is_nan() || v <= 0.0 {
         0.0
     } else if v >= 4_503_599_627_370_496.0 {
         // 2^52 and above (and infinity): already whole.
@@ -123,7 +123,7 @@ fn ceil_at_least_zero(v: f64) -> f64 {
 /// `v.floor().min(most)` for a whole `most` (a last row or column): the same answer as
 /// the library's `floor`, which is a call on the baseline x86-64 target.
 fn floor_at_most(v: f64, most: f64) -> f64 {
-    if !(v < most) {
+    if v.is_nan() || v >= most {
         most
     } else if v >= 0.0 {
         v as u64 as f64
