@@ -3,7 +3,10 @@
 //!
 //! `cargo bench --bench herramientas` simulates the reference week into a temp dir and times
 //! each tool over many calls (varied arguments) through `flota servir` on pipes, as a client
-//! would. With `FLOTA_BENCH_DB=/path/flota.db` it measures an existing database instead (the
+//! would: the tools over a range of dates at ranges of 1, 7, 31 and 92 days ending today, the
+//! tools about one day over the days of such a window in turn, the tools about "now" once.
+//! `FLOTA_BENCH_CALLS` sets the calls per tool and window (200), `FLOTA_BENCH_TOOL` measures one
+//! tool only, `FLOTA_BENCH_BIN` another build of the server (before and after a change). With `FLOTA_BENCH_DB=/path/flota.db` it measures an existing database instead (the
 //! 1,000 × 30-day scale set: `flota simular escenarios/escala.toml --salida …` first).
 //! Prints Markdown for docs/rendimiento.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -24,7 +27,9 @@ struct Server {
 
 impl Server {
     fn spawn(db: &str) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flota"))
+        let binary = std::env::var_os("FLOTA_BENCH_BIN")
+            .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_flota")), PathBuf::from);
+        let mut child = Command::new(binary)
             .args(["servir", "--db", db])
             .env("FLOTA_LOG", "error")
             // Maps over the offline basemap: the number measures flota, not a tile server.
@@ -59,7 +64,8 @@ impl Server {
         serde_json::from_str(&line).unwrap()
     }
 
-    fn call(&mut self, tool: &str, arguments: Value) -> (Duration, usize) {
+    /// The call's time and answer size, or `None` when the tool answered with an error.
+    fn call(&mut self, tool: &str, arguments: Value) -> Option<(Duration, usize)> {
         self.id += 1;
         let message = json!({"jsonrpc":"2.0","id":self.id,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
         let started = Instant::now();
@@ -69,8 +75,8 @@ impl Server {
         self.stdout.read_line(&mut line).unwrap();
         let elapsed = started.elapsed();
         let answer: Value = serde_json::from_str(&line).unwrap();
-        assert!(answer["result"]["isError"] != true, "{tool}: {line}");
-        (elapsed, line.len())
+        assert!(answer.get("result").is_some(), "{tool}: {line}");
+        (answer["result"]["isError"] != true).then_some((elapsed, line.len()))
     }
 
     fn rss_mb(&self, field: &str) -> f64 {
@@ -88,6 +94,29 @@ impl Server {
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
+
+/// What a tool's calls range over: nothing (it answers about "now"), one day among the
+/// window's last `days` days, or the whole window as a range of dates.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Now,
+    Day,
+    Range,
+}
+
+const TOOLS: [(&str, Shape); 8] = [
+    ("posicion_actual", Shape::Now),
+    ("unidades_detenidas", Shape::Now),
+    ("mapa_flota", Shape::Now),
+    ("resumen_recorrido", Shape::Day),
+    ("mapa_recorrido", Shape::Day),
+    ("verificar_geocerca", Shape::Day),
+    ("alertas", Shape::Range),
+    ("reporte_kilometraje", Shape::Range),
+];
+
+/// Window lengths in days: a day, a week, a month, the 92-day maximum (93 days allowed).
+const WINDOWS: [i64; 4] = [1, 7, 31, 92];
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,6 +137,11 @@ fn main() {
             db
         }
     };
+    let calls: usize = std::env::var("FLOTA_BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    let only: Option<String> = std::env::var("FLOTA_BENCH_TOOL").ok();
     let mut server = Server::spawn(db.to_str().unwrap());
     // Plates and dates from the data itself, so the same bench serves any data set.
     let stopped = server.round_trip(&json!({"jsonrpc":"2.0","id":-1,"method":"tools/call","params":{"name":"unidades_detenidas","arguments":{"minutos_minimos":0}}}));
@@ -116,9 +150,8 @@ fn main() {
         .unwrap()
         .to_owned();
     let today = chrono::NaiveDate::parse_from_str(&instant[..10], "%Y-%m-%d").unwrap();
-    let yesterday = (today - chrono::Duration::days(1)).to_string();
-    let week = (today - chrono::Duration::days(6)).to_string();
-    let ranking = server.round_trip(&json!({"jsonrpc":"2.0","id":-2,"method":"tools/call","params":{"name":"reporte_kilometraje","arguments":{"fecha_inicio":week,"fecha_fin":yesterday}}}));
+    let day = |back: i64| (today - chrono::Duration::days(back)).to_string();
+    let ranking = server.round_trip(&json!({"jsonrpc":"2.0","id":-2,"method":"tools/call","params":{"name":"reporte_kilometraje","arguments":{"fecha_inicio":day(6),"fecha_fin":day(1)}}}));
     let plates: Vec<String> = ranking["result"]["structuredContent"]["ranking"]
         .as_array()
         .unwrap()
@@ -126,44 +159,55 @@ fn main() {
         .map(|r| r["placa"].as_str().unwrap().to_owned())
         .collect();
     let fence = "CEDIS Zona 12";
-    let calls = 200;
     let mut rows = Vec::new();
-    for tool in [
-        "posicion_actual",
-        "unidades_detenidas",
-        "resumen_recorrido",
-        "mapa_recorrido",
-        "alertas",
-        "verificar_geocerca",
-        "reporte_kilometraje",
-    ] {
-        let mut times = Vec::new();
-        let mut bytes = 0;
-        for i in 0..calls {
-            let plate = &plates[i % plates.len()];
-            let arguments = match tool {
-                "posicion_actual" => json!({"placa": plate}),
-                "unidades_detenidas" => json!({"minutos_minimos": 30}),
-                "resumen_recorrido" | "mapa_recorrido" => {
-                    json!({"placa": plate, "fecha": yesterday})
-                }
-                "alertas" => json!({"fecha_inicio": week, "fecha_fin": "hoy"}),
-                "verificar_geocerca" => {
-                    json!({"placa": plate, "nombre_geocerca": fence, "fecha": yesterday})
-                }
-                _ => json!({"fecha_inicio": week, "fecha_fin": "hoy"}),
-            };
-            let (elapsed, size) = server.call(tool, arguments);
-            times.push(elapsed);
-            bytes = bytes.max(size);
+    for (tool, shape) in TOOLS {
+        if only.as_deref().is_some_and(|o| o != tool) {
+            continue;
         }
-        times.sort();
-        rows.push((
-            tool,
-            percentile(&times, 0.5),
-            percentile(&times, 0.95),
-            bytes,
-        ));
+        let windows: &[i64] = if shape == Shape::Now { &[0] } else { &WINDOWS };
+        for &window in windows {
+            let mut times = Vec::new();
+            let (mut bytes, mut refused) = (0, 0);
+            for i in 0..calls {
+                let plate = &plates[i % plates.len()];
+                // Single-day tools: the days of the window in turn, today last (a day in
+                // progress), so older pages are read as well as recent ones.
+                let date = day((i as i64 * 7919) % window.max(1));
+                let arguments = match tool {
+                    "posicion_actual" => json!({"placa": plate}),
+                    "unidades_detenidas" => json!({"minutos_minimos": 30}),
+                    "mapa_flota" => json!({}),
+                    "resumen_recorrido" | "mapa_recorrido" => {
+                        json!({"placa": plate, "fecha": date})
+                    }
+                    "verificar_geocerca" => {
+                        json!({"placa": plate, "nombre_geocerca": fence, "fecha": date})
+                    }
+                    _ => json!({"fecha_inicio": day(window - 1), "fecha_fin": "hoy"}),
+                };
+                match server.call(tool, arguments) {
+                    Some((elapsed, size)) => {
+                        times.push(elapsed);
+                        bytes = bytes.max(size);
+                    }
+                    // A unit-day without data (before the data began) is answered with an
+                    // error; it is left out of the figures and counted.
+                    None => refused += 1,
+                }
+            }
+            times.sort();
+            if times.is_empty() {
+                continue;
+            }
+            rows.push((
+                tool,
+                window,
+                percentile(&times, 0.5),
+                percentile(&times, 0.95),
+                bytes,
+                refused,
+            ));
+        }
     }
     let (rss, peak) = (server.rss_mb("VmRSS:"), server.rss_mb("VmHWM:"));
     drop(server.stdin);
@@ -171,15 +215,20 @@ fn main() {
 
     let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
     println!(
-        "Database: {} ({} plates); {calls} calls per tool.\n",
+        "Database: {} ({} plates); {calls} calls per tool and window; today {today}.\n",
         db.display(),
         plates.len()
     );
-    println!("| tool | p50 | p95 | largest answer |");
-    println!("|---|---|---|---|");
-    for (tool, p50, p95, bytes) in rows {
+    println!("| tool | window (days) | p50 | p95 | largest answer | answered with an error |");
+    println!("|---|---|---|---|---|---|");
+    for (tool, window, p50, p95, bytes, refused) in rows {
+        let window = if window == 0 {
+            "now".to_owned()
+        } else {
+            window.to_string()
+        };
         println!(
-            "| `{tool}` | {} | {} | {:.1} KB |",
+            "| `{tool}` | {window} | {} | {} | {:.1} KB | {refused} |",
             ms(p50),
             ms(p95),
             bytes as f64 / 1024.0

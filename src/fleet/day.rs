@@ -60,7 +60,13 @@ pub fn is_working_stop(stop: &EventRow, window: (i64, i64)) -> bool {
 /// now. (A stop still open is judged against the fleet's now, not the analysis's.)
 pub fn is_long_stop(stop: &EventRow, now_utc: i64, long_s: i64) -> bool {
     let candidate = !stop.end_of_day && (stop.long || stop.end_utc.is_none());
-    candidate && stop.end_utc.unwrap_or(now_utc).min(now_utc) - stop.start_utc >= long_s
+    candidate && lasts_long(stop.start_utc, stop.end_utc, now_utc, long_s)
+}
+
+/// Whether a candidate stop from `start_utc` to `end_utc` (open: still going on) has lasted
+/// `long_s` by `now_utc`.
+pub fn lasts_long(start_utc: i64, end_utc: Option<i64>, now_utc: i64, long_s: i64) -> bool {
+    end_utc.unwrap_or(now_utc).min(now_utc) - start_utc >= long_s
 }
 
 impl Snapshot {

@@ -34,7 +34,7 @@ use places::{Geocoder, Places};
 use text::Found;
 
 use crate::geometry::earth::LatLon;
-pub use day::{DayTrack, is_long_stop, is_working_stop, no_reports, working_window};
+pub use day::{DayTrack, is_long_stop, is_working_stop, lasts_long, no_reports, working_window};
 pub use evidence::{Evidencia, Umbral};
 pub use trust::with_warning;
 

@@ -655,18 +655,17 @@ fn downsample(buffer: &[u8], w: u32, h: u32) -> Buffer {
     let (ow, oh) = ((w / SS) as usize, (h / SS) as usize);
     let w = w as usize;
     let mut out = Buffer::zeroed(ow * oh * 3);
-    for y in 0..oh {
-        let row0 = 2 * y * w * 3;
-        let row1 = row0 + w * 3;
-        for x in 0..ow {
-            let a = row0 + 2 * x * 3;
-            let b = row1 + 2 * x * 3;
+    // Row by row through exact chunks: no index arithmetic or bounds check per byte (this
+    // loop was a fifth of a map's instructions with them).
+    let rows = buffer.chunks_exact(2 * w * 3);
+    for (out_row, pair) in out.chunks_exact_mut(ow * 3).zip(rows) {
+        let (row0, row1) = pair.split_at(w * 3);
+        let blocks = row0.chunks_exact(6).zip(row1.chunks_exact(6));
+        for (pixel, (a, b)) in out_row.chunks_exact_mut(3).zip(blocks) {
             for c in 0..3 {
-                let sum = u16::from(buffer[a + c])
-                    + u16::from(buffer[a + 3 + c])
-                    + u16::from(buffer[b + c])
-                    + u16::from(buffer[b + 3 + c]);
-                out[(y * ow + x) * 3 + c] = ((sum + 2) / 4) as u8;
+                let sum =
+                    u16::from(a[c]) + u16::from(a[3 + c]) + u16::from(b[c]) + u16::from(b[3 + c]);
+                pixel[c] = ((sum + 2) / 4) as u8;
             }
         }
     }

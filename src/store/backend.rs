@@ -19,7 +19,7 @@ use super::location::Location;
 use super::meta::Meta;
 use super::pg::live::PgLiveTx;
 use super::pg::{CallFlag, PgRewrite, PgStore, PgWriter};
-use super::queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
+use super::queries::{AlertKey, DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 use super::reader::{SqliteStore, StoreError, StoredFence, StoredRoute, Vehicle};
 use super::writer::{SqliteWriter, WriteError};
 use crate::engine::{Analysis, DetectionConfig, EventKind, Fix};
@@ -226,6 +226,37 @@ impl Store {
         to_utc: i64,
     ) -> Result<Vec<EventRow>, StoreError> {
         each!(self, s => s.events_starting(kind, from_utc, to_utc))
+    }
+
+    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, in
+    /// [`Self::events_starting`]'s order.
+    pub fn alert_keys(
+        &self,
+        kind: EventKind,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<AlertKey>, StoreError> {
+        each!(self, s => s.alert_keys(kind, from_utc, to_utc))
+    }
+
+    /// The keys of [`Self::long_stops`], in its order.
+    pub fn long_stop_keys(&self, from_utc: i64, to_utc: i64) -> Result<Vec<AlertKey>, StoreError> {
+        each!(self, s => s.long_stop_keys(from_utc, to_utc))
+    }
+
+    /// The events with these ids, in the order given.
+    pub fn events_by_id(&self, ids: &[i64]) -> Result<Vec<EventRow>, StoreError> {
+        each!(self, s => s.events_by_id(ids))
+    }
+
+    /// When the vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`.
+    pub fn last_stop_end(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        each!(self, s => s.last_stop_end(vehicle_id, from_utc, at_utc))
     }
 
     /// Geofence entries or exits in range, counted per vehicle, by vehicle id.

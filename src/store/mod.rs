@@ -27,7 +27,7 @@ pub use encoding::{Reading, StoredRow};
 pub use live::{NewDatabase, RowChanges, Written};
 pub use location::{Location, LocationError};
 pub use meta::{AnalysisRecord, Meta};
-pub use queries::{DayKm, DayRow, EventRow, KmRow, VehicleEvents};
+pub use queries::{AlertKey, DayKm, DayRow, EventRow, KmRow, VehicleEvents};
 pub use reader::{StoreError, StoredFence, StoredRoute, Vehicle};
 pub use schema::{ANALYSIS_VERSION, SCHEMA_VERSION};
 pub use writer::WriteError;

@@ -133,6 +133,30 @@ pub struct VehicleEvents {
     pub visits: Vec<EventRow>,
 }
 
+/// What ranks an event among its kind's alerts, without the rest of its row: enough to
+/// count it per vehicle and order it by severity, from a covering index; the few shown are
+/// then read whole by [`SqliteStore::events_by_id`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlertKey {
+    pub id: i64,
+    pub vehicle_id: i64,
+    pub start_utc: i64,
+    pub end_utc: Option<i64>,
+    pub max_kmh: Option<f64>,
+    pub limit_kmh: Option<f64>,
+}
+
+fn alert_key(r: &Row<'_>) -> rusqlite::Result<AlertKey> {
+    Ok(AlertKey {
+        id: r.get(0)?,
+        vehicle_id: r.get(1)?,
+        start_utc: r.get(2)?,
+        end_utc: r.get(3)?,
+        max_kmh: r.get(4)?,
+        limit_kmh: r.get(5)?,
+    })
+}
+
 /// Per-vehicle totals over a range of days.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KmRow {
@@ -149,6 +173,84 @@ pub struct DayKm {
     pub date: String,
     pub km: f64,
     pub km_gps: f64,
+}
+
+/// Rows counted per vehicle id: in a table indexed by the id for the ids vehicles have
+/// (small, from 1), in a map for any other. (A hash per row was an eighth of a month's
+/// `alertas` on 1,000 units: 373,000 crossings.)
+#[derive(Default)]
+struct VehicleCounts {
+    dense: Vec<usize>,
+    other: std::collections::BTreeMap<i64, usize>,
+}
+
+impl VehicleCounts {
+    /// Ids below this are counted in the table.
+    const DENSE: i64 = 1 << 20;
+
+    fn add(&mut self, vehicle_id: i64) {
+        match usize::try_from(vehicle_id) {
+            Ok(at) if vehicle_id < Self::DENSE => {
+                if at >= self.dense.len() {
+                    self.dense.resize(at + 1, 0);
+                }
+                self.dense[at] += 1;
+            }
+            _ => *self.other.entry(vehicle_id).or_default() += 1,
+        }
+    }
+
+    /// `(vehicle id, count)` for every id counted, by id.
+    fn into_sorted(self) -> Vec<(i64, usize)> {
+        let dense = (self.dense.into_iter().enumerate())
+            .filter(|(_, n)| *n > 0)
+            .map(|(id, n)| (id as i64, n));
+        let mut counts: Vec<(i64, usize)> = dense.chain(self.other).collect();
+        counts.sort_unstable();
+        counts
+    }
+}
+
+/// [`SqliteStore::stop_at`] through `index` (an `INDEXED BY` clause, or nothing).
+fn stop_at_sql(index: &str) -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS}, id FROM eventos {index} WHERE vehiculo_id = ?1 AND tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= ?2
+         UNION ALL
+         SELECT {EVENT_COLUMNS}, id FROM eventos {index} WHERE vehiculo_id = ?1 AND tipo = '{STOP}' AND fin_utc > ?2 AND inicio_utc <= ?2
+         ORDER BY inicio_utc DESC, id DESC LIMIT 1"
+    )
+}
+
+/// [`SqliteStore::last_stop_end`] through `index` (an `INDEXED BY` clause, or nothing).
+fn last_stop_end_sql(index: &str) -> String {
+    format!(
+        "SELECT fin_utc FROM eventos {index} WHERE vehiculo_id = ?1 AND tipo = '{STOP}'
+         AND fin_utc > ?2 AND fin_utc <= ?3 AND inicio_utc <= ?3 ORDER BY fin_utc DESC LIMIT 1"
+    )
+}
+
+/// [`SqliteStore::alert_keys`]. The kind spelled, not bound: the partial index
+/// `eventos_alertas` serves only a query whose condition implies its own.
+fn alert_keys_sql(kind: EventKind) -> String {
+    format!(
+        "SELECT id, vehiculo_id, inicio_utc, fin_utc, velocidad_max_kmh, limite_kmh FROM eventos
+         WHERE tipo = '{}' AND inicio_utc >= ?1 AND inicio_utc < ?2
+         ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id",
+        kind.name()
+    )
+}
+
+/// [`SqliteStore::crossings_by_vehicle`]'s vehicle column of entries or exits through `index`.
+fn crossings_sql(exits: bool, index: &str) -> String {
+    if exits {
+        format!(
+            "SELECT vehiculo_id FROM eventos INDEXED BY {index} WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2"
+        )
+    } else {
+        format!(
+            "SELECT vehiculo_id FROM eventos INDEXED BY {index} WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
+        )
+    }
 }
 
 impl SqliteStore {
@@ -170,18 +272,46 @@ impl SqliteStore {
             .map_err(|e| self.err(e))
     }
 
-    /// The stop the vehicle is in at `at_utc` (started by then, not ended by then).
-    pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE vehiculo_id = ?1 AND tipo = '{STOP}' AND inicio_utc <= ?2
-             AND (fin_utc IS NULL OR fin_utc > ?2) ORDER BY inicio_utc DESC LIMIT 1"
-        );
+    /// A statement through `preferred`, or through `fallback` when the file lacks an index
+    /// `preferred` names (`INDEXED BY` an index added after the file was analysed: its
+    /// answers are the same, only slower).
+    fn prepare_either(
+        &self,
+        preferred: &str,
+        fallback: &str,
+    ) -> Result<rusqlite::CachedStatement<'_>, StoreError> {
         self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_row(params![vehicle_id, at_utc], event)
-                    .optional()
-            })
+            .prepare_cached(preferred)
+            .or_else(|_| self.conn.prepare_cached(fallback))
+            .map_err(|e| self.err(e))
+    }
+
+    /// The stop the vehicle is in at `at_utc` (started by then, not ended by then): the open
+    /// stop, or one ending after `at_utc`, from the vehicle's stops by end time (a moving
+    /// unit's earlier stops are never read).
+    pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
+        let mut stmt = self.prepare_either(
+            &stop_at_sql("INDEXED BY eventos_paradas_por_fin"),
+            &stop_at_sql(""),
+        )?;
+        stmt.query_row(params![vehicle_id, at_utc], event)
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// When the vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`.
+    pub fn last_stop_end(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.prepare_either(
+            &last_stop_end_sql("INDEXED BY eventos_paradas_por_fin"),
+            &last_stop_end_sql(""),
+        )?;
+        stmt.query_row(params![vehicle_id, from_utc, at_utc], |r| r.get(0))
+            .optional()
             .map_err(|e| self.err(e))
     }
 
@@ -257,6 +387,57 @@ impl SqliteStore {
             .map_err(|e| self.err(e))
     }
 
+    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, in
+    /// [`Self::events_starting`]'s order (speeding and signal losses: a partial covering
+    /// index holds just these).
+    pub fn alert_keys(
+        &self,
+        kind: EventKind,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<AlertKey>, StoreError> {
+        self.conn
+            .prepare_cached(&alert_keys_sql(kind))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![from_utc, to_utc], alert_key)?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// The keys of [`Self::long_stops`], in its order, from its partial index alone.
+    pub fn long_stop_keys(&self, from_utc: i64, to_utc: i64) -> Result<Vec<AlertKey>, StoreError> {
+        let sql = format!(
+            "SELECT id, vehiculo_id, inicio_utc, fin_utc, NULL, NULL FROM eventos INDEXED BY eventos_prolongadas
+             WHERE tipo = '{STOP}' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
+             AND inicio_utc >= ?1 AND inicio_utc < ?2 ORDER BY inicio_utc, id"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(params![from_utc, to_utc], alert_key)?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// The events with these ids, in the order given (an id not found is left out).
+    pub fn events_by_id(&self, ids: &[i64]) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM eventos WHERE id = ?1");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(row) = stmt
+                .query_row(params![id], event)
+                .optional()
+                .map_err(|e| self.err(e))?
+            {
+                rows.push(row);
+            }
+        }
+        Ok(rows)
+    }
+
     /// Geofence entries (`exits == false`: visits starting in range, not already under way
     /// when the data began) or exits (visits ending in range), counted per vehicle from the
     /// covering indexes alone.
@@ -266,30 +447,27 @@ impl SqliteStore {
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<(i64, usize)>, StoreError> {
-        // Read the vehicle column straight off the covering index and count here: cheaper than
-        // SQLite's temporary B-tree for a GROUP BY over a range ordered by time.
-        let sql = if exits {
-            format!(
-                "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_fin WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2"
-            )
+        // Read the vehicle column straight off a covering index and count here: cheaper than
+        // SQLite's temporary B-tree for a GROUP BY over a range ordered by time. Entries come
+        // from the partial index of visits alone (half the pages of `eventos_por_tipo`).
+        let (preferred, fallback) = if exits {
+            let sql = crossings_sql(true, "eventos_por_fin");
+            (sql.clone(), sql)
         } else {
-            format!(
-                "SELECT vehiculo_id FROM eventos INDEXED BY eventos_por_tipo WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
+            (
+                crossings_sql(false, "eventos_entradas"),
+                crossings_sql(false, "eventos_por_tipo"),
             )
         };
-        let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let mut counts = VehicleCounts::default();
+        let mut stmt = self.prepare_either(&preferred, &fallback)?;
         let mut rows = stmt
             .query(params![from_utc, to_utc])
             .map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            *counts
-                .entry(row.get(0).map_err(|e| self.err(e))?)
-                .or_default() += 1;
+            counts.add(row.get(0).map_err(|e| self.err(e))?);
         }
-        let mut counts: Vec<(i64, usize)> = counts.into_iter().collect();
-        counts.sort_unstable();
-        Ok(counts)
+        Ok(counts.into_sorted())
     }
 
     /// The first `limit` geofence entries or exits in range, in time order.
@@ -414,5 +592,70 @@ impl SqliteStore {
                 .collect()
             })
             .map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::store::schema::{ANALYSIS_DDL, DDL};
+
+    /// How SQLite would run `sql` on a file with every analysis index, one line per step.
+    fn plan(sql: &str) -> String {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(DDL).unwrap();
+        conn.execute_batch(ANALYSIS_DDL).unwrap();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
+        let steps: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(unbound), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        steps.join("\n")
+    }
+
+    #[test]
+    fn counts_per_vehicle_are_by_id_whatever_the_id() {
+        let mut counts = VehicleCounts::default();
+        for id in [3, -7, 1, 3, i64::MAX, 3, 0, -7, 1 << 20, 1] {
+            counts.add(id);
+        }
+        assert_eq!(
+            counts.into_sorted(),
+            [(-7, 2), (0, 1), (1, 2), (3, 3), (1 << 20, 1), (i64::MAX, 1)]
+        );
+    }
+
+    /// The alert view and the fleet map read indexes, not table rows: speeding and signal
+    /// losses with what ranks them, geofence crossings from indexes of visits alone, and a
+    /// unit's stop under way and last stop end from its stops by end time (without them the
+    /// alerts of a month on 1,000 units read 1,300 table pages, and the fleet map every
+    /// earlier event of every moving unit).
+    #[test]
+    fn the_alert_view_and_the_fleet_map_are_served_by_indexes() {
+        for kind in [EventKind::Overspeed, EventKind::Gap] {
+            let plan = plan(&alert_keys_sql(kind));
+            assert!(plan.contains("COVERING INDEX eventos_alertas"), "{plan}");
+        }
+        for (exits, index) in [(false, "eventos_entradas"), (true, "eventos_por_fin")] {
+            let plan = plan(&crossings_sql(exits, index));
+            assert!(plan.contains(&format!("COVERING INDEX {index}")), "{plan}");
+        }
+        for sql in [
+            stop_at_sql("INDEXED BY eventos_paradas_por_fin"),
+            last_stop_end_sql("INDEXED BY eventos_paradas_por_fin"),
+        ] {
+            let plan = plan(&sql);
+            assert!(
+                plan.contains("eventos_paradas_por_fin (vehiculo_id=?"),
+                "{plan}"
+            );
+            assert!(!plan.contains("SCAN"), "{plan}");
+        }
     }
 }

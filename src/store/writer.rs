@@ -322,6 +322,9 @@ mod tests {
         assert_eq!(
             indexes(&conn),
             [
+                "eventos_alertas",
+                "eventos_entradas",
+                "eventos_paradas_por_fin",
                 "eventos_por_fin",
                 "eventos_por_tipo",
                 "eventos_por_vehiculo",

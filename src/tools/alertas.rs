@@ -21,9 +21,9 @@ use super::common::{
     round1, stop_before_data_note,
 };
 use crate::engine::{EventKind, LONG_STOP};
-use crate::fleet::{Evidencia, Fleet, Snapshot, day_bounds, is_long_stop};
+use crate::fleet::{Evidencia, Fleet, Snapshot, day_bounds, lasts_long};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
-use crate::store::{EventRow, Store, StoreError};
+use crate::store::{AlertKey, EventRow, Store, StoreError};
 
 /// Most serious events listed per type.
 const DETAIL_PER_TYPE: usize = 10;
@@ -226,12 +226,16 @@ impl TypedTool for Alertas {
                 (range, ids)
             })
             .collect();
-        let found = self.fleet.query(|store| {
-            let mut found = Found::default();
-            for (range, ids) in &ranges {
-                found.add(collect(store, range, params.tipo)?, ids);
-            }
-            Ok(found)
+        // The keys of every alert, then the rows of the few shown, in one read of the file.
+        let (found, shown) = self.fleet.query(|store| {
+            store.read_consistently(|store| {
+                let mut found = Found::default();
+                for (range, ids) in &ranges {
+                    found.add(collect(store, range, params.tipo)?, ids);
+                }
+                let shown = most_serious(store, &found, params.tipo, now)?;
+                Ok((found, shown))
+            })
         })?;
         // Every type is counted whatever `tipo` asks for: a zero in `por_tipo` is a zero.
         let por_tipo = Tally::of(&found).por_tipo;
@@ -244,7 +248,7 @@ impl TypedTool for Alertas {
         let tally = Tally::of(&found);
         let crossings_asked = params.tipo.is_some_and(Kind::routine);
         let (por_unidad, total_unidades) = units(&plates, tally.by_unit, crossings_asked);
-        let detalle = detail(&snapshot, &plates, found, &tally.por_tipo, now);
+        let detalle = detail(&snapshot, &plates, shown, found, &tally.por_tipo, now);
         let total_eventos = Kind::ALL.iter().map(|k| tally.por_tipo.get(*k)).sum();
         let nota = (params.tipo.is_none() && por_tipo.routine() > 0).then(|| {
             "Las entradas y salidas de geocercas se cuentan pero no se detallan; pida tipo geocerca_entrada o geocerca_salida para verlas.".to_owned()
@@ -275,11 +279,12 @@ struct Range {
     long_s: i64,
 }
 
-/// What the store holds for the range: alerts proper as rows; geofence crossings, routine and
-/// numerous, as counts per vehicle plus the first few rows when they are what was asked for.
+/// What the store holds for the range: alerts proper as keys (enough to count and rank them);
+/// geofence crossings, routine and numerous, as counts per vehicle plus the first few rows
+/// when they are what was asked for.
 #[derive(Default)]
 struct Found {
-    alerts: Vec<(Kind, EventRow)>,
+    alerts: Vec<(Kind, AlertKey)>,
     crossings: Vec<Crossings>,
 }
 
@@ -331,18 +336,19 @@ fn collect(store: &Store, range: &Range, tipo: Option<Kind>) -> Result<Found, St
         now,
         long_s,
     } = *range;
-    let mut alerts: Vec<(Kind, EventRow)> = Vec::new();
+    let mut alerts: Vec<(Kind, AlertKey)> = Vec::new();
     for (kind, stored) in [
         (Kind::ExcesoVelocidad, EventKind::Overspeed),
         (Kind::PerdidaSenal, EventKind::Gap),
     ] {
-        let rows = store.events_starting(stored, from, to)?;
-        alerts.extend(rows.into_iter().map(|e| (kind, e)));
+        let keys = store.alert_keys(stored, from, to)?;
+        alerts.extend(keys.into_iter().map(|e| (kind, e)));
     }
+    // The keys are of candidates only (not end-of-day parking; flagged long or still open).
     let long = store
-        .long_stops(from, to)?
+        .long_stop_keys(from, to)?
         .into_iter()
-        .filter(|s| s.start_utc >= from && is_long_stop(s, now, long_s));
+        .filter(|s| s.start_utc >= from && lasts_long(s.start_utc, s.end_utc, now, long_s));
     alerts.extend(long.map(|e| (Kind::ParadaProlongada, e)));
     let mut crossings = Vec::new();
     for (kind, exits) in [(Kind::GeocercaEntrada, false), (Kind::GeocercaSalida, true)] {
@@ -430,19 +436,46 @@ fn zone(snapshot: &Snapshot, plates: &Plates, vehicle_id: i64) -> Tz {
     plates.get(&vehicle_id).map_or(snapshot.zone(), |p| p.1)
 }
 
-/// The most serious events of each type found, and the first crossings when asked for.
+/// The most serious alerts of each type asked for (all types when none was), read whole:
+/// most serious first within each type, ties in the store's order.
+fn most_serious(
+    store: &Store,
+    found: &Found,
+    tipo: Option<Kind>,
+    now: i64,
+) -> Result<Vec<(Kind, EventRow)>, StoreError> {
+    let mut keys: Vec<&(Kind, AlertKey)> = found
+        .alerts
+        .iter()
+        .filter(|(kind, _)| tipo.is_none_or(|t| t == *kind))
+        .collect();
+    keys.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(severity(b.0, &b.1, now).cmp(&severity(a.0, &a.1, now)))
+    });
+    let mut chosen: Vec<(Kind, i64)> = Vec::new();
+    for (kind, key) in keys {
+        if chosen.iter().filter(|(k, _)| k == kind).count() < DETAIL_PER_TYPE {
+            chosen.push((*kind, key.id));
+        }
+    }
+    let ids: Vec<i64> = chosen.iter().map(|(_, id)| *id).collect();
+    let rows = store.events_by_id(&ids)?;
+    // Read in the same transaction as the keys, so every id is found.
+    Ok(chosen.into_iter().map(|(kind, _)| kind).zip(rows).collect())
+}
+
+/// The most serious events of each type found (`shown`, ranked), and the first crossings
+/// when asked for.
 fn detail(
     snapshot: &Snapshot,
     plates: &Plates,
+    shown: Vec<(Kind, EventRow)>,
     found: Found,
     por_tipo: &Counts,
     now: i64,
 ) -> Vec<Detail> {
-    let mut events = found.alerts;
-    events.sort_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then(severity(b.0, &b.1, now).cmp(&severity(a.0, &a.1, now)))
-    });
+    let mut events = shown;
     for crossings in found.crossings {
         let kind = crossings.kind;
         events.extend(crossings.first.into_iter().map(|e| (kind, e)));
@@ -467,7 +500,7 @@ fn detail(
 
 /// How serious an event is within its type: km/h over the limit (then duration) for speed,
 /// duration for stops and silences; crossings keep their time order.
-fn severity(kind: Kind, e: &EventRow, now: i64) -> i64 {
+fn severity(kind: Kind, e: &AlertKey, now: i64) -> i64 {
     let duration = e.end_utc.unwrap_or(now).min(now) - e.start_utc;
     match kind {
         Kind::ExcesoVelocidad => {

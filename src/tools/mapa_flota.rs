@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{AVISO, UnitState, cap, coord, iso, minutes, place, round1};
 use super::mapa_recorrido::{FrameOut, ImageOut, background_name};
-use crate::engine::EventKind;
 use crate::fleet::{Fleet, Snapshot};
 use crate::geometry::earth::{LatLon, compass_es};
 use crate::map::{self, Scene, TileFetcher, UnitMark};
@@ -248,12 +247,7 @@ impl MapaFlota {
                     return Ok((fix, None, None));
                 }
                 let stop = store.stop_at(vehicle.id, now)?;
-                let last_end = store
-                    .vehicle_events(vehicle.id, EventKind::Stop, now - LOOKBACK_S, now + 1)?
-                    .iter()
-                    .filter_map(|s| s.end_utc)
-                    .filter(|end| *end <= now)
-                    .max();
+                let last_end = store.last_stop_end(vehicle.id, now - LOOKBACK_S, now)?;
                 Ok((fix, stop, last_end))
             })?;
             let Some(fix) = fix else { continue };

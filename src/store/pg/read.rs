@@ -24,7 +24,7 @@ use crate::store::encoding::StoredRow;
 use crate::store::location::PgUrl;
 use crate::store::meta::{Key, Meta};
 use crate::store::queries::EVENT_COLUMNS;
-use crate::store::queries::{DayKm, DayRow, EventRow, KmRow};
+use crate::store::queries::{AlertKey, DayKm, DayRow, EventRow, KmRow};
 use crate::store::reader::{StoreError, StoredFence, StoredRoute, Vehicle};
 use crate::store::schema::SCHEMA_VERSION;
 
@@ -339,6 +339,55 @@ impl PgStore {
             .next())
     }
 
+    pub fn last_stop_end(
+        &self,
+        vehicle_id: i64,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let sql = format!(
+            "SELECT fin_utc FROM eventos WHERE vehiculo_id = $1 AND tipo = '{STOP}'
+             AND fin_utc > $2 AND fin_utc <= $3 AND inicio_utc <= $3 ORDER BY fin_utc DESC LIMIT 1"
+        );
+        Ok(self
+            .map(&sql, &[&vehicle_id, &from_utc, &at_utc], |r| r.try_get(0))?
+            .into_iter()
+            .next())
+    }
+
+    pub fn alert_keys(
+        &self,
+        kind: EventKind,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<Vec<AlertKey>, StoreError> {
+        self.map(
+            "SELECT id, vehiculo_id, inicio_utc, fin_utc, velocidad_max_kmh, limite_kmh FROM eventos
+             WHERE tipo = $1 AND inicio_utc >= $2 AND inicio_utc < $3
+             ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id",
+            &[&kind.name(), &from_utc, &to_utc],
+            alert_key,
+        )
+    }
+
+    pub fn long_stop_keys(&self, from_utc: i64, to_utc: i64) -> Result<Vec<AlertKey>, StoreError> {
+        let sql = format!(
+            "SELECT id, vehiculo_id, inicio_utc, fin_utc, NULL::DOUBLE PRECISION, NULL::DOUBLE PRECISION FROM eventos
+             WHERE tipo = '{STOP}' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL)
+             AND inicio_utc >= $1 AND inicio_utc < $2 ORDER BY inicio_utc, id"
+        );
+        self.map(&sql, &[&from_utc, &to_utc], alert_key)
+    }
+
+    pub fn events_by_id(&self, ids: &[i64]) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!("SELECT {EVENT_COLUMNS}, id FROM eventos WHERE id = ANY($1)");
+        let found: HashMap<i64, EventRow> = self
+            .map(&sql, &[&ids], |r| Ok((r.try_get(19)?, event(r)?)))?
+            .into_iter()
+            .collect();
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
+    }
+
     pub fn stops_at(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
         let sql = format!(
             "(SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= $1 ORDER BY vehiculo_id, id)
@@ -530,6 +579,17 @@ fn fix(r: &Row) -> Result<Fix, postgres::Error> {
         odometer_m: r.try_get(6)?,
     };
     Ok(row.to_fix(r.try_get(0)?))
+}
+
+fn alert_key(r: &Row) -> Result<AlertKey, postgres::Error> {
+    Ok(AlertKey {
+        id: r.try_get(0)?,
+        vehicle_id: r.try_get(1)?,
+        start_utc: r.try_get(2)?,
+        end_utc: r.try_get(3)?,
+        max_kmh: r.try_get(4)?,
+        limit_kmh: r.try_get(5)?,
+    })
 }
 
 pub(super) fn event(r: &Row) -> Result<EventRow, postgres::Error> {
