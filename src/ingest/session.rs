@@ -222,10 +222,13 @@ impl<'c> Session<'c> {
     /// `delay` ago (each is analysed once for everything it received meanwhile), or a
     /// republishing under way (due at once). `None`: nothing waits.
     pub fn work_due(&self, delay: Duration) -> Option<Instant> {
-        if self.record_owed.is_some() {
-            return Some(Instant::now());
-        }
-        self.waiting.front().map(|(since, _)| *since + delay)
+        due(
+            self.record_owed.is_some(),
+            !self.republish.is_empty(),
+            self.waiting.front().map(|(since, _)| *since),
+            delay,
+            Instant::now(),
+        )
     }
 
     /// Starts republishing every vehicle at "now" (open stops, losses still going on, long
@@ -318,5 +321,51 @@ impl<'c> Session<'c> {
             fixes: self.fleet.fixes(),
         }))?;
         Ok(Flow::Done(()))
+    }
+}
+
+/// When analysis work is due (see [`Session::work_due`]). A republishing owes its record
+/// until nothing waits; while vehicles still wait their `delay`, the record is due with
+/// them, not at once: "at once" made the writer spin through empty analysis transactions
+/// (hundreds of thousands a second) for as long as reports kept arriving.
+fn due(
+    record_owed: bool,
+    republishing: bool,
+    first_waiting: Option<Instant>,
+    delay: Duration,
+    now: Instant,
+) -> Option<Instant> {
+    let waiting = first_waiting.map(|since| since + delay);
+    if republishing || (record_owed && waiting.is_none()) {
+        return Some(now);
+    }
+    waiting
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_is_due_at_once_only_when_it_can_be_done_at_once() {
+        let now = Instant::now();
+        let delay = Duration::from_millis(250);
+        let later = now + delay;
+        let check = |owed, republishing, waiting: Option<Instant>, expected: Option<Instant>| {
+            assert_eq!(
+                due(owed, republishing, waiting, delay, now),
+                expected,
+                "record owed {owed}, republishing {republishing}, waiting {waiting:?}"
+            );
+        };
+        check(false, false, None, None);
+        check(false, false, Some(now), Some(later));
+        // Vehicles left to republish: at once.
+        check(true, true, Some(now), Some(now));
+        check(true, true, None, Some(now));
+        // Only the record left, nothing waiting: at once.
+        check(true, false, None, Some(now));
+        // Only the record left, but vehicles wait their delay: with them.
+        check(true, false, Some(now), Some(later));
     }
 }
