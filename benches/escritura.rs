@@ -26,6 +26,9 @@
 //! binary. Linux only. Prints Markdown for docs/rendimiento.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod common;
+use common::{binary, load_average};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,20 +40,6 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 /// Linux reports CPU times in `/proc` in ticks of 1/100 s (`USER_HZ`) on every architecture
 /// this runs on.
 const TICKS_PER_S: f64 = 100.0;
-
-fn binary() -> PathBuf {
-    std::env::var_os("FLOTA_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_flota")), PathBuf::from)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

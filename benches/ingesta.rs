@@ -35,6 +35,9 @@
     clippy::print_stderr
 )]
 
+mod common;
+use common::{binary as bin, load_average};
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -49,20 +52,6 @@ use flota::sim::Report;
 
 /// Reports a second per device: 5,500 a second for the 1,000 of the `escala` fleet.
 const RATE_PER_DEVICE: f64 = 5.5;
-
-fn bin() -> PathBuf {
-    std::env::var_os("FLOTA_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_flota")), PathBuf::from)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// A one-day copy of the `escala` scenario with `devices` units, its routes found where they
 /// are, without its random injections (they need earlier days to land in; the receiver does

@@ -9,6 +9,9 @@
 //! after a change in the same run conditions). Prints Markdown for docs/rendimiento.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod common;
+use common::binary;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -17,11 +20,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
-
-fn binary() -> PathBuf {
-    std::env::var_os("FLOTA_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_flota")), PathBuf::from)
-}
 
 struct Server {
     child: Child,
