@@ -85,6 +85,8 @@ pub struct Context<'a> {
     losses: HashMap<&'a str, Vec<(i64, i64)>>,
     /// The silence each signal loss caused in the tracker's records, by plate and loss start.
     silences: HashMap<(&'a str, i64), Silence>,
+    /// When each unit's ignition went off at the end of a shift (the truth's `jornada` ends).
+    ignition_offs: HashMap<&'a str, Vec<i64>>,
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -155,13 +157,35 @@ impl<'a> Context<'a> {
                 losses.entry(placa).or_default().push((*inicio_utc, *end));
             }
         }
+        let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
+        for event in truth {
+            if let TruthEvent::Jornada {
+                placa,
+                fin_utc: Some(off),
+                ..
+            } = event
+            {
+                ignition_offs.entry(placa).or_default().push(*off);
+            }
+        }
         Context {
             config,
             now_utc,
             silent_since,
             losses,
             silences,
+            ignition_offs,
         }
+    }
+
+    /// Whether `plate`'s ignition went off between `start` and `end` (or "now") at a moment
+    /// that fell inside one of its signal or fix losses: no report said so.
+    fn unseen_ignition_off(&self, plate: &str, start: i64, end: Option<i64>) -> bool {
+        let end = end.unwrap_or(self.now_utc);
+        self.ignition_offs.get(plate).is_some_and(|offs| {
+            offs.iter()
+                .any(|off| (start..=end).contains(off) && self.unseen(plate, Some(*off)))
+        })
     }
 
     /// Whether `t` fell inside one of `plate`'s closed signal or fix losses: no report shows it.
@@ -267,7 +291,10 @@ fn stops<'d>(
     (truth, found)
 }
 
-/// Long stops: not the parking that ends a day.
+/// Long stops: not the parking that ends a day. Unless no report showed the day end: a
+/// parking whose ignition went off inside a loss of the GNSS fix or of the signal that
+/// outlasted the ignition-off reports looks, in the data, like a stop with the engine on
+/// followed by a silence. Calling it a long stop is then neither a hit nor a false alarm.
 fn long_stops<'d>(
     truth: &[TruthEvent],
     found: impl Iterator<Item = &'d Detected>,
@@ -300,6 +327,19 @@ fn long_stops<'d>(
                     ..interval
                 })
             }
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                fin_utc,
+                desde_inicio_datos,
+                ..
+            } if ctx.unseen_ignition_off(placa, *inicio_utc, *fin_utc) => Some(ctx.truth(
+                placa,
+                "",
+                (!desde_inicio_datos).then_some(*inicio_utc),
+                *fin_utc,
+                true,
+            )),
             _ => None,
         })
         .collect();
@@ -757,6 +797,65 @@ mod tests {
         for (name, stays, expected) in cases {
             assert_eq!(merge_stays(stays), expected, "{name}");
         }
+    }
+
+    /// A shift that ended while the tracker had no GNSS fix, for longer than its ignition-off
+    /// reports last: the data show the unit standing with the engine on, then silent. Calling
+    /// that parking a long stop is no false alarm; one whose "off" was reported still is.
+    #[test]
+    fn a_day_end_no_report_showed_is_dont_care_for_long_stops() {
+        let config = DetectionConfig::default();
+        let mut parking = stop("A", 1000, Some(60_000));
+        if let TruthEvent::Parada { motivo, .. } = &mut parking {
+            *motivo = crate::sim::StopReason::FinDeTurno;
+        }
+        let shift = TruthEvent::Jornada {
+            placa: "A".into(),
+            fecha: "2026-06-15".into(),
+            inicio_utc: 0,
+            fin_utc: Some(1200),
+            fin_previsto_utc: 1200,
+        };
+        let no_fix = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 1100,
+            fin_utc: Some(1500),
+            repite_ultimo: false,
+        };
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 1000,
+            end: Some(60_000),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |events: &[TruthEvent]| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) = of_kind(Scored::LongStop, events, &found, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        let seen = [parking.clone(), shift.clone()];
+        assert_eq!(score_of(&seen), (0, 1, 0));
+        // The fix lost before the ignition went off and back after: no report said "off".
+        assert_eq!(
+            score_of(&[parking.clone(), shift.clone(), no_fix]),
+            (0, 0, 0)
+        );
+        // Lost after the ignition went off: the "off" was reported.
+        let later = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 1300,
+            fin_utc: Some(1500),
+            repite_ultimo: false,
+        };
+        assert_eq!(score_of(&[parking, shift, later]), (0, 1, 0));
     }
 
     #[test]
