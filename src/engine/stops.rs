@@ -295,9 +295,12 @@ impl StopDetector {
         if still && open.fixes >= SETTLED_FIXES {
             self.spread.learn(from_centre_m);
         }
-        let moved_in_silence = after_gap && Self::odometer_moved(&open.last_still, fix, radius);
-        if moved_in_silence {
-            // The odometer says it drove while silent, wherever the positions land.
+        // The odometer says it drove since the stop's last fix, wherever the positions land:
+        // during a silence, or between two still fixes of a tracker that reports every 30 s
+        // (it halted again before the next one; its drift-held far run would hide the move).
+        let moved_unseen =
+            (after_gap || still) && Self::odometer_moved(&open.last_still, fix, radius);
+        if moved_unseen {
             self.open = Some(open);
             self.left_in_silence(fix, still);
         } else if still && from_centre_m <= radius {
