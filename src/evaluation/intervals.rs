@@ -96,6 +96,23 @@ struct Silence {
     from: Option<i64>,
     to: Option<i64>,
     hidden: u64,
+    /// When the first hidden record would have been made.
+    first_hidden: Option<i64>,
+}
+
+impl Silence {
+    /// The loss added less silence to the records than a signal loss takes: the tracker
+    /// would have been silent until its first hidden record anyway (an adaptive tracker
+    /// standing at a client records once an hour), and from there to the first record after
+    /// is within `threshold_s` — or it hid nothing at all. The data differ from the loss-free
+    /// run by no silence a detector could call a loss.
+    fn added_too_little(&self, threshold_s: i64) -> bool {
+        match (self.first_hidden, self.to) {
+            _ if self.hidden == 0 => true,
+            (Some(first), Some(to)) => to - first <= threshold_s,
+            _ => false,
+        }
+    }
 }
 
 impl<'a> Context<'a> {
@@ -109,12 +126,14 @@ impl<'a> Context<'a> {
                     desde_utc,
                     hasta_utc,
                     registros_ocultos,
+                    primer_oculto_utc,
                 } => Some((
                     (placa.as_str(), *inicio_utc),
                     Silence {
                         from: *desde_utc,
                         to: *hasta_utc,
                         hidden: *registros_ocultos,
+                        first_hidden: *primer_oculto_utc,
                     },
                 )),
                 _ => None,
@@ -424,8 +443,9 @@ fn gaps<'d>(
             } => {
                 let caused = ctx.silences.get(&(placa.as_str(), *inicio_utc));
                 let (start, end) = seen_bounds(caused, *inicio_utc, *fin_utc);
-                let hid_nothing = caused.is_some_and(|s| s.hidden == 0);
-                Some(silence(placa, start, end, hid_nothing))
+                let threshold_s = ctx.config.perdida_senal_s.round() as i64;
+                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s));
+                Some(silence(placa, start, end, unseen))
             }
             TruthEvent::SinFix {
                 placa,
@@ -743,6 +763,7 @@ mod tests {
                 desde_utc: Some(from),
                 hasta_utc: to,
                 registros_ocultos: hidden,
+                primer_oculto_utc: (hidden > 0).then_some(to.unwrap_or(NOW) - 600),
             };
         let gap = |start: i64, end: Option<i64>| Detected {
             plate: "A".into(),
@@ -783,6 +804,20 @@ mod tests {
             caused(5000, 4000, Some(5600), 40),
         ];
         assert_eq!(truth_stops(&stopped), vec![(Some(3900), Some(4700), true)]);
+        // Lost while standing, and the unit set off 6 s before it ended: the loss hid only
+        // the departure's records, and the data show the tracker's usual silence at a client
+        // but for those 6 s. Neither reporting the silence nor not is scored.
+        let departure = TruthEvent::SilencioPerdida {
+            placa: "A".into(),
+            inicio_utc: 5000,
+            desde_utc: Some(4000),
+            hasta_utc: Some(5600),
+            registros_ocultos: 2,
+            primer_oculto_utc: Some(5594),
+        };
+        let set_off = [loss("A", 5000, 5600), departure];
+        assert_eq!(score_of(&set_off, &[]), (0, 0, 0));
+        assert_eq!(score_of(&set_off, &[gap(4000, Some(5600))]), (0, 0, 0));
     }
 
     #[test]
