@@ -440,6 +440,9 @@ impl StopDetector {
         self.start(fix);
         if let Some(next) = &mut self.open {
             next.start_utc = (middle + travel / 2.0).round() as i64;
+            // Begun while the tracker slept after an "off": the engine was off then (a
+            // tracker without an odometer finds a parked night's morning fixes drifted).
+            next.went_off |= !last.ignition;
         }
     }
 

@@ -710,3 +710,41 @@ fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_sto
     assert!((a.stops[0].start_utc - starts[1]).abs() <= 30);
     assert!((a.stops[0].end_utc.unwrap() - starts[4]).abs() <= 30);
 }
+
+/// The same night on a tracker without an odometer (a phone): the morning's fixes 80 m off
+/// read as the unit found elsewhere, and a stop from the middle of the night. It began while
+/// the tracker slept with the ignition off: the day's parking, not an alert.
+#[test]
+fn a_stop_begun_while_the_tracker_slept_with_the_ignition_off_is_no_long_stop() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(600),
+        Leg::Stand {
+            secs: 300,
+            ignition: false,
+        },
+        Leg::Asleep { secs: 8 * 3600 },
+        stand(300),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 13);
+    for fix in fixes.iter_mut() {
+        fix.odometer_m = None;
+        if (starts[3]..starts[4]).contains(&fix.ts_utc) {
+            let moved = offset_m(fix.point(), 0.0, 80.0);
+            (fix.lat, fix.lon) = (moved.lat, moved.lon);
+        }
+    }
+    let now = starts[4] + 600;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    let long: Vec<&Stop> = a.stops.iter().filter(|s| s.is_long(&config, now)).collect();
+    assert_eq!(long, Vec::<&Stop>::new(), "{:?}", a.stops);
+}
