@@ -468,6 +468,15 @@ impl StopDetector {
                 return;
             }
             if (now_utc - open.start_utc) as f64 >= self.min_s {
+                // A lone "off" as the last report, with no silence after it yet by "now":
+                // nothing has confirmed it, and a flicker reads the same.
+                let mut open = open;
+                if open
+                    .lone_off_utc
+                    .is_some_and(|off| (now_utc - off) as f64 <= self.gap_s)
+                {
+                    open.lone_off_utc = None;
+                }
                 self.stops.push(to_stop(&open, None));
             }
         }

@@ -748,3 +748,31 @@ fn a_stop_begun_while_the_tracker_slept_with_the_ignition_off_is_no_long_stop() 
     let long: Vec<&Stop> = a.stops.iter().filter(|s| s.is_long(&config, now)).collect();
     assert_eq!(long, Vec::<&Stop>::new(), "{:?}", a.stops);
 }
+
+/// Stopped with the engine on for an hour at "now", and the last report, at "now", reads
+/// "off": nothing confirmed it yet (no second report, no silence), so the stop is still a
+/// long stop going on; once a silence follows it is the day's parking.
+#[test]
+fn a_lone_off_as_the_last_report_is_no_day_end_until_a_silence_follows() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [drive(600), stand(3600)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 12);
+    let last = fixes.len() - 1;
+    fixes[last].ignition = false;
+    let config = DetectionConfig::default();
+    let now = fixes[last].ts_utc;
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(a.stops[0].is_long(&config, now), "{:?}", a.stops);
+    let later = now + 600;
+    let b = run(&fixes, &[], later);
+    assert!(!b.stops[0].is_long(&config, later), "{:?}", b.stops);
+    assert!(starts[1] < now);
+}
