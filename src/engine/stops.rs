@@ -318,6 +318,9 @@ impl StopDetector {
             self.open = Some(open);
             self.parked = true;
         } else if still {
+            // The ignition line does not share the position's noise: an "off" reported by a
+            // fix that a jump or the drift put beyond the radius is still the stop's.
+            open.ignition(fix, self.gap_s);
             self.open = Some(open);
             self.far_fix(fix, after_gap, radius);
             self.parked = self.open.as_ref().is_some_and(|o| o.far > 0);
@@ -384,7 +387,6 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.ignition(fix, self.gap_s);
             return;
         }
         if silence_before {

@@ -776,3 +776,28 @@ fn a_lone_off_as_the_last_report_is_no_day_end_until_a_silence_follows() {
     assert!(!b.stops[0].is_long(&config, later), "{:?}", b.stops);
     assert!(starts[1] < now);
 }
+
+/// The day ends at the depot: the halt's report with the engine on, and the ignition-off
+/// report 200 m away (a jump), then the tracker sleeps. That "off" is the stop's all the same:
+/// no long stop going on at "now".
+#[test]
+fn an_off_report_that_jumped_away_still_ends_the_day() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [drive(600), stand(300)];
+    let mut fixes = noisy(&legs, quiet, 5);
+    let last = fixes.len() - 1;
+    let jumped = offset_m(fixes[last].point(), 200.0, 0.0);
+    (fixes[last].lat, fixes[last].lon) = (jumped.lat, jumped.lon);
+    fixes[last].ignition = false;
+    let now = fixes[last].ts_utc + 45 * 60;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(!a.stops[0].is_long(&config, now), "{:?}", a.stops);
+}
