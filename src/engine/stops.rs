@@ -421,7 +421,9 @@ impl StopDetector {
         // A halt not yet long enough to be a stop when the silence began is not stretched
         // into one: nobody saw it last.
         let seen_long_enough = (last.ts_utc - open.start_utc) as f64 >= self.min_s;
-        if !still {
+        // Found setting off elsewhere (a walking-pace first fix, as an adaptive tracker records
+        // a departure): it stood there before, so it drove in the middle of the silence too.
+        if !still && fix.speed_kmh >= SETTING_OFF_KMH {
             let end = self.departure_time(&last, fix, centre);
             self.close(end);
             return;
@@ -439,6 +441,9 @@ impl StopDetector {
             last.ts_utc
         };
         self.close(end);
+        if !still {
+            return;
+        }
         self.start(fix);
         if let Some(next) = &mut self.open {
             next.start_utc = (middle + travel / 2.0).round() as i64;

@@ -801,3 +801,39 @@ fn an_off_report_that_jumped_away_still_ends_the_day() {
     assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
     assert!(!a.stops[0].is_long(&config, now), "{:?}", a.stops);
 }
+
+/// An adaptive tracker's signal lost at a 15-minute delivery: the unit drove 1.5 km to the
+/// depot and stood there half an hour, and the first record after is the depot departure at
+/// walking pace. It stood at the depot before setting off: the delivery ended in the middle of
+/// the silence, not at that departure (a 50-minute "long stop" at the client).
+#[test]
+fn a_unit_found_setting_off_elsewhere_after_a_silence_left_in_its_middle() {
+    let legs = [drive(600), stand(900)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 3);
+    let last = *fixes.last().unwrap();
+    let set_off = offset_m(last.point(), 1500.0, 0.0);
+    fixes.push(Fix {
+        ts_utc: last.ts_utc + 52 * 60,
+        lat: set_off.lat,
+        lon: set_off.lon,
+        speed_kmh: 9.6,
+        heading_deg: 90.0,
+        ignition: true,
+        odometer_m: last.odometer_m.map(|m| m + 1509),
+    });
+    let now = last.ts_utc + 60 * 60;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    assert!(!a.stops.is_empty(), "{:?}", a.stops);
+    assert!(
+        a.stops.iter().all(|s| !s.is_long(&config, now)),
+        "{:?}",
+        a.stops
+    );
+    assert!(
+        (a.stops[0].start_utc - starts[1]).abs() <= 30,
+        "{:?}",
+        a.stops
+    );
+}
