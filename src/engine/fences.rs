@@ -3,7 +3,8 @@
 //! Owns one small state machine per fence. A fix on the other side of the fence from the
 //! confirmed state starts a pending crossing, timed where the straight line between the two
 //! fixes crosses the boundary; the crossing is confirmed once the unit has stayed on the new
-//! side for the confirmation time, and any fix back on the old side cancels it. Counting four
+//! side for the confirmation time, counted from that crossing (a tracker reporting every 30 s
+//! shows a 75 s pass with two fixes 30 s apart), and any fix back on the old side cancels it. Counting four
 //! reports and stamping the crossing with the first of them would be about 45 s late; here
 //! the stamp is the interpolated crossing itself. A unit inside at its first fix has a
 //! visit "since before the data" (and one found inside within the debounce of a first fix
@@ -24,8 +25,10 @@ struct Track {
     inside: bool,
     /// Visit start and whether it began at the data's first fix.
     entry: Option<(i64, bool)>,
-    /// Pending crossing: its interpolated time and the first fix on the new side.
-    pending: Option<(i64, i64)>,
+    /// Pending crossing: its time (an earlier cancelled entry's, when repeated), the first
+    /// fix on the new side, and when the unit reached that side, which the time there counts
+    /// from: the interpolated crossing, or for a parked unit's centre its first fix there.
+    pending: Option<(i64, i64, i64)>,
     /// A pending crossing that a brief return cancelled: its time and when it was cancelled.
     /// If the same entry happens again soon, the visit starts at the first one — the unit
     /// drove along the edge, it did not arrive twice. An exit is always dated by its own
@@ -172,20 +175,28 @@ impl FenceDetector {
                 continue;
             }
             if now_inside == track.inside {
-                if let Some((at, _)) = track.pending.take() {
+                if let Some((at, _, _)) = track.pending.take() {
                     track.cancelled = (!track.pending_parked).then_some((at, fix.ts_utc));
                 }
                 continue;
             }
-            let (at, first_new) = *track.pending.get_or_insert_with(|| {
+            let (at, first_new, reached) = *track.pending.get_or_insert_with(|| {
                 let prev = self.prev.unwrap_or(*fix);
+                let crossed = crossing(&fences[index], &prev, fix);
                 let at = match track.cancelled {
                     Some((earlier, when)) if now_inside && fix.ts_utc - when <= RETRY_S => earlier,
-                    _ => crossing(&fences[index], &prev, fix),
+                    _ => crossed,
                 };
                 track.pending_parked = parked_since.is_some();
                 let at = parked_since.map_or(at, |since| at.min(since));
-                (at, fix.ts_utc)
+                // A parked unit's centre crossed when it moved, not when it halted: its time
+                // on the new side counts from its first fix there.
+                let reached = if parked_since.is_some() {
+                    fix.ts_utc
+                } else {
+                    crossed
+                };
+                (at, fix.ts_utc, reached)
             });
             if now_inside {
                 match &mut track.pending_evidence {
@@ -198,7 +209,7 @@ impl FenceDetector {
                     }
                 }
             }
-            if fix.ts_utc - first_new >= self.confirm_s {
+            if fix.ts_utc - reached >= self.confirm_s {
                 // The data's first side, left before the debounce could confirm it, rested on
                 // an outlier (a cold start's first fix lands kilometres away): the unit was on
                 // the new side since before the data.
@@ -233,8 +244,8 @@ impl FenceDetector {
     pub fn finish(&mut self, now_utc: i64) {
         let threshold = self.threshold();
         for (index, track) in self.tracks.iter_mut().enumerate() {
-            if let Some((at, first_new)) = track.pending.take()
-                && now_utc - first_new >= self.confirm_s
+            if let Some((at, _, reached)) = track.pending.take()
+                && now_utc - reached >= self.confirm_s
             {
                 if !track.inside {
                     track.evidence = track.pending_evidence.take();

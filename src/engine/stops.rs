@@ -295,9 +295,12 @@ impl StopDetector {
         if still && open.fixes >= SETTLED_FIXES {
             self.spread.learn(from_centre_m);
         }
-        let moved_in_silence = after_gap && Self::odometer_moved(&open.last_still, fix, radius);
-        if moved_in_silence {
-            // The odometer says it drove while silent, wherever the positions land.
+        // The odometer says it drove since the stop's last fix, wherever the positions land:
+        // during a silence, or between two still fixes of a tracker that reports every 30 s
+        // (it halted again before the next one; its drift-held far run would hide the move).
+        let moved_unseen =
+            (after_gap || still) && Self::odometer_moved(&open.last_still, fix, radius);
+        if moved_unseen {
             self.open = Some(open);
             self.left_in_silence(fix, still);
         } else if still && from_centre_m <= radius {
@@ -315,6 +318,9 @@ impl StopDetector {
             self.open = Some(open);
             self.parked = true;
         } else if still {
+            // The ignition line does not share the position's noise: an "off" reported by a
+            // fix that a jump or the drift put beyond the radius is still the stop's.
+            open.ignition(fix, self.gap_s);
             self.open = Some(open);
             self.far_fix(fix, after_gap, radius);
             self.parked = self.open.as_ref().is_some_and(|o| o.far > 0);
@@ -381,7 +387,6 @@ impl StopDetector {
             open.far = 0;
             open.first_far = None;
             open.far_centre = None;
-            open.ignition(fix, self.gap_s);
             return;
         }
         if silence_before {
@@ -416,7 +421,9 @@ impl StopDetector {
         // A halt not yet long enough to be a stop when the silence began is not stretched
         // into one: nobody saw it last.
         let seen_long_enough = (last.ts_utc - open.start_utc) as f64 >= self.min_s;
-        if !still {
+        // Found setting off elsewhere (a walking-pace first fix, as an adaptive tracker records
+        // a departure): it stood there before, so it drove in the middle of the silence too.
+        if !still && fix.speed_kmh >= SETTING_OFF_KMH {
             let end = self.departure_time(&last, fix, centre);
             self.close(end);
             return;
@@ -434,9 +441,15 @@ impl StopDetector {
             last.ts_utc
         };
         self.close(end);
+        if !still {
+            return;
+        }
         self.start(fix);
         if let Some(next) = &mut self.open {
             next.start_utc = (middle + travel / 2.0).round() as i64;
+            // Begun while the tracker slept after an "off": the engine was off then (a
+            // tracker without an odometer finds a parked night's morning fixes drifted).
+            next.went_off |= !last.ignition;
         }
     }
 
@@ -462,6 +475,15 @@ impl StopDetector {
                 return;
             }
             if (now_utc - open.start_utc) as f64 >= self.min_s {
+                // A lone "off" as the last report, with no silence after it yet by "now":
+                // nothing has confirmed it, and a flicker reads the same.
+                let mut open = open;
+                if open
+                    .lone_off_utc
+                    .is_some_and(|off| (now_utc - off) as f64 <= self.gap_s)
+                {
+                    open.lone_off_utc = None;
+                }
                 self.stops.push(to_stop(&open, None));
             }
         }

@@ -565,3 +565,115 @@ fn an_invalid_speed_is_no_evidence_of_speeding() {
     let a = run(&fixes, &[]);
     assert_eq!(a.overspeeds, vec![], "{:?}", a.overspeeds);
 }
+
+/// Fixes every `every_s` seconds driving east at 10 m/s from the origin, with `north_m(i)`
+/// metres of position error north on the i-th.
+fn drive_every(every_s: i64, count: usize, north_m: impl Fn(usize) -> f64) -> Vec<Fix> {
+    (0..count)
+        .map(|i| {
+            let t = every_s * i as i64;
+            let p = offset_m(ORIGIN, 10.0 * t as f64, north_m(i));
+            Fix {
+                ts_utc: T0 + t,
+                lat: p.lat,
+                lon: p.lon,
+                speed_kmh: 36.0,
+                heading_deg: 90.0,
+                ignition: true,
+                odometer_m: None,
+            }
+        })
+        .collect()
+}
+
+/// A tracker reporting every 30 s drives through a fence in 75 s: two fixes inside, 30 s
+/// apart, yet the unit was inside longer than the debounce — counted from the interpolated
+/// crossing, not from the first fix inside. Two fixes 15 s apart pushed inside an edge by
+/// noise are no visit: the time on the new side from the crossing is still under it.
+#[test]
+fn the_debounce_counts_from_the_crossing_not_from_the_first_fix_inside() {
+    let fence = Geofence::new(
+        "zona".into(),
+        "x".into(),
+        Shape::Square {
+            centre: offset_m(ORIGIN, 2000.0, 0.0),
+            half_side_m: 375.0,
+        },
+        None,
+    );
+    let fixes = drive_every(30, 20, |_| 0.0);
+    let a = run(&fixes, std::slice::from_ref(&fence));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    let v = &a.visits[0];
+    assert!(
+        (v.entry_utc - (T0 + 163)).abs() <= 2,
+        "{}",
+        v.entry_utc - T0
+    );
+    let exit = v.exit_utc.map(|e| e - T0);
+    assert!(exit.is_some_and(|e| (e - 238).abs() <= 2), "{exit:?}");
+    // Along the fence's south edge, 20 m outside, two reports in a row 40 m off.
+    let edge = |i: usize| if (40..42).contains(&i) { 20.0 } else { -20.0 };
+    let along = drive_every(15, 120, edge)
+        .into_iter()
+        .map(|f| {
+            let p = offset_m(f.point(), 0.0, -375.0);
+            Fix {
+                lat: p.lat,
+                lon: p.lon,
+                ..f
+            }
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(run(&along, std::slice::from_ref(&fence)).visits, vec![]);
+}
+
+/// A tracker reporting every 30 s with Doppler speeds and an odometer: a unit halted 200 m
+/// outside a depot moves 300 m into it between two reports, both still (it queued at the
+/// gate, then drove in and parked). The odometer says it moved: two stops, and a visit from
+/// the move — not the first stop held across the drift-like far run, the unit never inside.
+#[test]
+fn an_odometer_that_advanced_between_two_still_fixes_ends_the_stop() {
+    let depot = Geofence::new(
+        "deposito".into(),
+        "bodega".into(),
+        Shape::Square {
+            centre: offset_m(ORIGIN, 3400.0, 0.0),
+            half_side_m: 200.0,
+        },
+        None,
+    );
+    // (metres east, km/h) every 30 s: driving, queued at 3,000 m, parked at 3,300 m, off.
+    let mut legs: Vec<(f64, f64)> = (0..10).map(|i| (300.0 * i as f64, 36.0)).collect();
+    legs.extend([(3000.0, 0.0); 10]);
+    legs.extend([(3300.0, 0.0); 20]);
+    legs.extend((1..=10).map(|i| (3300.0 + 300.0 * i as f64, 36.0)));
+    let fixes: Vec<Fix> = legs
+        .iter()
+        .enumerate()
+        .map(|(i, (x, kmh))| {
+            let p = offset_m(ORIGIN, *x, 0.0);
+            Fix {
+                ts_utc: T0 + 30 * i as i64,
+                lat: p.lat,
+                lon: p.lon,
+                speed_kmh: *kmh,
+                heading_deg: 90.0,
+                ignition: true,
+                odometer_m: Some(x.round() as i64),
+            }
+        })
+        .collect();
+    let a = run(&fixes, std::slice::from_ref(&depot));
+    assert_eq!(a.stops.len(), 2, "{:?}", a.stops);
+    let moved = T0 + 30 * 19;
+    assert!(
+        a.stops[0]
+            .end_utc
+            .is_some_and(|e| (moved..=moved + 30).contains(&e))
+    );
+    assert!((moved..=moved + 30).contains(&a.stops[1].start_utc));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    let entry = a.visits[0].entry_utc;
+    assert!((moved..=moved + 30).contains(&entry), "{}", entry - moved);
+}

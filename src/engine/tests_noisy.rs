@@ -710,3 +710,130 @@ fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_sto
     assert!((a.stops[0].start_utc - starts[1]).abs() <= 30);
     assert!((a.stops[0].end_utc.unwrap() - starts[4]).abs() <= 30);
 }
+
+/// The same night on a tracker without an odometer (a phone): the morning's fixes 80 m off
+/// read as the unit found elsewhere, and a stop from the middle of the night. It began while
+/// the tracker slept with the ignition off: the day's parking, not an alert.
+#[test]
+fn a_stop_begun_while_the_tracker_slept_with_the_ignition_off_is_no_long_stop() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [
+        drive(600),
+        Leg::Stand {
+            secs: 300,
+            ignition: false,
+        },
+        Leg::Asleep { secs: 8 * 3600 },
+        stand(300),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 13);
+    for fix in fixes.iter_mut() {
+        fix.odometer_m = None;
+        if (starts[3]..starts[4]).contains(&fix.ts_utc) {
+            let moved = offset_m(fix.point(), 0.0, 80.0);
+            (fix.lat, fix.lon) = (moved.lat, moved.lon);
+        }
+    }
+    let now = starts[4] + 600;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    let long: Vec<&Stop> = a.stops.iter().filter(|s| s.is_long(&config, now)).collect();
+    assert_eq!(long, Vec::<&Stop>::new(), "{:?}", a.stops);
+}
+
+/// Stopped with the engine on for an hour at "now", and the last report, at "now", reads
+/// "off": nothing confirmed it yet (no second report, no silence), so the stop is still a
+/// long stop going on; once a silence follows it is the day's parking.
+#[test]
+fn a_lone_off_as_the_last_report_is_no_day_end_until_a_silence_follows() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [drive(600), stand(3600)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, quiet, 12);
+    let last = fixes.len() - 1;
+    fixes[last].ignition = false;
+    let config = DetectionConfig::default();
+    let now = fixes[last].ts_utc;
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(a.stops[0].is_long(&config, now), "{:?}", a.stops);
+    let later = now + 600;
+    let b = run(&fixes, &[], later);
+    assert!(!b.stops[0].is_long(&config, later), "{:?}", b.stops);
+    assert!(starts[1] < now);
+}
+
+/// The day ends at the depot: the halt's report with the engine on, and the ignition-off
+/// report 200 m away (a jump), then the tracker sleeps. That "off" is the stop's all the same:
+/// no long stop going on at "now".
+#[test]
+fn an_off_report_that_jumped_away_still_ends_the_day() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let legs = [drive(600), stand(300)];
+    let mut fixes = noisy(&legs, quiet, 5);
+    let last = fixes.len() - 1;
+    let jumped = offset_m(fixes[last].point(), 200.0, 0.0);
+    (fixes[last].lat, fixes[last].lon) = (jumped.lat, jumped.lon);
+    fixes[last].ignition = false;
+    let now = fixes[last].ts_utc + 45 * 60;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!(!a.stops[0].is_long(&config, now), "{:?}", a.stops);
+}
+
+/// An adaptive tracker's signal lost at a 15-minute delivery: the unit drove 1.5 km to the
+/// depot and stood there half an hour, and the first record after is the depot departure at
+/// walking pace. It stood at the depot before setting off: the delivery ended in the middle of
+/// the silence, not at that departure (a 50-minute "long stop" at the client).
+#[test]
+fn a_unit_found_setting_off_elsewhere_after_a_silence_left_in_its_middle() {
+    let legs = [drive(600), stand(900)];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, DENSE, 3);
+    let last = *fixes.last().unwrap();
+    let set_off = offset_m(last.point(), 1500.0, 0.0);
+    fixes.push(Fix {
+        ts_utc: last.ts_utc + 52 * 60,
+        lat: set_off.lat,
+        lon: set_off.lon,
+        speed_kmh: 9.6,
+        heading_deg: 90.0,
+        ignition: true,
+        odometer_m: last.odometer_m.map(|m| m + 1509),
+    });
+    let now = last.ts_utc + 60 * 60;
+    let a = run(&fixes, &[], now);
+    let config = DetectionConfig::default();
+    assert!(!a.stops.is_empty(), "{:?}", a.stops);
+    assert!(
+        a.stops.iter().all(|s| !s.is_long(&config, now)),
+        "{:?}",
+        a.stops
+    );
+    assert!(
+        (a.stops[0].start_utc - starts[1]).abs() <= 30,
+        "{:?}",
+        a.stops
+    );
+}

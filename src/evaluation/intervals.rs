@@ -85,6 +85,8 @@ pub struct Context<'a> {
     losses: HashMap<&'a str, Vec<(i64, i64)>>,
     /// The silence each signal loss caused in the tracker's records, by plate and loss start.
     silences: HashMap<(&'a str, i64), Silence>,
+    /// When each unit's ignition went off at the end of a shift (the truth's `jornada` ends).
+    ignition_offs: HashMap<&'a str, Vec<i64>>,
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -94,6 +96,23 @@ struct Silence {
     from: Option<i64>,
     to: Option<i64>,
     hidden: u64,
+    /// When the first hidden record would have been made.
+    first_hidden: Option<i64>,
+}
+
+impl Silence {
+    /// The loss added less silence to the records than a signal loss takes: the tracker
+    /// would have been silent until its first hidden record anyway (an adaptive tracker
+    /// standing at a client records once an hour), and from there to the first record after
+    /// is within `threshold_s` — or it hid nothing at all. The data differ from the loss-free
+    /// run by no silence a detector could call a loss.
+    fn added_too_little(&self, threshold_s: i64) -> bool {
+        match (self.first_hidden, self.to) {
+            _ if self.hidden == 0 => true,
+            (Some(first), Some(to)) => to - first <= threshold_s,
+            _ => false,
+        }
+    }
 }
 
 impl<'a> Context<'a> {
@@ -107,12 +126,14 @@ impl<'a> Context<'a> {
                     desde_utc,
                     hasta_utc,
                     registros_ocultos,
+                    primer_oculto_utc,
                 } => Some((
                     (placa.as_str(), *inicio_utc),
                     Silence {
                         from: *desde_utc,
                         to: *hasta_utc,
                         hidden: *registros_ocultos,
+                        first_hidden: *primer_oculto_utc,
                     },
                 )),
                 _ => None,
@@ -155,13 +176,35 @@ impl<'a> Context<'a> {
                 losses.entry(placa).or_default().push((*inicio_utc, *end));
             }
         }
+        let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
+        for event in truth {
+            if let TruthEvent::Jornada {
+                placa,
+                fin_utc: Some(off),
+                ..
+            } = event
+            {
+                ignition_offs.entry(placa).or_default().push(*off);
+            }
+        }
         Context {
             config,
             now_utc,
             silent_since,
             losses,
             silences,
+            ignition_offs,
         }
+    }
+
+    /// Whether `plate`'s ignition went off between `start` and `end` (or "now") at a moment
+    /// that fell inside one of its signal or fix losses: no report said so.
+    fn unseen_ignition_off(&self, plate: &str, start: i64, end: Option<i64>) -> bool {
+        let end = end.unwrap_or(self.now_utc);
+        self.ignition_offs.get(plate).is_some_and(|offs| {
+            offs.iter()
+                .any(|off| (start..=end).contains(off) && self.unseen(plate, Some(*off)))
+        })
     }
 
     /// Whether `t` fell inside one of `plate`'s closed signal or fix losses: no report shows it.
@@ -267,7 +310,10 @@ fn stops<'d>(
     (truth, found)
 }
 
-/// Long stops: not the parking that ends a day.
+/// Long stops: not the parking that ends a day. Unless no report showed the day end: a
+/// parking whose ignition went off inside a loss of the GNSS fix or of the signal that
+/// outlasted the ignition-off reports looks, in the data, like a stop with the engine on
+/// followed by a silence. Calling it a long stop is then neither a hit nor a false alarm.
 fn long_stops<'d>(
     truth: &[TruthEvent],
     found: impl Iterator<Item = &'d Detected>,
@@ -300,6 +346,19 @@ fn long_stops<'d>(
                     ..interval
                 })
             }
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                fin_utc,
+                desde_inicio_datos,
+                ..
+            } if ctx.unseen_ignition_off(placa, *inicio_utc, *fin_utc) => Some(ctx.truth(
+                placa,
+                "",
+                (!desde_inicio_datos).then_some(*inicio_utc),
+                *fin_utc,
+                true,
+            )),
             _ => None,
         })
         .collect();
@@ -384,8 +443,9 @@ fn gaps<'d>(
             } => {
                 let caused = ctx.silences.get(&(placa.as_str(), *inicio_utc));
                 let (start, end) = seen_bounds(caused, *inicio_utc, *fin_utc);
-                let hid_nothing = caused.is_some_and(|s| s.hidden == 0);
-                Some(silence(placa, start, end, hid_nothing))
+                let threshold_s = ctx.config.perdida_senal_s.round() as i64;
+                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s));
+                Some(silence(placa, start, end, unseen))
             }
             TruthEvent::SinFix {
                 placa,
@@ -703,6 +763,7 @@ mod tests {
                 desde_utc: Some(from),
                 hasta_utc: to,
                 registros_ocultos: hidden,
+                primer_oculto_utc: (hidden > 0).then_some(to.unwrap_or(NOW) - 600),
             };
         let gap = |start: i64, end: Option<i64>| Detected {
             plate: "A".into(),
@@ -743,6 +804,20 @@ mod tests {
             caused(5000, 4000, Some(5600), 40),
         ];
         assert_eq!(truth_stops(&stopped), vec![(Some(3900), Some(4700), true)]);
+        // Lost while standing, and the unit set off 6 s before it ended: the loss hid only
+        // the departure's records, and the data show the tracker's usual silence at a client
+        // but for those 6 s. Neither reporting the silence nor not is scored.
+        let departure = TruthEvent::SilencioPerdida {
+            placa: "A".into(),
+            inicio_utc: 5000,
+            desde_utc: Some(4000),
+            hasta_utc: Some(5600),
+            registros_ocultos: 2,
+            primer_oculto_utc: Some(5594),
+        };
+        let set_off = [loss("A", 5000, 5600), departure];
+        assert_eq!(score_of(&set_off, &[]), (0, 0, 0));
+        assert_eq!(score_of(&set_off, &[gap(4000, Some(5600))]), (0, 0, 0));
     }
 
     #[test]
@@ -757,6 +832,65 @@ mod tests {
         for (name, stays, expected) in cases {
             assert_eq!(merge_stays(stays), expected, "{name}");
         }
+    }
+
+    /// A shift that ended while the tracker had no GNSS fix, for longer than its ignition-off
+    /// reports last: the data show the unit standing with the engine on, then silent. Calling
+    /// that parking a long stop is no false alarm; one whose "off" was reported still is.
+    #[test]
+    fn a_day_end_no_report_showed_is_dont_care_for_long_stops() {
+        let config = DetectionConfig::default();
+        let mut parking = stop("A", 1000, Some(60_000));
+        if let TruthEvent::Parada { motivo, .. } = &mut parking {
+            *motivo = crate::sim::StopReason::FinDeTurno;
+        }
+        let shift = TruthEvent::Jornada {
+            placa: "A".into(),
+            fecha: "2026-06-15".into(),
+            inicio_utc: 0,
+            fin_utc: Some(1200),
+            fin_previsto_utc: 1200,
+        };
+        let no_fix = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 1100,
+            fin_utc: Some(1500),
+            repite_ultimo: false,
+        };
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 1000,
+            end: Some(60_000),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |events: &[TruthEvent]| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) = of_kind(Scored::LongStop, events, &found, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        let seen = [parking.clone(), shift.clone()];
+        assert_eq!(score_of(&seen), (0, 1, 0));
+        // The fix lost before the ignition went off and back after: no report said "off".
+        assert_eq!(
+            score_of(&[parking.clone(), shift.clone(), no_fix]),
+            (0, 0, 0)
+        );
+        // Lost after the ignition went off: the "off" was reported.
+        let later = TruthEvent::SinFix {
+            placa: "A".into(),
+            inicio_utc: 1300,
+            fin_utc: Some(1500),
+            repite_ultimo: false,
+        };
+        assert_eq!(score_of(&[parking, shift, later]), (0, 1, 0));
     }
 
     #[test]

@@ -147,13 +147,16 @@ pub enum TruthEvent {
     /// the data show around it, from the last record before it (`desde_utc`; null when none
     /// that shift) to the first after it (`hasta_utc`; null when none by `ahora`), and the
     /// records the tracker would have made meanwhile (`registros_ocultos`: 0 when the loss hid
-    /// nothing, as for an adaptive tracker standing still between its records).
+    /// nothing, as for an adaptive tracker standing still between its records), the first of
+    /// them made when (`primer_oculto_utc`; absent when none was hidden).
     SilencioPerdida {
         placa: String,
         inicio_utc: i64,
         desde_utc: Option<i64>,
         hasta_utc: Option<i64>,
         registros_ocultos: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        primer_oculto_utc: Option<i64>,
     },
     /// A stay inside a geofence of the noise-free path; `entrada_utc` null when inside since
     /// before the data starts, `salida_utc` null when still inside at `ahora`.

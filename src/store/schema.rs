@@ -24,8 +24,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// and signal losses against each unit's cadence while stopped, exits dated by their own fixes.
 /// 8: GPS km across a halt between an adaptive tracker's records (its cadence while moving);
 /// a departure recorded while the unit was still setting off is dated by its speed, not by
-/// its distance from the stop's centre (the drift).
-pub const ANALYSIS_VERSION: i64 = 8;
+/// its distance from the stop's centre (the drift). 9: a fence's debounce counts from the
+/// interpolated crossing; an odometer that advanced between two still fixes ends the stop.
+pub const ANALYSIS_VERSION: i64 = 9;
 
 pub const DDL: &str = "
 CREATE TABLE meta (

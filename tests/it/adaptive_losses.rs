@@ -124,6 +124,7 @@ fn losses_on_an_adaptive_tracker_are_found_as_the_silences_they_caused() {
                 desde_utc,
                 hasta_utc,
                 registros_ocultos,
+                primer_oculto_utc,
             } = event
             else {
                 continue;
@@ -152,6 +153,17 @@ fn losses_on_an_adaptive_tracker_are_found_as_the_silences_they_caused() {
             }
             if *registros_ocultos == 0 {
                 hid_nothing += 1;
+            }
+            // The first hidden record falls inside the loss, and there is one when any was
+            // hidden.
+            assert_eq!(
+                primer_oculto_utc.is_some(),
+                *registros_ocultos > 0,
+                "{event:?}"
+            );
+            if let Some(first) = primer_oculto_utc {
+                assert!(*first >= *inicio_utc, "{event:?}");
+                assert!(end.is_none_or(|end| *first < end), "{event:?}");
             }
             if inicio_utc - from > 300 {
                 wider += 1;

@@ -46,6 +46,7 @@ impl<S: Sink> Agent<'_, S> {
                         .would_record(silence.would_be_last.as_ref(), &sample, force)
             {
                 silence.hidden += 1;
+                silence.first_hidden_utc.get_or_insert(ts_utc);
                 silence.would_be_last = Some(hidden);
             }
             return;
@@ -76,6 +77,7 @@ impl<S: Sink> Agent<'_, S> {
             start_utc: self.now_ms.div_euclid(1000),
             before_utc: self.last_stored_ts,
             hidden: 0,
+            first_hidden_utc: None,
             would_be_last: self.device.last_record(),
         });
     }
@@ -93,6 +95,7 @@ impl<S: Sink> Agent<'_, S> {
                 desde_utc: silence.before_utc,
                 hasta_utc: first_after_utc,
                 registros_ocultos: silence.hidden,
+                primer_oculto_utc: silence.first_hidden_utc,
             });
         }
     }
@@ -196,6 +199,8 @@ pub(super) struct Silence {
     start_utc: i64,
     before_utc: Option<i64>,
     hidden: u64,
+    /// When the first of them would have been made.
+    first_hidden_utc: Option<i64>,
     /// The record the tracker would have made last, had it not lost its signal.
     would_be_last: Option<(Report, bool)>,
 }
