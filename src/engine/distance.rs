@@ -12,12 +12,18 @@
 //! is the chord, so the estimate is lowered to the chord plus that margin. The margin is three
 //! times the tracker's fix-to-fix noise, learned from the unit's own still fixes (the median of
 //! their displacements, robust to outlier jumps); until enough are seen, speeds alone decide.
-//! Two still fixes never add distance, whatever their positions say. An outlier jump (a fix
-//! its neighbours could not reach at their speeds, while they agree with each other) would
-//! pass that margin twice, to it and back: it is skipped, the metres counted to it taken back
-//! at the next fix. Between a still fix and a moving one, the speed changed within twice the
-//! tracker's own cadence while moving (learned from consecutive moving fixes): an adaptive
-//! tracker, silent while a unit stands in traffic, would have recorded a move any earlier.
+//! Two still fixes never add distance, whatever their positions say. A silence that began at a
+//! still fix and ends within three scales of a parked unit's noise (learned from any two
+//! still fixes minutes apart, heartbeats included, and from the chords across such silences)
+//! is a stop the tracker did not record: its chord is noise, and the unit drove what its
+//! speeds show, at most the chord. An outlier jump would pass the margin twice, to it and
+//! back: it is skipped, the metres counted to it taken back at the next fix. It is a fix whose
+//! chords run longer than both the speeds and the chord between its neighbours, by more than
+//! two margins (at any cadence); or one its neighbours could not reach at their speeds while
+//! they agree with each other. Between a still fix and a moving one, the speed changed within
+//! twice the tracker's own cadence while moving (learned from consecutive moving fixes): an
+//! adaptive tracker, silent while a unit stands in traffic, would have recorded a move any
+//! earlier.
 
 use super::Fix;
 use super::config::DetectionConfig;
@@ -37,6 +43,10 @@ const STILL_PAIR_MAX_S: i64 = 60;
 const MAX_ACCELERATION_MS2: f64 = 3.0;
 /// Histogram bin of still displacements, metres.
 const BIN_M: f64 = 0.5;
+/// Histogram bin of a parked unit's displacements over long intervals, metres.
+const PARKED_BIN_M: f64 = 1.0;
+/// Displacements of a standing unit over long intervals needed before they are trusted.
+const MIN_PARKED_PAIRS: u32 = 10;
 /// Histogram bin of the intervals between moving fixes, seconds.
 const CADENCE_BIN_S: f64 = 1.0;
 /// Moving pairs needed before the cadence while moving is trusted.
@@ -54,6 +64,11 @@ pub struct GpsDistance {
     /// moving (a streaming median).
     moving_cadence: RayleighScale,
     noise: RayleighScale,
+    /// How far apart two fixes of a standing unit land minutes apart (drift included): from
+    /// still fixes further apart than [`STILL_PAIR_MAX_S`] (heartbeats, a stop's records) and
+    /// from the chords across silences that began at a still fix (mostly a stop the tracker
+    /// did not record, as an adaptive one does; the median shrugs off the odd real move).
+    parked: RayleighScale,
     prev: Option<Fix>,
     /// The fix before `prev` and the metres counted from it to `prev`: what a jump at `prev`
     /// is judged against, and what is taken back if it was one.
@@ -69,6 +84,7 @@ impl GpsDistance {
             still_kmh: config.velocidad_detenida_kmh,
             moving_cadence: RayleighScale::new(CADENCE_BIN_S, MIN_MOVING_PAIRS),
             noise: RayleighScale::new(BIN_M, MIN_STILL_PAIRS),
+            parked: RayleighScale::new(PARKED_BIN_M, MIN_PARKED_PAIRS),
             prev: None,
             before: None,
         }
@@ -147,6 +163,20 @@ impl GpsDistance {
         }
         self.learn_cadence(a, b);
         let speed_m = self.by_speed_and_cadence(a, b);
+        let still_a = a.speed_kmh < self.still_kmh;
+        if still_a && dt > STILL_PAIR_MAX_S {
+            let chord = distance_m(a.point(), b.point());
+            // The unit stood at `a`: within the noise of a parked unit minutes apart it is
+            // still there, and what it drove is what its speeds show, at most the chord.
+            let stood = self
+                .parked
+                .scale_m()
+                .is_some_and(|scale| chord <= MARGIN_SCALES * scale);
+            self.parked.learn(chord);
+            if stood {
+                return speed_m.min(chord);
+            }
+        }
         if dt as f64 > self.gap_s {
             return across_silence(a, speed_m, distance_m(a.point(), b.point()));
         }
@@ -190,12 +220,21 @@ fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64) -> bool {
     let (east_ac, north_ac) = local_m(a.point(), c.point());
     let (east_ab, north_ab) = local_m(a.point(), b.point());
     let chord_ac = east_ac.hypot(north_ac);
+    let (chord_ab, chord_bc) = (east_ab.hypot(north_ab), distance_m(b.point(), c.point()));
+    // Through `b` the chords run longer than both the speeds and the chord from `a` to `c`,
+    // beyond the noise of two chords: whatever the cadence, only a path that bent away and
+    // back faster than the speeds show could do that, and `b` being off does it at every
+    // interval. (A burst the samples missed runs on to `c`: its chords add up to `a`–`c`.)
+    // Skipping `b` counts the speeds, never less.
+    let detour_m = chord_ab + chord_bc - (path_ab + path_bc).max(chord_ac);
+    if detour_m > 2.0 * margin_m {
+        return true;
+    }
     if chord_ac > path_ab + path_bc + margin_m {
         return false;
     }
     let beyond_m = margin_m + MAX_ACCELERATION_MS2 * dt_ab.max(dt_bc).powi(2) / 8.0;
-    let unreachable = east_ab.hypot(north_ab) > path_ab + beyond_m
-        || distance_m(b.point(), c.point()) > path_bc + beyond_m;
+    let unreachable = chord_ab > path_ab + beyond_m || chord_bc > path_bc + beyond_m;
     if unreachable || chord_ac < path_ab + path_bc - margin_m {
         return unreachable;
     }
@@ -323,48 +362,163 @@ mod tests {
         d.before = None;
     }
 
-    /// A loop of streets with corners, driven at city speeds (15–35 km/h) for hours, σ 5 m
-    /// position noise, 2.5 km/h Doppler noise and 1 % jumps of 200 m in any direction: the
-    /// distance stays within issue 14's 2 % of the path, whatever the seed.
-    #[test]
-    fn jumps_do_not_add_kilometres() {
+    /// A loop of streets with corners (a rectangle of 900 × 500 m, the heading turning by 90°
+    /// at each), driven at city speeds (15–35 km/h) for hours, one fix every `dt_s` with `σ`
+    /// of position noise and 2.5 km/h Doppler noise, after an hour parked with the same noise;
+    /// with `jumps` of the fixes thrown 200 m in any direction (drawn apart: the same drive
+    /// with and without them). The metres measured, the path's, and how many jumps.
+    fn loop_drive(seed: u64, dt_s: i64, sigma_m: f64, jumps: f64) -> (f64, f64, u32) {
         use rand::{RngExt, SeedableRng};
         use rand_distr::{Distribution, Normal};
-        for seed in 0..8_u64 {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            let noise = Normal::new(0.0, 5.0).unwrap();
-            let doppler = Normal::new(0.0, 2.5).unwrap();
-            let mut d = GpsDistance::new(&DetectionConfig::default());
-            learn_still_noise(&mut d);
-            // A rectangle of 900 × 500 m, corners where the heading turns by 90°.
-            let perimeter = 2.0 * (900.0 + 500.0);
-            let at = |s: f64| {
-                let s = s.rem_euclid(perimeter);
-                match s {
-                    s if s < 900.0 => (s, 0.0, 90.0),
-                    s if s < 1400.0 => (900.0, s - 900.0, 0.0),
-                    s if s < 2300.0 => (2300.0 - s, 500.0, 270.0),
-                    s => (0.0, perimeter - s, 180.0),
-                }
-            };
-            let (mut along, mut truth, mut measured, mut jumps) = (0.0, 0.0, 0.0, 0);
-            for i in 0..2000 {
-                let kmh: f64 = 25.0 + 10.0 * ((i as f64) / 40.0).sin();
-                let (e, n, heading) = at(along);
-                let (mut e, mut n) = (e + noise.sample(&mut rng), n + noise.sample(&mut rng));
-                if rng.random::<f64>() < 0.01 {
-                    let angle: f64 = rng.random::<f64>() * std::f64::consts::TAU;
-                    (e, n) = (e + 200.0 * angle.cos(), n + 200.0 * angle.sin());
-                    jumps += 1;
-                }
-                let reported = (kmh + doppler.sample(&mut rng)).max(0.0);
-                measured += d.push(&fix(1000 + i * 15, e, n, reported, heading));
-                truth = along;
-                along += kmh / 3.6 * 15.0;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut jump_rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed + 1000);
+        let noise = Normal::new(0.0, sigma_m).unwrap();
+        let doppler = Normal::new(0.0, 2.5).unwrap();
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        for i in 0..3600 / dt_s {
+            let (e, n) = (noise.sample(&mut rng), noise.sample(&mut rng));
+            d.push(&fix(i * dt_s, e - 1e4, n, 0.0, 90.0));
+        }
+        d.prev = None;
+        d.before = None;
+        let perimeter = 2.0 * (900.0 + 500.0);
+        let at = |s: f64| {
+            let s = s.rem_euclid(perimeter);
+            match s {
+                s if s < 900.0 => (s, 0.0, 90.0),
+                s if s < 1400.0 => (900.0, s - 900.0, 0.0),
+                s if s < 2300.0 => (2300.0 - s, 500.0, 270.0),
+                s => (0.0, perimeter - s, 180.0),
             }
-            let error_pct = (measured - truth) / truth * 100.0;
-            assert!(jumps > 10, "seed {seed}: {jumps} jumps");
-            assert!(error_pct.abs() <= 2.0, "seed {seed}: {error_pct:+.2} %");
+        };
+        let (mut along, mut truth, mut measured, mut thrown) = (0.0, 0.0, 0.0, 0);
+        for i in 0..4000 {
+            let kmh: f64 = 25.0 + 10.0 * ((i * dt_s) as f64 / 600.0).sin();
+            let (e, n, heading) = at(along);
+            let (mut e, mut n) = (e + noise.sample(&mut rng), n + noise.sample(&mut rng));
+            let angle: f64 = jump_rng.random::<f64>() * std::f64::consts::TAU;
+            if jump_rng.random::<f64>() < jumps {
+                (e, n) = (e + 200.0 * angle.cos(), n + 200.0 * angle.sin());
+                thrown += 1;
+            }
+            let reported = (kmh + doppler.sample(&mut rng)).max(0.0);
+            measured += d.push(&fix(10_000 + i * dt_s, e, n, reported, heading));
+            truth = along;
+            along += kmh / 3.6 * dt_s as f64;
+        }
+        (measured, truth, thrown)
+    }
+
+    /// Jumps are skipped whatever the tracker's cadence: a fix every 15 s (`fijo`) or every
+    /// 30 s (`economico`, where the allowance for what a trapezoid can miss under hard
+    /// acceleration, 3 m/s² · dt²/8 = 340 m, exceeded a 200 m jump: +57…+120 m were kept a
+    /// jump, against −24…+31 m now; +12…+29 m and −1…+6 m at 15 s), at σ 5 and 15 m. With
+    /// 1 % jumps the drive is within issue 14's 2 % of the path and within 50 m a jump of the
+    /// same drive without them, whatever the seed.
+    #[test]
+    fn jumps_do_not_add_kilometres() {
+        for (dt_s, sigma_m) in [(15, 5.0), (15, 15.0), (30, 5.0), (30, 15.0)] {
+            for seed in 0..8_u64 {
+                let at = format!("{dt_s} s, σ {sigma_m} m, seed {seed}");
+                let (metres, truth, jumps) = loop_drive(seed, dt_s, sigma_m, 0.01);
+                let (without, _, none) = loop_drive(seed, dt_s, sigma_m, 0.0);
+                assert!(jumps > 5 && none == 0, "{at}: {jumps} jumps");
+                let error_pct = (metres - truth) / truth * 100.0;
+                assert!(error_pct.abs() <= 2.0, "{at}: {error_pct:+.2} %");
+                let per_jump_m = (metres - without) / f64::from(jumps);
+                assert!(per_jump_m.abs() <= 50.0, "{at}: {per_jump_m:+.1} m a jump");
+            }
+        }
+    }
+
+    /// A day of an adaptive tracker at client stops with the engine on, after a night parked
+    /// with heartbeats every hour (or none): legs of 300–900 m east and north (a corner at
+    /// each stop), driven at up to 30 km/h with 1.5 m/s² starts and stops, a record every
+    /// 3 s while moving and one as the unit stands, then nothing for 5–25 minutes until the
+    /// record of its departure. Positions carry `sigma_m` of white noise and `drift_m` of
+    /// drift correlated over 120 s. The error against the path, percent.
+    fn stops_day_error_pct(seed: u64, sigma_m: f64, drift_m: f64, heartbeats: i64) -> f64 {
+        use rand::{RngExt, SeedableRng};
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let unit = Normal::new(0.0, 1.0).unwrap();
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        let (mut drift, mut drift_ts) = ((0.0, 0.0), 0_i64);
+        let mut noisy = |rng: &mut rand_chacha::ChaCha8Rng, t: i64, e: f64, n: f64| {
+            let keep = (-((t - drift_ts) as f64) / 120.0).exp();
+            let fresh = drift_m * (1.0 - keep * keep).sqrt();
+            drift = (
+                drift.0 * keep + fresh * unit.sample(rng),
+                drift.1 * keep + fresh * unit.sample(rng),
+            );
+            drift_ts = t;
+            (
+                e + drift.0 + sigma_m * unit.sample(rng),
+                n + drift.1 + sigma_m * unit.sample(rng),
+            )
+        };
+        let (mut t, mut e0, mut n0, mut truth, mut measured) = (0_i64, 0.0, 0.0, 0.0, 0.0);
+        for _ in 0..heartbeats {
+            let (e, n) = noisy(&mut rng, t, e0, n0);
+            let mut parked = fix(t, e, n, 0.0, 0.0);
+            parked.ignition = false;
+            measured += d.push(&parked);
+            t += 3600;
+        }
+        for leg in 0..40 {
+            let length_m = rng.random_range(300.0..900.0);
+            let heading: f64 = if leg % 2 == 0 { 90.0 } else { 0.0 };
+            let (ue, un) = (heading.to_radians().sin(), heading.to_radians().cos());
+            let (mut s, mut v, mut since) = (0.0_f64, 0.0_f64, 0);
+            loop {
+                let braking = v * v / 3.0 >= length_m - s;
+                v = if braking {
+                    (v - 1.5).max(0.0)
+                } else {
+                    (v + 1.5).min(30.0 / 3.6)
+                };
+                s = (s + v).min(length_m);
+                t += 1;
+                since += 1;
+                let arrived = v == 0.0 || s >= length_m;
+                if since >= 3 || arrived {
+                    since = 0;
+                    let kmh = if arrived {
+                        0.0
+                    } else {
+                        v * 3.6 + 2.5 * unit.sample(&mut rng)
+                    };
+                    let (e, n) = noisy(&mut rng, t, e0 + s * ue, n0 + s * un);
+                    measured += d.push(&fix(t, e, n, kmh.max(0.0), heading));
+                }
+                if arrived {
+                    break;
+                }
+            }
+            (e0, n0) = (e0 + s * ue, n0 + s * un);
+            truth += s;
+            t += rng.random_range(300..1500);
+        }
+        (measured - truth) / truth * 100.0
+    }
+
+    /// The chord across a stop the tracker did not record (it stood with the engine on,
+    /// silent) is position noise, not distance: about 30 m a stop at σ 15 m with drift,
+    /// +5 % on a day of 40 client stops. Within issue 14's 2 %, with or without a night of
+    /// heartbeats to learn the parked noise from first.
+    #[test]
+    fn a_silent_stop_adds_no_noise_as_distance() {
+        for (sigma_m, drift_m) in [(5.0, 10.0), (15.0, 10.0), (15.0, 20.0)] {
+            for heartbeats in [0, 12] {
+                for seed in 0..4_u64 {
+                    let error_pct = stops_day_error_pct(seed, sigma_m, drift_m, heartbeats);
+                    assert!(
+                        error_pct.abs() <= 2.0,
+                        "σ {sigma_m} m, drift {drift_m} m, {heartbeats} heartbeats, seed {seed}: \
+                         {error_pct:+.2} %"
+                    );
+                }
+            }
         }
     }
 

@@ -25,7 +25,11 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// 8: GPS km across a halt between an adaptive tracker's records (its cadence while moving);
 /// a departure recorded while the unit was still setting off is dated by its speed, not by
 /// its distance from the stop's centre (the drift). 9: a fence's debounce counts from the
-/// interpolated crossing; an odometer that advanced between two still fixes ends the stop.
+/// interpolated crossing; an odometer that advanced between two still fixes ends the stop;
+/// an unconfirmed last "off" is no day end; an "off" that jumped away still counts; GPS km:
+/// jumps skipped at any cadence (a detour through one fix beyond two noise margins), no noise
+/// counted across a silent stop (a parked unit's noise learned from its still fixes minutes
+/// apart and from the chords across such silences).
 pub const ANALYSIS_VERSION: i64 = 9;
 
 pub const DDL: &str = "
