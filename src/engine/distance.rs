@@ -22,7 +22,9 @@
 use super::Fix;
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
-use crate::geometry::earth::{distance_m, local_m};
+use crate::geometry::earth::{
+    cos_lat, distance_m, farther_than_m, hypot_exceeds, hypot_under, local_m, local_m_at,
+};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
 const MARGIN_SCALES: f64 = 3.0;
@@ -187,16 +189,18 @@ fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64) -> bool {
         return false;
     }
     let (path_ab, path_bc) = (by_speed(a, b), by_speed(b, c));
-    let (east_ac, north_ac) = local_m(a.point(), c.point());
-    let (east_ab, north_ab) = local_m(a.point(), b.point());
-    let chord_ac = east_ac.hypot(north_ac);
-    if chord_ac > path_ab + path_bc + margin_m {
+    // Every length here is only compared with a bound: the `earth` shortcuts give the same
+    // answers as `hypot` and the haversine, mostly without calling them (per fix, hot).
+    let cos_a = cos_lat(a.point());
+    let (east_ac, north_ac) = local_m_at(a.point(), cos_a, c.point());
+    let (east_ab, north_ab) = local_m_at(a.point(), cos_a, b.point());
+    if hypot_exceeds(east_ac, north_ac, path_ab + path_bc + margin_m) {
         return false;
     }
     let beyond_m = margin_m + MAX_ACCELERATION_MS2 * dt_ab.max(dt_bc).powi(2) / 8.0;
-    let unreachable = east_ab.hypot(north_ab) > path_ab + beyond_m
-        || distance_m(b.point(), c.point()) > path_bc + beyond_m;
-    if unreachable || chord_ac < path_ab + path_bc - margin_m {
+    let unreachable = hypot_exceeds(east_ab, north_ab, path_ab + beyond_m)
+        || farther_than_m(b.point(), c.point(), path_bc + beyond_m);
+    if unreachable || hypot_under(east_ac, north_ac, path_ab + path_bc - margin_m) {
         return unreachable;
     }
     let share = if path_ab + path_bc > 1.0 {
@@ -204,7 +208,11 @@ fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64) -> bool {
     } else {
         dt_ab / (dt_ab + dt_bc)
     };
-    (east_ab - share * east_ac).hypot(north_ab - share * north_ac) > beyond_m
+    hypot_exceeds(
+        east_ab - share * east_ac,
+        north_ab - share * north_ac,
+        beyond_m,
+    )
 }
 
 /// The trapezoidal integral of the reported speed, metres.

@@ -60,7 +60,7 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 pub(super) fn round(value: f64, decimals: i32) -> f64 {
     let factor = 10f64.powi(decimals);
-    (value * factor).round() / factor
+    crate::geometry::rounding::round(value * factor) / factor
 }
 
 impl Tracker {
