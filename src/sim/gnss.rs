@@ -60,7 +60,7 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 pub(super) fn round(value: f64, decimals: i32) -> f64 {
     let factor = 10f64.powi(decimals);
-    crate::geometry::rounding::round(value * factor) / factor
+    (value * factor).round() / factor
 }
 
 impl Tracker {

@@ -5,7 +5,6 @@
 //! exactly the same numbers.
 
 use crate::engine::Fix;
-use crate::geometry::rounding::round;
 use crate::sim::Report;
 
 /// The stored columns of one report (besides the vehicle, fix time and sequence).
@@ -43,14 +42,14 @@ impl StoredRow {
     pub fn encode(r: &Reading, delay_s: i64) -> StoredRow {
         StoredRow {
             delay_s,
-            lat_e6: round(r.lat * 1e6) as i64,
-            lon_e6: round(r.lon * 1e6) as i64,
-            speed_kmh: round(r.speed_kmh * 10.0) / 10.0,
-            heading_deg: round(r.heading_deg) as i64 % 360,
+            lat_e6: (r.lat * 1e6).round() as i64,
+            lon_e6: (r.lon * 1e6).round() as i64,
+            speed_kmh: (r.speed_kmh * 10.0).round() / 10.0,
+            heading_deg: r.heading_deg.round() as i64 % 360,
             ignition: r.ignition,
             odometer_m: r
                 .odometer_m
-                .map_or(NO_ODOMETER, |m| (round(m) as i64).max(0)),
+                .map_or(NO_ODOMETER, |m| (m.round() as i64).max(0)),
         }
     }
 }
