@@ -21,11 +21,13 @@ use super::{Io, Settings};
 use crate::cli::SimulateArgs;
 use crate::engine::{self, Analysis, DetectionConfig};
 use crate::evaluation::truth;
+use crate::geometry::geofence::Geofence;
+use crate::geometry::route::Route;
 use crate::plumbing::clock::Clock;
 use crate::plumbing::interrupt::Interrupt;
 use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
-use crate::sim::{Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
+use crate::sim::{Course, Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
 use crate::store::encoding::fixes_of;
 use crate::store::{Covered, Location, LocationError, Writer};
 
@@ -400,7 +402,52 @@ fn prepare(options: &Options, mut world: World) -> anyhow::Result<(Simulation, D
             .map_err(|e| anyhow::anyhow!("{}: {e}", options.scenario.display_path().display()))?,
         None => DetectionConfig::default(),
     };
-    Ok((Simulation::new(world), config))
+    let workers = options.workers.unwrap_or_else(cores);
+    Ok((
+        Simulation::with_courses(world, |routes, fences| courses(routes, fences, workers)),
+        config,
+    ))
+}
+
+/// The cores this machine offers (2 when it cannot tell).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Every route's course, on `workers` threads (route `i` on thread `i % workers`, put back in
+/// order): the courses are most of the setup, which nothing else can overlap.
+fn courses(routes: &[Route], fences: &[Geofence], workers: usize) -> Vec<Course> {
+    let workers = workers.clamp(1, routes.len().max(1));
+    if workers == 1 {
+        return routes.iter().map(|r| Course::new(r, fences)).collect();
+    }
+    let mut parts: Vec<Vec<Course>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|first| {
+                scope.spawn(move || {
+                    (first..routes.len())
+                        .step_by(workers)
+                        .map(|i| Course::new(&routes[i], fences))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut ordered = Vec::with_capacity(routes.len());
+    let mut drains: Vec<_> = parts.iter_mut().map(|p| p.drain(..)).collect();
+    for i in 0..routes.len() {
+        if let Some(course) = drains[i % workers].next() {
+            ordered.push(course);
+        }
+    }
+    ordered
 }
 
 fn progress_bar(shown: bool, unit_days: u64) -> ProgressBar {
@@ -565,8 +612,7 @@ fn write_units(
     let units = world.units.len();
     // One worker per core: the writer spends much of its time waiting for the next unit,
     // and while it writes, the workers share what is left.
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let workers = options.workers.unwrap_or(cores).clamp(1, units.max(1));
+    let workers = options.workers.unwrap_or_else(cores).clamp(1, units.max(1));
     let keep_delivered = keep.is_some();
     let mut fixes = 0u64;
     let mut write_time = Duration::ZERO;

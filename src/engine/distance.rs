@@ -28,7 +28,7 @@
 use super::Fix;
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
-use crate::geometry::earth::{distance_m, local_m};
+use crate::geometry::earth::{distance_m, hypot_exceeds, local_m};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
 const MARGIN_SCALES: f64 = 3.0;
@@ -243,7 +243,11 @@ fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64) -> bool {
     } else {
         dt_ab / (dt_ab + dt_bc)
     };
-    (east_ab - share * east_ac).hypot(north_ab - share * north_ac) > beyond_m
+    hypot_exceeds(
+        east_ab - share * east_ac,
+        north_ab - share * north_ac,
+        beyond_m,
+    )
 }
 
 /// The trapezoidal integral of the reported speed, metres.

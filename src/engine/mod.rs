@@ -212,7 +212,10 @@ impl<'a> VehicleEngine<'a> {
                 .iter()
                 .zip(&self.inside)
                 .filter(|(fence, inside)| {
+                    // Only a fence with a limit of its own can change it: the others are
+                    // not measured (the eight-point test is the costly part).
                     **inside
+                        && fence.speed_limit_kmh.is_some()
                         && overspeed::surely_inside(
                             fence,
                             place.point(),

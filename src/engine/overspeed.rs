@@ -25,7 +25,9 @@ use super::config::DetectionConfig;
 use super::evidence::{Evidence, SPEED_LIMIT, Threshold};
 use super::noise::RayleighScale;
 use super::{Fix, Overspeed};
-use crate::geometry::earth::{LatLon, offset_m};
+use std::sync::LazyLock;
+
+use crate::geometry::earth::{LatLon, cos_lat, offset_m_at};
 use crate::geometry::geofence::Geofence;
 
 /// Whether `p` lies inside `fence` by more than `edge_m` in every direction (eight of them):
@@ -33,12 +35,24 @@ use crate::geometry::geofence::Geofence;
 /// edge a fix may be on either side, and a unit that just left a slow zone and sped up would
 /// read as speeding inside it; the benefit of the doubt goes to the driver.
 pub fn surely_inside(fence: &Geofence, p: LatLon, edge_m: f64) -> bool {
-    fence.contains(p)
-        && (0..8).all(|k| {
-            let angle = f64::from(k) * std::f64::consts::FRAC_PI_4;
-            fence.contains(offset_m(p, edge_m * angle.sin(), edge_m * angle.cos()))
-        })
+    if !fence.contains(p) {
+        return false;
+    }
+    // The eight directions' sines and cosines and `p`'s latitude cosine, computed once: the
+    // same points as `offset_m` at each angle.
+    let cos_lat = cos_lat(p);
+    DIRECTIONS
+        .iter()
+        .all(|(sin, cos)| fence.contains(offset_m_at(p, cos_lat, edge_m * sin, edge_m * cos)))
 }
+
+/// Sine and cosine of the eight compass angles k·π/4 that [`surely_inside`] looks along.
+static DIRECTIONS: LazyLock<[(f64, f64); 8]> = LazyLock::new(|| {
+    std::array::from_fn(|k| {
+        let angle = k as f64 * std::f64::consts::FRAC_PI_4;
+        (angle.sin(), angle.cos())
+    })
+});
 
 /// Speed noise standard deviations beyond the limit a reading must be to count as clearly
 /// over: two in a row that far are a few in a million by noise alone.

@@ -52,17 +52,102 @@ pub fn destination(origin: LatLon, bearing_deg: f64, distance_m: f64) -> LatLon 
 /// Moves a point by small east/north offsets in metres (equirectangular; exact enough below
 /// a few kilometres, which is all noise and fences need).
 pub fn offset_m(p: LatLon, east_m: f64, north_m: f64) -> LatLon {
+    offset_m_at(p, cos_lat(p), east_m, north_m)
+}
+
+/// The cosine of `p`'s latitude: what [`offset_m_at`] and [`local_m_at`] take, so a caller
+/// that offsets or measures around the same point many times computes it once.
+pub fn cos_lat(p: LatLon) -> f64 {
+    p.lat.to_radians().cos()
+}
+
+/// [`offset_m`] with `p`'s [`cos_lat`] already known: the same arithmetic.
+pub fn offset_m_at(p: LatLon, cos_lat: f64, east_m: f64, north_m: f64) -> LatLon {
     LatLon::new(
         p.lat + north_m / M_PER_DEG_LAT,
-        p.lon + east_m / (M_PER_DEG_LAT * p.lat.to_radians().cos()),
+        p.lon + east_m / (M_PER_DEG_LAT * cos_lat),
     )
 }
 
 /// East/north metres of `p` relative to `origin` (equirectangular, for short distances).
 pub fn local_m(origin: LatLon, p: LatLon) -> (f64, f64) {
-    let east = (p.lon - origin.lon) * M_PER_DEG_LAT * origin.lat.to_radians().cos();
+    local_m_at(origin, cos_lat(origin), p)
+}
+
+/// [`local_m`] with `origin`'s [`cos_lat`] already known: the same arithmetic.
+pub fn local_m_at(origin: LatLon, cos_lat: f64, p: LatLon) -> (f64, f64) {
+    let east = (p.lon - origin.lon) * M_PER_DEG_LAT * cos_lat;
     let north = (p.lat - origin.lat) * M_PER_DEG_LAT;
     (east, north)
+}
+
+/// Rounding slack of the shortcuts below: far larger than the few ulps the haversine and
+/// `hypot` err by, far smaller than any margin they are compared with.
+const SLACK: f64 = 1e-9;
+
+/// How [`distance_m`]`(a, b)` compares with `limit_m`, when cheap bounds settle it: a
+/// great-circle distance is at least its change of latitude, R·|Δφ|, and at most the way
+/// along a parallel and then a meridian, R·(|Δφ| + |Δλ|). `None` when they do not (or for
+/// NaN anywhere): only the haversine can tell.
+fn distance_bounds_settle(a: LatLon, b: LatLon, limit_m: f64) -> Option<std::cmp::Ordering> {
+    let dlat = (b.lat - a.lat).to_radians().abs();
+    let dlon = (b.lon - a.lon).to_radians().abs();
+    if EARTH_RADIUS_M * dlat * (1.0 - SLACK) > limit_m {
+        return Some(std::cmp::Ordering::Greater);
+    }
+    if EARTH_RADIUS_M * (dlat + dlon) * (1.0 + SLACK) < limit_m {
+        return Some(std::cmp::Ordering::Less);
+    }
+    None
+}
+
+/// `distance_m(a, b) > limit_m`, the same answer, most often without the trigonometry.
+pub fn farther_than_m(a: LatLon, b: LatLon, limit_m: f64) -> bool {
+    match distance_bounds_settle(a, b, limit_m) {
+        Some(order) => order.is_gt(),
+        None => distance_m(a, b) > limit_m,
+    }
+}
+
+/// `distance_m(a, b) <= limit_m`, the same answer, most often without the trigonometry.
+pub fn within_m(a: LatLon, b: LatLon, limit_m: f64) -> bool {
+    match distance_bounds_settle(a, b, limit_m) {
+        Some(order) => order.is_lt(),
+        None => distance_m(a, b) <= limit_m,
+    }
+}
+
+/// How `x.hypot(y)` compares with `limit`, when the sum of squares settles it well clear of
+/// rounding; `None` otherwise (near the limit, out of the squares' range, NaN or infinity).
+fn hypot_settles(x: f64, y: f64, limit: f64) -> Option<std::cmp::Ordering> {
+    let (squares, limit2) = (x * x + y * y, limit * limit);
+    let in_range = |v: f64| (1e-200..1e200).contains(&v);
+    if !(in_range(squares) && in_range(limit2) && limit > 0.0) {
+        return None;
+    }
+    if squares > limit2 * (1.0 + SLACK) {
+        Some(std::cmp::Ordering::Greater)
+    } else if squares < limit2 * (1.0 - SLACK) {
+        Some(std::cmp::Ordering::Less)
+    } else {
+        None
+    }
+}
+
+/// `x.hypot(y) > limit`, the same answer, most often without `hypot`.
+pub fn hypot_exceeds(x: f64, y: f64, limit: f64) -> bool {
+    match hypot_settles(x, y, limit) {
+        Some(order) => order.is_gt(),
+        None => x.hypot(y) > limit,
+    }
+}
+
+/// `x.hypot(y) < limit`, the same answer, most often without `hypot`.
+pub fn hypot_under(x: f64, y: f64, limit: f64) -> bool {
+    match hypot_settles(x, y, limit) {
+        Some(order) => order.is_lt(),
+        None => x.hypot(y) < limit,
+    }
 }
 
 /// Linear interpolation in degrees between two close points.
@@ -101,6 +186,54 @@ mod tests {
         let (east, north) = local_m(origin, p);
         assert!((east - 120.0).abs() < 0.01 && (north + 80.0).abs() < 0.01);
         assert!((distance_m(origin, p) - (120.0f64.hypot(80.0))).abs() < 0.5);
+    }
+
+    /// The shortcuts give the plain comparisons' answers, to the bit of the limit: limits
+    /// at, one ulp either side of, and around each distance, over short and long, north-south,
+    /// east-west and diagonal pairs, at the equator, the tropics and high latitudes.
+    #[test]
+    fn the_comparison_shortcuts_answer_as_the_plain_comparisons() {
+        let mut settled = 0;
+        for origin in [
+            LatLon::new(0.0, 0.0),
+            LatLon::new(14.6, -90.5),
+            LatLon::new(40.4, -3.7),
+            LatLon::new(-63.0, 170.0),
+        ] {
+            for (east, north) in [
+                (0.0, 3.0),
+                (3.0, 0.0),
+                (2.0, 2.0),
+                (150.0, 20.0),
+                (-20.0, -150.0),
+                (700.0, 700.0),
+                (0.01, -0.02),
+                (30_000.0, 5.0),
+            ] {
+                let p = offset_m(origin, east, north);
+                let d = distance_m(origin, p);
+                let (x, y) = local_m(origin, p);
+                let h = x.hypot(y);
+                let mut limits = vec![0.0, -1.0, 1e-3, f64::NAN, f64::INFINITY];
+                for base in [d, h] {
+                    for factor in [0.5, 0.9, 0.999, 1.0, 1.001, 1.1, 2.0] {
+                        let l = base * factor;
+                        limits.extend([l, l.next_up(), l.next_down()]);
+                    }
+                }
+                for limit in limits {
+                    let at = format!("{origin:?} + ({east}, {north}) against {limit}");
+                    assert_eq!(farther_than_m(origin, p, limit), d > limit, "{at}");
+                    assert_eq!(within_m(origin, p, limit), d <= limit, "{at}");
+                    assert_eq!(hypot_exceeds(x, y, limit), h > limit, "{at}");
+                    assert_eq!(hypot_under(x, y, limit), h < limit, "{at}");
+                    settled += usize::from(distance_bounds_settle(origin, p, limit).is_some());
+                    settled += usize::from(hypot_settles(x, y, limit).is_some());
+                }
+            }
+        }
+        // The shortcuts do take over: most comparisons are settled without the exact call.
+        assert!(settled > 1_000, "{settled}");
     }
 
     #[test]

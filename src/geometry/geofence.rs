@@ -8,7 +8,7 @@
 
 use geo::{Contains, Coord, LineString, Polygon};
 
-use crate::geometry::earth::{LatLon, M_PER_DEG_LAT, distance_m, local_m};
+use crate::geometry::earth::{EARTH_RADIUS_M, LatLon, M_PER_DEG_LAT, distance_m};
 
 /// The shape of a geofence.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,84 @@ pub struct Geofence {
     /// Speed limit inside, if any.
     pub speed_limit_kmh: Option<f64>,
     polygon: Option<Polygon<f64>>,
+    /// Latitude and longitude bounds no inside point can pass (see [`Bounds`]).
+    bounds: Bounds,
+}
+
+/// A box in degrees that holds every point a fence contains: `contains` answers `false` for a
+/// point outside it without the exact test (a winding number with robust orientation per
+/// side, or a haversine), which most fixes of a fleet, far from most fences, would otherwise
+/// pay for every fence. Only ever a shortcut to the same answer: a point inside the box still
+/// gets the exact test — but for a square, whose polygon is that very box.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    south: f64,
+    north: f64,
+    west: f64,
+    east: f64,
+    /// The shape is the box itself (a square, axis-aligned in degrees): a point is inside
+    /// exactly when it is strictly inside the box, as the winding number says of a rectangle
+    /// (a point on a side is on the boundary, which `contains` does not count).
+    is_the_shape: bool,
+}
+
+impl Bounds {
+    fn of(shape: &Shape, polygon: Option<&Polygon<f64>>) -> Bounds {
+        match (shape, polygon) {
+            (Shape::Circle { centre, radius_m }, _) => {
+                // A great-circle distance is never shorter than its change of latitude (the
+                // haversine's first term alone), so a point further north or south than the
+                // radius is outside; the slack keeps rounding on the outside. No bound on
+                // longitude, whose degrees shrink towards the poles.
+                let dlat = (radius_m / EARTH_RADIUS_M).to_degrees() * (1.0 + 1e-6) + 1e-9;
+                Bounds {
+                    south: centre.lat - dlat,
+                    north: centre.lat + dlat,
+                    west: f64::NEG_INFINITY,
+                    east: f64::INFINITY,
+                    is_the_shape: false,
+                }
+            }
+            (_, Some(polygon)) => {
+                // The ring's own extremes: a point beyond them crosses no side (winding number
+                // zero) and lies on none.
+                let ring = polygon.exterior();
+                let fold = |f: fn(f64, f64) -> f64, start: f64, axis: fn(&Coord<f64>) -> f64| {
+                    ring.coords().map(axis).fold(start, f)
+                };
+                Bounds {
+                    south: fold(f64::min, f64::INFINITY, |c| c.y),
+                    north: fold(f64::max, f64::NEG_INFINITY, |c| c.y),
+                    west: fold(f64::min, f64::INFINITY, |c| c.x),
+                    east: fold(f64::max, f64::NEG_INFINITY, |c| c.x),
+                    is_the_shape: matches!(shape, Shape::Square { .. }),
+                }
+            }
+            (_, None) => Bounds {
+                south: f64::INFINITY,
+                north: f64::NEG_INFINITY,
+                west: f64::INFINITY,
+                east: f64::NEG_INFINITY,
+                is_the_shape: false,
+            },
+        }
+    }
+
+    /// Whether `p` may be inside (`false`: surely outside). NaN is never outside: the exact
+    /// test decides it.
+    fn may_hold(&self, p: LatLon) -> bool {
+        !(p.lat < self.south || p.lat > self.north || p.lon < self.west || p.lon > self.east)
+    }
+
+    /// `Some(inside)` when the box alone decides.
+    fn decide(&self, p: LatLon) -> Option<bool> {
+        if !self.may_hold(p) {
+            return Some(false);
+        }
+        self.is_the_shape.then_some(
+            self.south < p.lat && p.lat < self.north && self.west < p.lon && p.lon < self.east,
+        )
+    }
 }
 
 impl Geofence {
@@ -69,16 +147,25 @@ impl Geofence {
             Shape::Square { .. } | Shape::Polygon { .. } => Some(to_polygon(&ring(&shape))),
             Shape::Circle { .. } => None,
         };
+        let bounds = Bounds::of(&shape, polygon.as_ref());
         Geofence {
             name,
             kind,
             shape,
             speed_limit_kmh,
             polygon,
+            bounds,
         }
     }
 
     pub fn contains(&self, p: LatLon) -> bool {
+        self.bounds
+            .decide(p)
+            .unwrap_or_else(|| self.contains_exactly(p))
+    }
+
+    /// The containment rule itself, without the shortcut of [`Bounds`].
+    fn contains_exactly(&self, p: LatLon) -> bool {
         match (&self.shape, &self.polygon) {
             (Shape::Circle { centre, radius_m }, _) => distance_m(*centre, p) <= *radius_m,
             (_, Some(polygon)) => polygon.contains(&p.point()),
@@ -92,9 +179,20 @@ impl Geofence {
         if let Shape::Circle { centre, radius_m } = &self.shape {
             return (radius_m - distance_m(*centre, p)).abs();
         }
-        let ring = self.outline();
-        ring.windows(2)
-            .map(|side| segment_distance_m(p, side[0], side[1]))
+        // The polygon's ring is the outline (built from it at `new`): read in place, not
+        // rebuilt for every fix the engine measures. The same metres as from `outline()`.
+        let Some(polygon) = &self.polygon else {
+            return f64::INFINITY;
+        };
+        let cos_lat = p.lat.to_radians().cos();
+        polygon
+            .exterior()
+            .0
+            .windows(2)
+            .map(|side| {
+                let vertex = |c: &Coord<f64>| LatLon::new(c.y, c.x);
+                segment_distance_m(p, cos_lat, vertex(&side[0]), vertex(&side[1]))
+            })
             .fold(f64::INFINITY, f64::min)
     }
 
@@ -232,10 +330,17 @@ pub fn ring_area_deg2(vertices: &[LatLon]) -> f64 {
 }
 
 /// Distance from `p` to the segment `a`–`b`, metres, on a local plane around `p` (exact for
-/// the sides of fences a few kilometres across).
-fn segment_distance_m(p: LatLon, a: LatLon, b: LatLon) -> f64 {
-    let (ax, ay) = local_m(p, a);
-    let (bx, by) = local_m(p, b);
+/// the sides of fences a few kilometres across). `cos_lat` is the cosine of `p`'s latitude,
+/// computed once for all sides: the same arithmetic as `local_m(p, a)`.
+fn segment_distance_m(p: LatLon, cos_lat: f64, a: LatLon, b: LatLon) -> f64 {
+    let local = |q: LatLon| {
+        (
+            (q.lon - p.lon) * M_PER_DEG_LAT * cos_lat,
+            (q.lat - p.lat) * M_PER_DEG_LAT,
+        )
+    };
+    let (ax, ay) = local(a);
+    let (bx, by) = local(b);
     let (dx, dy) = (bx - ax, by - ay);
     let length2 = dx * dx + dy * dy;
     let t = if length2 > 0.0 {
@@ -249,6 +354,7 @@ fn segment_distance_m(p: LatLon, a: LatLon, b: LatLon) -> f64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::geometry::earth::lerp;
 
     /// The CEDIS Zona 12 depot of the shipped scenarios: a square, for tests elsewhere too.
     pub(crate) fn cedis() -> Geofence {
@@ -349,6 +455,138 @@ pub(crate) mod tests {
         assert!(triangle.contains(LatLon::new(0.2, 0.2)));
         assert!(!triangle.contains(LatLon::new(0.8, 0.8)));
         assert_eq!(triangle.wkt(), "POLYGON ((0 0, 1 0, 0 1, 0 0))");
+    }
+
+    /// The bounding-box shortcut never changes an answer: points around each shape — on a
+    /// grid, on and next to every vertex and side, and at the circle's north and south edge
+    /// where the latitude bound is tightest — are inside exactly when the full test says so.
+    #[test]
+    fn the_bounds_shortcut_answers_as_the_exact_test() {
+        use crate::geometry::earth::{destination, offset_m};
+        let centre = LatLon::new(14.6, -90.5);
+        let fences = [
+            cedis(),
+            Geofence::new(
+                "c".into(),
+                "x".into(),
+                Shape::Circle {
+                    centre,
+                    radius_m: 300.0,
+                },
+                None,
+            ),
+            Geofence::new(
+                "l".into(),
+                "x".into(),
+                Shape::Polygon {
+                    vertices: vec![
+                        offset_m(centre, -200.0, -200.0),
+                        offset_m(centre, 200.0, -200.0),
+                        offset_m(centre, 200.0, -50.0),
+                        offset_m(centre, 0.0, 0.0),
+                        offset_m(centre, -50.0, 200.0),
+                        offset_m(centre, -200.0, 150.0),
+                    ],
+                },
+                None,
+            ),
+        ];
+        let mut checked = 0;
+        let mut inside = 0;
+        for fence in &fences {
+            let mut points: Vec<LatLon> = Vec::new();
+            let middle = fence.centre();
+            for i in -40..=40 {
+                for j in -40..=40 {
+                    points.push(offset_m(middle, f64::from(i) * 10.0, f64::from(j) * 10.0));
+                }
+            }
+            let outline = fence.outline();
+            for side in outline.windows(2) {
+                for k in 0..=8 {
+                    points.push(lerp(side[0], side[1], f64::from(k) / 8.0));
+                }
+            }
+            if let Shape::Circle { centre, radius_m } = fence.shape {
+                for bearing in [0.0, 180.0] {
+                    for shift_m in [-1e-3, -1e-6, 0.0, 1e-6, 1e-3] {
+                        points.push(destination(centre, bearing, radius_m + shift_m));
+                    }
+                }
+            }
+            let nudged: Vec<LatLon> = points
+                .iter()
+                .flat_map(|p| {
+                    [
+                        *p,
+                        LatLon::new(p.lat.next_up(), p.lon),
+                        LatLon::new(p.lat.next_down(), p.lon),
+                        LatLon::new(p.lat, p.lon.next_up()),
+                        LatLon::new(p.lat, p.lon.next_down()),
+                    ]
+                })
+                .collect();
+            for p in nudged {
+                let exact = fence.contains_exactly(p);
+                assert_eq!(fence.contains(p), exact, "{} at {p:?}", fence.name);
+                checked += 1;
+                inside += usize::from(exact);
+            }
+        }
+        assert!(
+            inside > 1_000 && checked - inside > 1_000,
+            "{inside} of {checked}"
+        );
+    }
+
+    /// The metres to the edge are bit for bit those of the plain rule — the nearest side of
+    /// the outline on the plane of `local_m` around the point — as detections store them.
+    #[test]
+    fn edge_distance_is_the_outlines_to_the_bit() {
+        use crate::geometry::earth::{local_m, offset_m};
+        let plain = |fence: &Geofence, p: LatLon| {
+            fence
+                .outline()
+                .windows(2)
+                .map(|side| {
+                    let (ax, ay) = local_m(p, side[0]);
+                    let (bx, by) = local_m(p, side[1]);
+                    let (dx, dy) = (bx - ax, by - ay);
+                    let length2 = dx * dx + dy * dy;
+                    let t = if length2 > 0.0 {
+                        (-(ax * dx + ay * dy) / length2).clamp(0.0, 1.0)
+                    } else {
+                        0.0
+                    };
+                    (ax + t * dx).hypot(ay + t * dy)
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        let centre = LatLon::new(14.6419, -90.5133);
+        let shapes = [
+            cedis(),
+            Geofence::new(
+                "t".into(),
+                "x".into(),
+                Shape::Polygon {
+                    vertices: vec![
+                        offset_m(centre, -300.0, -100.0),
+                        offset_m(centre, 250.0, -180.0),
+                        offset_m(centre, 20.0, 400.0),
+                    ],
+                },
+                None,
+            ),
+        ];
+        for fence in &shapes {
+            for i in -30..=30 {
+                for j in -30..=30 {
+                    let p = offset_m(fence.centre(), f64::from(i) * 13.7, f64::from(j) * 11.3);
+                    let (fast, slow) = (fence.edge_distance_m(p), plain(fence, p));
+                    assert_eq!(fast.to_bits(), slow.to_bits(), "{p:?}: {fast} {slow}");
+                }
+            }
+        }
     }
 
     #[test]

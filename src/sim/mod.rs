@@ -26,6 +26,8 @@ pub use plan::Planned;
 pub use roads::Roads;
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
+use crate::geometry::geofence::Geofence;
+use crate::geometry::route::Route;
 use crate::scenario::World;
 
 /// Where the simulator puts what it produces.
@@ -47,6 +49,17 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(world: World) -> Simulation {
         let roads = Roads::new(&world.routes, &world.fences);
+        let plan = plan::plan(&world);
+        Simulation { world, roads, plan }
+    }
+
+    /// [`Simulation::new`] with the routes' courses made by `courses` (see
+    /// [`Roads::with_courses`]; it is handed the world's fences).
+    pub fn with_courses(
+        world: World,
+        courses: impl FnOnce(&[Route], &[Geofence]) -> Vec<Course>,
+    ) -> Simulation {
+        let roads = Roads::with_courses(&world.routes, |all| courses(all, &world.fences));
         let plan = plan::plan(&world);
         Simulation { world, roads, plan }
     }

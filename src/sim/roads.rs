@@ -33,6 +33,16 @@ pub struct Shortened {
 
 impl Roads {
     pub fn new(routes: &[Route], fences: &[Geofence]) -> Roads {
+        Roads::with_courses(routes, |all| {
+            all.iter().map(|r| Course::new(r, fences)).collect()
+        })
+    }
+
+    /// [`Roads::new`] with the courses of every route (the world's, then the shortened
+    /// loops) made by `courses`, which must return `Course::new(route, fences)` for each, in
+    /// order: a caller with threads to spare spreads them (they are most of the work, and
+    /// nothing else can start before them).
+    pub fn with_courses(routes: &[Route], courses: impl FnOnce(&[Route]) -> Vec<Course>) -> Roads {
         let mut all: Vec<Route> = routes.to_vec();
         let mut shortened = Vec::with_capacity(routes.len());
         for route in routes {
@@ -53,7 +63,7 @@ impl Roads {
             }
             shortened.push(these);
         }
-        let courses = all.iter().map(|r| Course::new(r, fences)).collect();
+        let courses = courses(&all);
         Roads {
             routes: all,
             courses,
