@@ -90,7 +90,7 @@ impl SqliteStore {
         store
             .conn
             .execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 67108864;",
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 134217728;",
             )
             .and_then(|()| store.conn.busy_timeout(std::time::Duration::from_secs(10)))
             .and_then(|()| store.conn.execute_batch(DEVICES_DDL))
@@ -503,9 +503,11 @@ struct LogState {
     frames: std::sync::atomic::AtomicI64,
 }
 
-/// The writer starts the log over once it holds this many frames (64 MiB of 4 KiB pages,
-/// `journal_size_limit`): each restart costs the writer a checkpoint of what was committed
-/// since the last round (two `fsync`s), so not more often than that.
+/// The writer starts the log over once it holds this many frames (64 MiB of 4 KiB pages):
+/// each restart costs the writer a checkpoint of what was committed since the last round
+/// (two `fsync`s), so not more often than that. The log grows about a round's frames past
+/// it before a restart, so `journal_size_limit` (128 MiB, [`SqliteStore::open_live`]) is set
+/// above: a restarted log is rewritten in place, not cut back and grown into new blocks.
 #[cfg(not(test))]
 const RESTART_FRAMES: i64 = 16_384;
 #[cfg(test)]
