@@ -136,7 +136,10 @@ fn receiver(db: &str) -> (Child, String, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("recibir: {line}");
-            if line.contains("escritor") {
+            if line.contains("escritor")
+                || line.contains("receptor, esperas")
+                || line.contains("checkpoints:")
+            {
                 kept.lock().unwrap().push(line.clone());
             }
             let _ = sender.send(line);
@@ -174,10 +177,13 @@ struct Peaks {
     anon_kb: u64,
     file_kb: u64,
     threads: u64,
+    /// The write-ahead log's largest size, bytes (SQLite only).
+    wal_bytes: u64,
 }
 
-/// Samples `/proc/<pid>/status` every 100 ms until `stop`.
-fn sample_memory(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Peaks> {
+/// Samples `/proc/<pid>/status`, and the size of `wal` (the database's `-wal` file), every
+/// 100 ms until `stop`.
+fn sample_memory(pid: u32, wal: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Peaks> {
     std::thread::spawn(move || {
         let mut peaks = Peaks::default();
         while !stop.load(Ordering::Relaxed) {
@@ -186,6 +192,8 @@ fn sample_memory(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Pea
             peaks.anon_kb = peaks.anon_kb.max(status_field(&status, "RssAnon:"));
             peaks.file_kb = peaks.file_kb.max(status_field(&status, "RssFile:"));
             peaks.threads = peaks.threads.max(status_field(&status, "Threads:"));
+            let wal_bytes = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            peaks.wal_bytes = peaks.wal_bytes.max(wal_bytes);
             std::thread::sleep(Duration::from_millis(100));
         }
         peaks
@@ -324,7 +332,11 @@ fn bench_receiver(dir: &Path, seconds: f64, devices: usize) -> Run {
     let (mut child, addr, writer) = receiver(&db);
     let pid = child.id();
     let sampling = Arc::new(AtomicBool::new(false));
-    let sampler = sample_memory(pid, Arc::clone(&sampling));
+    let sampler = sample_memory(
+        pid,
+        PathBuf::from(format!("{db}-wal")),
+        Arc::clone(&sampling),
+    );
     let played = emit::emit(
         window,
         &emit::Options {
@@ -424,6 +436,32 @@ fn receiver_runs(dir: &Path, seconds: f64) {
                 run.devices, total
             );
         }
+        // Where an acknowledgement waited, from the emitter's side in: the receiver's
+        // handler, and the writer from queue to answer (their debug lines).
+        for line in run
+            .writer
+            .iter()
+            .filter(|l| l.contains("esperas") || l.contains("checkpoints:"))
+        {
+            println!("{} devices: {line}", run.devices);
+        }
+        println!(
+            "{} devices, the write-ahead log's largest size: {:.1} MB",
+            run.devices,
+            run.peaks.wal_bytes as f64 / 1e6
+        );
+        let at_least = |ms: u64| {
+            let us = ms * 1000;
+            run.played.latencies_us.iter().filter(|l| **l >= us).count()
+        };
+        println!(
+            "{} devices, acknowledgements at the emitter: {} of them ≥ 10 ms: {}, ≥ 20 ms: {}, ≥ 50 ms: {}",
+            run.devices,
+            run.played.latencies_us.len(),
+            at_least(10),
+            at_least(20),
+            at_least(50)
+        );
     }
     if runs.len() > 1 {
         let path = std::env::var_os("FLOTA_BENCH_GRAFICO").map_or_else(

@@ -16,4 +16,5 @@ pub mod live;
 pub mod osmand;
 pub mod server;
 pub mod session;
+pub mod waits;
 pub mod writer;

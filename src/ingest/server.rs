@@ -33,6 +33,7 @@ use tower::ServiceExt;
 use crate::ingest::devices::Devices;
 use crate::ingest::osmand::{self, Form, Refusal};
 use crate::ingest::session::{Outcome, Position, Unit};
+use crate::ingest::waits::Waits;
 use crate::ingest::writer::{Answer, Job};
 use crate::plumbing::clock::Clock;
 use crate::plumbing::mutex::lock;
@@ -72,6 +73,9 @@ pub struct App {
     pub jobs: SyncSender<Job>,
     pub clock: Clock,
     refusals: Mutex<LogWindow>,
+    /// Each stored position's handler time, and its part waiting for the writer's answer
+    /// (debug: logged when the server stops).
+    waits: Mutex<(Waits, Waits)>,
 }
 
 impl App {
@@ -89,6 +93,7 @@ impl App {
             jobs,
             clock,
             refusals: Mutex::new(LogWindow::default()),
+            waits: Mutex::new((Waits::new(), Waits::new())),
         }
     }
 }
@@ -149,8 +154,16 @@ async fn report(
     // the connection's next request into a new buffer while this one is still held: they
     // are dropped once decoded, not kept through the wait for the commit (twice the buffers
     // per connection otherwise, a thousand connections' worth).
+    let arrived = Instant::now();
     let outcome = match decode(&app, &method, uri, headers, body).await {
-        Ok(Some(position)) => commit(&app, position).await,
+        Ok(Some(position)) => {
+            let queued = Instant::now();
+            let committed = commit(&app, position).await;
+            let mut waits = lock(&app.waits);
+            waits.0.add(arrived.elapsed());
+            waits.1.add(queued.elapsed());
+            committed
+        }
         Ok(None) => Ok(()),
         Err(refused) => Err(refused),
     };
@@ -280,7 +293,11 @@ fn enqueue(
     position: Position,
 ) -> Result<tokio::sync::oneshot::Receiver<Answer>, Refused> {
     let (reply, answer) = tokio::sync::oneshot::channel();
-    match app.jobs.try_send(Job { position, reply }) {
+    match app.jobs.try_send(Job {
+        position,
+        reply,
+        queued: Instant::now(),
+    }) {
         Ok(()) => Ok(answer),
         Err(TrySendError::Full(_)) => Err((
             StatusCode::SERVICE_UNAVAILABLE,
@@ -384,6 +401,14 @@ pub async fn serve(
         });
     }
     drop(listener);
+    {
+        let waits = lock(&app.waits);
+        crate::log_debug!(
+            "receptor, esperas por posición guardada: en el manejador {}; de ellas, esperando al escritor {}",
+            waits.0.text(),
+            waits.1.text()
+        );
+    }
     if tokio::time::timeout(GRACE, graceful.shutdown())
         .await
         .is_err()

@@ -218,6 +218,12 @@ impl<'c> Session<'c> {
         Ok(Flow::Done(outcomes))
     }
 
+    /// Between transactions: lets the database's write-ahead log start over when it is due
+    /// (`Store::restart_log`). Whether it did work.
+    pub fn restart_log(&self) -> Result<bool, StoreError> {
+        self.store.restart_log()
+    }
+
     /// When analysis work is due: vehicles whose first waiting fix was committed
     /// `delay` ago (each is analysed once for everything it received meanwhile), or a
     /// republishing under way (due at once). `None`: nothing waits.

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::ingest::devices::Devices;
 use crate::ingest::session::{self, Flow, Outcome, Position, Session, Start, Unit};
+use crate::ingest::waits::{Activity, Timeline, Waits};
 use crate::plumbing::clock::Clock;
 use crate::store::{Store, StoreError};
 
@@ -38,6 +39,8 @@ pub type Answer = Result<Outcome, String>;
 pub struct Job {
     pub position: Position,
     pub reply: tokio::sync::oneshot::Sender<Answer>,
+    /// When it was queued: its wait inside the writer is measured from here (debug).
+    pub queued: Instant,
 }
 
 #[derive(Clone)]
@@ -117,10 +120,16 @@ fn serve(
         let due = session.work_due(ANALYSIS_DELAY);
         if pending.is_empty() && !closed {
             let until = due.map_or(next_tick, |d| d.min(next_tick));
-            match jobs.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            let idle = Instant::now();
+            match jobs.recv_timeout(until.saturating_duration_since(idle)) {
                 Ok(job) => pending.push(job),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => closed = true,
+            }
+            // A job that was already there is no idle time worth remembering.
+            let waited = Instant::now();
+            if waited.duration_since(idle) >= Duration::from_micros(50) {
+                stats.timeline.record(Activity::Idle, idle, waited);
             }
         }
         while pending.len() < MAX_BATCH {
@@ -135,8 +144,23 @@ fn serve(
             let Flow::Done(outcomes) = session.write(&positions)? else {
                 return Ok(Flow::Resync);
             };
-            answer(pending, outcomes, devices);
-            stats.commit(positions.len(), probe.finish(), session.phases);
+            let took = probe.finish();
+            stats
+                .timeline
+                .record(Activity::Positions, took.started, took.ended);
+            answer(pending, outcomes, devices, |queued, answered| {
+                stats.waits.add(answered.saturating_duration_since(queued));
+                stats.timeline.wait(queued, took.started, answered);
+            });
+            stats.commit(positions.len(), took, session.phases);
+            let probe = Probe::start(stats.detailed);
+            if session.restart_log()? {
+                let took = probe.finish();
+                stats
+                    .timeline
+                    .record(Activity::Log, took.started, took.ended);
+                stats.run_restarts.add(&took);
+            }
         }
         if closed {
             stats.log_run();
@@ -147,7 +171,11 @@ fn serve(
             let Flow::Done(_) = session.analyse(ANALYSIS_SLICE, ANALYSIS_DELAY)? else {
                 return Ok(Flow::Resync);
             };
-            stats.analysis(probe.finish());
+            let took = probe.finish();
+            stats
+                .timeline
+                .record(Activity::Analysis, took.started, took.ended);
+            stats.analysis(took);
         } else if Instant::now() >= next_tick {
             session.republish();
             next_tick = Instant::now() + options.tick;
@@ -163,6 +191,8 @@ const BUCKETS_MS: [u64; 7] = [1, 2, 5, 10, 20, 50, 100];
 /// How long one piece of the writer's work took, and, when measured, where the thread's time
 /// went meanwhile.
 struct Took {
+    started: Instant,
+    ended: Instant,
     wall: Duration,
     /// On a CPU and waiting for one (`plumbing::schedstat`); the rest of `wall` the thread
     /// was blocked (I/O, locks, page faults on a busy disk).
@@ -184,7 +214,8 @@ impl Probe {
     }
 
     fn finish(self) -> Took {
-        let wall = self.started.elapsed();
+        let ended = Instant::now();
+        let wall = ended.duration_since(self.started);
         let sched = self
             .sched
             .zip(crate::plumbing::schedstat::current())
@@ -194,7 +225,12 @@ impl Probe {
                     Duration::from_nanos(b.waiting_ns.saturating_sub(a.waiting_ns)),
                 )
             });
-        Took { wall, sched }
+        Took {
+            started: self.started,
+            ended,
+            wall,
+            sched,
+        }
     }
 }
 
@@ -282,7 +318,17 @@ struct Stats {
     slowest_analysis: Duration,
     run_positions: Durations,
     run_analyses: Durations,
+    /// The write-ahead log's restarts (`Session::restart_log`).
+    run_restarts: Durations,
+    /// Every position's wait from its job being queued to its answer being sent.
+    waits: Waits,
+    /// What the thread did, and where the slow waits' time went.
+    timeline: Timeline,
 }
+
+/// A position's wait counts as slow, and is split between the writer's activities, from
+/// this long.
+const SLOW_WAIT: Duration = Duration::from_millis(20);
 
 impl Stats {
     fn new() -> Stats {
@@ -298,6 +344,9 @@ impl Stats {
             slowest_analysis: Duration::ZERO,
             run_positions: Durations::default(),
             run_analyses: Durations::default(),
+            run_restarts: Durations::default(),
+            waits: Waits::new(),
+            timeline: Timeline::new(SLOW_WAIT),
         }
     }
 
@@ -310,6 +359,9 @@ impl Stats {
 
     fn commit(&mut self, positions: usize, took: Took, phases: session::Phases) {
         self.run_positions.add(&took);
+        if took.wall >= SLOW && self.detailed {
+            self.log_slow(positions, &took, phases);
+        }
         let since = *self.since.get_or_insert_with(Instant::now);
         self.commits += 1;
         self.positions += positions;
@@ -332,26 +384,72 @@ impl Stats {
                 ms(self.phases.analyse, self.analyses),
                 ms(self.slowest_analysis, 1),
             );
-            *self = Stats {
-                run_positions: self.run_positions,
-                run_analyses: self.run_analyses,
-                ..Stats::new()
-            };
+            self.since = None;
+            self.commits = 0;
+            self.positions = 0;
+            self.slowest = Duration::ZERO;
+            self.total = Duration::ZERO;
+            self.phases = session::Phases::default();
+            self.analyses = 0;
+            self.slowest_analysis = Duration::ZERO;
         }
+    }
+
+    /// One slow positions transaction: what it wrote, where its time went, what the thread
+    /// did just before it (debug).
+    fn log_slow(&self, positions: usize, took: &Took, phases: session::Phases) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let split = took.sched.map_or(String::new(), |(cpu, waiting)| {
+            format!(
+                "; en CPU {:.1}, esperando CPU {:.1}, bloqueada {:.1}",
+                ms(cpu),
+                ms(waiting),
+                ms(took.wall.saturating_sub(cpu + waiting))
+            )
+        });
+        let before = match self.timeline.previous() {
+            Some((Activity::Analysis, d)) => {
+                format!("tras una porción de análisis de {:.1} ms", ms(d))
+            }
+            Some((Activity::Positions, d)) => format!("tras otra de posiciones de {:.1} ms", ms(d)),
+            Some((Activity::Idle, d)) => format!("tras {:.1} ms sin trabajo", ms(d)),
+            Some((Activity::Log, d)) => {
+                format!("tras reiniciar el registro WAL en {:.1} ms", ms(d))
+            }
+            None => "la primera".to_owned(),
+        };
+        crate::log_debug!(
+            "escritor: transacción de posiciones lenta: {positions} posiciones en {:.1} ms (inserción {:.1}, confirmación {:.1}{split}), {before}",
+            ms(took.wall),
+            ms(phases.insert),
+            ms(phases.commit),
+        );
     }
 
     /// The whole run's durations by bucket (debug).
     fn log_run(&self) {
         crate::log_debug!(
-            "escritor, toda la sesión: transacciones de posiciones {}; porciones de análisis {}",
+            "escritor, toda la sesión: transacciones de posiciones {}; porciones de análisis {}; reinicios del registro WAL {}",
             self.run_positions.text(),
-            self.run_analyses.text()
+            self.run_analyses.text(),
+            self.run_restarts.text()
+        );
+        crate::log_debug!(
+            "escritor, esperas de cola a respuesta: {}; {}",
+            self.waits.text(),
+            self.timeline.text()
         );
     }
 }
 
-/// Answers a committed batch; units it registered join the lookup.
-fn answer(pending: &mut Vec<Job>, outcomes: Vec<Outcome>, devices: &Arc<RwLock<Devices>>) {
+/// Answers a committed batch; units it registered join the lookup. `answered` is told each
+/// job's queueing time and when its answer went.
+fn answer(
+    pending: &mut Vec<Job>,
+    outcomes: Vec<Outcome>,
+    devices: &Arc<RwLock<Devices>>,
+    mut answered: impl FnMut(Instant, Instant),
+) {
     for (job, outcome) in pending.drain(..).zip(outcomes) {
         if let Unit::Register(plate) = &job.position.unit {
             let id = match outcome {
@@ -366,5 +464,6 @@ fn answer(pending: &mut Vec<Job>, outcomes: Vec<Outcome>, devices: &Arc<RwLock<D
             }
         }
         let _ = job.reply.send(Ok(outcome));
+        answered(job.queued, Instant::now());
     }
 }

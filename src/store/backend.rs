@@ -347,6 +347,15 @@ impl Store {
         each!(self, s => s.set_device(device, vehicle_id))
     }
 
+    /// Between two live transactions: lets SQLite's write-ahead log start over once it is
+    /// long and copied back (src/store/live.rs); nothing on PostgreSQL. Whether it did work.
+    pub fn restart_log(&self) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.restart_log(),
+            Backend::Postgres(_) => Ok(false),
+        }
+    }
+
     /// Starts a live transaction, taking the write lock at once.
     pub fn begin_live(&self) -> Result<LiveTx<'_>, StoreError> {
         Ok(match &self.backend {
