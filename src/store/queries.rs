@@ -10,7 +10,7 @@ use chrono::NaiveDate;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::encoding::{FIX_COLUMNS, fix_of_row};
+use super::encoding::{FIX_COLUMNS, fix_of_row, fix_of_row_at};
 use super::reader::{SqliteStore, StoreError};
 use crate::engine::{EventKind, Fix};
 
@@ -229,6 +229,60 @@ fn last_stop_end_sql(index: &str) -> String {
     )
 }
 
+/// [`SqliteStore::last_fixes`]: each vehicle's newest fix time at or before `?1` found by
+/// one probe of the positions' key, then the row(s) at that time (a duplicate fix has a
+/// higher `secuencia`; the per-unit query's backwards scan meets the highest first).
+fn last_fixes_sql() -> String {
+    format!(
+        "SELECT p.vehiculo_id, {FIX} FROM vehiculos v JOIN posiciones p
+         ON p.vehiculo_id = v.id AND p.ts_utc = (SELECT ts_utc FROM posiciones
+             WHERE vehiculo_id = v.id AND ts_utc <= ?1 ORDER BY ts_utc DESC LIMIT 1)
+         ORDER BY p.vehiculo_id, p.secuencia DESC",
+        FIX = FIX_COLUMNS
+            .split(", ")
+            .map(|c| format!("p.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// [`SqliteStore::stops_under_way`]: every stop under way at `?1` with its id (the caller
+/// keeps one per vehicle, as [`stop_at_sql`] does).
+fn stops_under_way_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS}, id FROM eventos INDEXED BY eventos_por_fin
+         WHERE tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= ?1
+         UNION ALL
+         SELECT {EVENT_COLUMNS}, id FROM eventos INDEXED BY eventos_por_fin
+         WHERE tipo = '{STOP}' AND fin_utc > ?1 AND inicio_utc <= ?1"
+    )
+}
+
+/// [`SqliteStore::last_stop_ends`]: [`last_stop_end_sql`] once per vehicle, in one statement.
+fn last_stop_ends_sql(index: &str) -> String {
+    format!(
+        "SELECT v.id, (SELECT fin_utc FROM eventos {index} WHERE vehiculo_id = v.id AND tipo = '{STOP}'
+             AND fin_utc > ?1 AND fin_utc <= ?2 AND inicio_utc <= ?2 ORDER BY fin_utc DESC LIMIT 1)
+         FROM vehiculos v ORDER BY v.id"
+    )
+}
+
+/// Of several stops a vehicle may be under at once, the one [`stop_at_sql`] answers: the
+/// latest started (ties: the latest written). `rows` come as `(stop, id)`; one per vehicle
+/// goes out, by vehicle id.
+pub(super) fn one_stop_per_vehicle(rows: Vec<(EventRow, i64)>) -> Vec<EventRow> {
+    let mut best: std::collections::BTreeMap<i64, (EventRow, i64)> = Default::default();
+    for (stop, id) in rows {
+        match best.get(&stop.vehicle_id) {
+            Some((kept, kept_id)) if (kept.start_utc, *kept_id) >= (stop.start_utc, id) => {}
+            _ => {
+                best.insert(stop.vehicle_id, (stop, id));
+            }
+        }
+    }
+    best.into_values().map(|(stop, _)| stop).collect()
+}
+
 /// [`SqliteStore::alert_keys`]. The kind spelled, not bound: the partial index
 /// `eventos_alertas` serves only a query whose condition implies its own.
 fn alert_keys_sql(kind: EventKind) -> String {
@@ -313,6 +367,69 @@ impl SqliteStore {
         stmt.query_row(params![vehicle_id, from_utc, at_utc], |r| r.get(0))
             .optional()
             .map_err(|e| self.err(e))
+    }
+
+    /// Every vehicle's last fix at or before `at_utc`, by vehicle id, in one statement (a
+    /// vehicle without one is left out): [`Self::last_fix`] for the whole fleet.
+    pub fn last_fixes(&self, at_utc: i64) -> Result<Vec<(i64, Fix)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&last_fixes_sql())
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![at_utc], |r| {
+                let vehicle_id: i64 = r.get(0)?;
+                let fix = fix_of_row_at(r, 1)?;
+                Ok((vehicle_id, fix))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.err(e))?;
+        let mut fixes: Vec<(i64, Fix)> = Vec::with_capacity(rows.len());
+        for (vehicle_id, fix) in rows {
+            // The highest `secuencia` comes first; a duplicate after it is not the answer.
+            if fixes.last().is_none_or(|(last, _)| *last != vehicle_id) {
+                fixes.push((vehicle_id, fix));
+            }
+        }
+        Ok(fixes)
+    }
+
+    /// The stop each vehicle is in at `at_utc`, by vehicle id, in one statement:
+    /// [`Self::stop_at`] for the whole fleet.
+    pub fn stops_under_way(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(&stops_under_way_sql())
+            .and_then(|mut stmt| {
+                stmt.query_map(params![at_utc], |r| Ok((event(r)?, r.get(19)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(one_stop_per_vehicle(rows))
+    }
+
+    /// When each vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`, by
+    /// vehicle id (vehicles without one left out), in one statement: [`Self::last_stop_end`]
+    /// for the whole fleet.
+    pub fn last_stop_ends(
+        &self,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut stmt = self.prepare_either(
+            &last_stop_ends_sql("INDEXED BY eventos_paradas_por_fin"),
+            &last_stop_ends_sql(""),
+        )?;
+        let rows = stmt
+            .query_map(params![from_utc, at_utc], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, end)| end.map(|end| (id, end)))
+            .collect())
     }
 
     /// Every stop under way at `at_utc`, all vehicles (served by the end-time index: open
