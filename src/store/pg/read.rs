@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::NaiveDate;
 use postgres::types::ToSql;
-use postgres::{Client, Row};
+use postgres::{Client, Row, Statement};
 
 use super::schema::PARTITION_S;
 use super::{CallFlag, Canceller, connect, error};
@@ -38,6 +38,10 @@ pub struct PgStore {
     url: PgUrl,
     canceller: Canceller,
     flag: Option<CallFlag>,
+    /// Every statement this connection has prepared, by its text: run again, a statement
+    /// is one round trip (bind and execute) instead of two (parse and describe first). The
+    /// texts are few: values are always bound, never written in.
+    statements: RefCell<HashMap<String, Statement>>,
 }
 
 const STOP: &str = EventKind::Stop.name();
@@ -65,7 +69,11 @@ impl PgStore {
             url: url.clone(),
             canceller: Canceller::new(),
             flag: None,
+            statements: RefCell::default(),
         };
+        // A prepared statement is still planned for its values on every run, as an unnamed
+        // one was (a generic plan could not prune `posiciones`' partitions at plan time).
+        store.batch("SET plan_cache_mode = force_custom_plan")?;
         store.check_version()?;
         Ok(store)
     }
@@ -107,8 +115,21 @@ impl PgStore {
         self.with_client(|c| c.batch_execute(sql))
     }
 
+    /// `sql` prepared on `client`, once per connection.
+    fn prepared(&self, client: &mut Client, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = client.prepare(sql)?;
+        (self.statements.borrow_mut()).insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
     fn rows(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
-        self.with_client(|c| c.query(sql, params))
+        self.with_client(|c| {
+            let statement = self.prepared(c, sql)?;
+            c.query(&statement, params)
+        })
     }
 
     fn map<T>(
@@ -117,7 +138,10 @@ impl PgStore {
         params: Params<'_>,
         each: impl Fn(&Row) -> Result<T, postgres::Error>,
     ) -> Result<Vec<T>, StoreError> {
-        self.with_client(|c| c.query(sql, params)?.iter().map(each).collect())
+        self.with_client(|c| {
+            let statement = self.prepared(c, sql)?;
+            c.query(&statement, params)?.iter().map(each).collect()
+        })
     }
 
     /// Starts the read transaction of [`crate::store::Store::read_consistently`]: one snapshot
@@ -294,7 +318,8 @@ impl PgStore {
             "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc >= $2 AND ts_utc < $3 AND secuencia = 0 ORDER BY ts_utc"
         );
         self.with_client(|c| {
-            let mut rows = c.query_raw(&sql, [vehicle_id, from_utc, to_utc])?;
+            let statement = self.prepared(c, &sql)?;
+            let mut rows = c.query_raw(&statement, [vehicle_id, from_utc, to_utc])?;
             while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
                 each(fix(&r)?);
             }
