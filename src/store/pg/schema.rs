@@ -155,7 +155,10 @@ CREATE TABLE IF NOT EXISTS resumen_diario (
 /// The detections' indexes: SQLite's (src/store/schema.rs, where each is explained), by the
 /// same names, so the alert view and the fleet map read indexes here too. Where SQLite's
 /// index carries the rowid for free, PostgreSQL's names `id` (a key column where the query
-/// orders by it, `INCLUDE`d otherwise), so the same queries are index-only scans.
+/// orders by it, `INCLUDE`d otherwise), so the same queries are index-only scans. One more
+/// than SQLite: geofence exits counted from an index of visits alone (`eventos_salidas`: 719
+/// buffers for a month on 1,000 units instead of 1,148 from `eventos_por_fin`; SQLite's twin
+/// halved the pages too but took more of its steps).
 pub const ANALYSIS_INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS eventos_por_vehiculo ON eventos (vehiculo_id, inicio_utc);
 CREATE INDEX IF NOT EXISTS eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
@@ -169,6 +172,8 @@ CREATE INDEX IF NOT EXISTS eventos_entradas ON eventos (inicio_utc, vehiculo_id)
     WHERE tipo = 'visita_geocerca' AND desde_inicio_datos = 0;
 CREATE INDEX IF NOT EXISTS eventos_paradas_por_fin ON eventos (vehiculo_id, fin_utc, inicio_utc)
     WHERE tipo = 'parada';
+CREATE INDEX IF NOT EXISTS eventos_salidas ON eventos (fin_utc, vehiculo_id)
+    WHERE tipo = 'visita_geocerca';
 ";
 
 pub const CHANGE_LOG_DDL: &str = r#"
