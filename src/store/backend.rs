@@ -181,6 +181,28 @@ impl Store {
         each!(self, s => s.last_fix(vehicle_id, at_utc))
     }
 
+    /// Every vehicle's last fix at or before `at_utc`, by vehicle id (vehicles without one
+    /// left out): [`Self::last_fix`] for the whole fleet, in one statement.
+    pub fn last_fixes(&self, at_utc: i64) -> Result<Vec<(i64, Fix)>, StoreError> {
+        each!(self, s => s.last_fixes(at_utc))
+    }
+
+    /// The stop each vehicle is in at `at_utc`, by vehicle id: [`Self::stop_at`] for the
+    /// whole fleet, in one statement.
+    pub fn stops_under_way(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        each!(self, s => s.stops_under_way(at_utc))
+    }
+
+    /// When each vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`, by
+    /// vehicle id: [`Self::last_stop_end`] for the whole fleet, in one statement.
+    pub fn last_stop_ends(
+        &self,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        each!(self, s => s.last_stop_ends(from_utc, at_utc))
+    }
+
     /// The stop the vehicle is in at `at_utc` (started by then, not ended by then).
     pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
         each!(self, s => s.stop_at(vehicle_id, at_utc))

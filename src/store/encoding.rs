@@ -90,16 +90,21 @@ pub(super) const FIX_COLUMNS: &str =
 /// The fix a row selected with [`FIX_COLUMNS`] holds: [`StoredRow::to_fix`] on the stored
 /// columns (the delivery delay plays no part in a fix).
 pub(super) fn fix_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
+    fix_of_row_at(r, 0)
+}
+
+/// [`fix_of_row`] for [`FIX_COLUMNS`] selected from column `at` on.
+pub(super) fn fix_of_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Fix> {
     let row = StoredRow {
         delay_s: 0,
-        lat_e6: r.get(1)?,
-        lon_e6: r.get(2)?,
-        speed_kmh: r.get(3)?,
-        heading_deg: r.get(4)?,
-        ignition: r.get::<_, i64>(5)? != 0,
-        odometer_m: r.get(6)?,
+        lat_e6: r.get(at + 1)?,
+        lon_e6: r.get(at + 2)?,
+        speed_kmh: r.get(at + 3)?,
+        heading_deg: r.get(at + 4)?,
+        ignition: r.get::<_, i64>(at + 5)? != 0,
+        odometer_m: r.get(at + 6)?,
     };
-    Ok(row.to_fix(r.get(0)?))
+    Ok(row.to_fix(r.get(at)?))
 }
 
 /// A unit's reports as the engine would read them back from the table: fix-time order,

@@ -10,7 +10,7 @@ use chrono::NaiveDate;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::encoding::{FIX_COLUMNS, fix_of_row};
+use super::encoding::{FIX_COLUMNS, fix_of_row, fix_of_row_at};
 use super::reader::{SqliteStore, StoreError};
 use crate::engine::{EventKind, Fix};
 
@@ -229,6 +229,70 @@ fn last_stop_end_sql(index: &str) -> String {
     )
 }
 
+/// [`SqliteStore::last_fix`].
+fn last_fix_sql() -> String {
+    format!(
+        "SELECT {FIX_COLUMNS} FROM posiciones
+         WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1"
+    )
+}
+
+/// [`SqliteStore::last_fixes`]: each vehicle's newest fix time at or before `?1` found by
+/// one probe of the positions' key, then the row(s) at that time (a duplicate fix has a
+/// higher `secuencia`; the per-unit query's backwards scan meets the highest first). `CROSS
+/// JOIN` keeps the vehicles outside: with a plain join SQLite chose to scan every position
+/// (47 M on the scale database, 890 M steps a call).
+fn last_fixes_sql() -> String {
+    format!(
+        "SELECT p.vehiculo_id, {FIX} FROM vehiculos v CROSS JOIN posiciones p
+         ON p.vehiculo_id = v.id AND p.ts_utc = (SELECT ts_utc FROM posiciones
+             WHERE vehiculo_id = v.id AND ts_utc <= ?1 ORDER BY ts_utc DESC LIMIT 1)
+         ORDER BY p.vehiculo_id, p.secuencia DESC",
+        FIX = FIX_COLUMNS
+            .split(", ")
+            .map(|c| format!("p.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// [`SqliteStore::stops_under_way`]: every stop under way at `?1` with its id (the caller
+/// keeps one per vehicle, as [`stop_at_sql`] does).
+fn stops_under_way_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS}, id FROM eventos INDEXED BY eventos_por_fin
+         WHERE tipo = '{STOP}' AND fin_utc IS NULL AND inicio_utc <= ?1
+         UNION ALL
+         SELECT {EVENT_COLUMNS}, id FROM eventos INDEXED BY eventos_por_fin
+         WHERE tipo = '{STOP}' AND fin_utc > ?1 AND inicio_utc <= ?1"
+    )
+}
+
+/// [`SqliteStore::last_stop_ends`]: [`last_stop_end_sql`] once per vehicle, in one statement.
+fn last_stop_ends_sql(index: &str) -> String {
+    format!(
+        "SELECT v.id, (SELECT fin_utc FROM eventos {index} WHERE vehiculo_id = v.id AND tipo = '{STOP}'
+             AND fin_utc > ?1 AND fin_utc <= ?2 AND inicio_utc <= ?2 ORDER BY fin_utc DESC LIMIT 1)
+         FROM vehiculos v ORDER BY v.id"
+    )
+}
+
+/// Of several stops a vehicle may be under at once, the one [`stop_at_sql`] answers: the
+/// latest started (ties: the latest written). `rows` come as `(stop, id)`; one per vehicle
+/// goes out, by vehicle id.
+pub(super) fn one_stop_per_vehicle(rows: Vec<(EventRow, i64)>) -> Vec<EventRow> {
+    let mut best: std::collections::BTreeMap<i64, (EventRow, i64)> = Default::default();
+    for (stop, id) in rows {
+        match best.get(&stop.vehicle_id) {
+            Some((kept, kept_id)) if (kept.start_utc, *kept_id) >= (stop.start_utc, id) => {}
+            _ => {
+                best.insert(stop.vehicle_id, (stop, id));
+            }
+        }
+    }
+    best.into_values().map(|(stop, _)| stop).collect()
+}
+
 /// [`SqliteStore::alert_keys`]. The kind spelled, not bound: the partial index
 /// `eventos_alertas` serves only a query whose condition implies its own.
 fn alert_keys_sql(kind: EventKind) -> String {
@@ -261,10 +325,7 @@ impl SqliteStore {
     /// The vehicle's last fix at or before `at_utc`.
     pub fn last_fix(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<Fix>, StoreError> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {FIX_COLUMNS} FROM posiciones
-                 WHERE vehiculo_id = ?1 AND ts_utc <= ?2 ORDER BY ts_utc DESC LIMIT 1"
-            ))
+            .prepare_cached(&last_fix_sql())
             .and_then(|mut stmt| {
                 stmt.query_row(params![vehicle_id, at_utc], fix_of_row)
                     .optional()
@@ -313,6 +374,69 @@ impl SqliteStore {
         stmt.query_row(params![vehicle_id, from_utc, at_utc], |r| r.get(0))
             .optional()
             .map_err(|e| self.err(e))
+    }
+
+    /// Every vehicle's last fix at or before `at_utc`, by vehicle id, in one statement (a
+    /// vehicle without one is left out): [`Self::last_fix`] for the whole fleet.
+    pub fn last_fixes(&self, at_utc: i64) -> Result<Vec<(i64, Fix)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&last_fixes_sql())
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![at_utc], |r| {
+                let vehicle_id: i64 = r.get(0)?;
+                let fix = fix_of_row_at(r, 1)?;
+                Ok((vehicle_id, fix))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.err(e))?;
+        let mut fixes: Vec<(i64, Fix)> = Vec::with_capacity(rows.len());
+        for (vehicle_id, fix) in rows {
+            // The highest `secuencia` comes first; a duplicate after it is not the answer.
+            if fixes.last().is_none_or(|(last, _)| *last != vehicle_id) {
+                fixes.push((vehicle_id, fix));
+            }
+        }
+        Ok(fixes)
+    }
+
+    /// The stop each vehicle is in at `at_utc`, by vehicle id, in one statement:
+    /// [`Self::stop_at`] for the whole fleet.
+    pub fn stops_under_way(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(&stops_under_way_sql())
+            .and_then(|mut stmt| {
+                stmt.query_map(params![at_utc], |r| Ok((event(r)?, r.get(19)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(one_stop_per_vehicle(rows))
+    }
+
+    /// When each vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`, by
+    /// vehicle id (vehicles without one left out), in one statement: [`Self::last_stop_end`]
+    /// for the whole fleet.
+    pub fn last_stop_ends(
+        &self,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut stmt = self.prepare_either(
+            &last_stop_ends_sql("INDEXED BY eventos_paradas_por_fin"),
+            &last_stop_ends_sql(""),
+        )?;
+        let rows = stmt
+            .query_map(params![from_utc, at_utc], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, end)| end.map(|end| (id, end)))
+            .collect())
     }
 
     /// Every stop under way at `at_utc`, all vehicles (served by the end-time index: open
@@ -619,6 +743,40 @@ mod tests {
         steps.join("\n")
     }
 
+    /// A cached per-unit statement is compiled once, not again for every unit's values
+    /// (SQLite re-prepares a statement whose plan a bound value could change unless plans
+    /// are kept stable: 3,002 times in one `mapa_flota` call on 1,000 units).
+    #[test]
+    fn a_cached_statement_is_not_prepared_again_for_new_values() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(DDL).unwrap();
+        conn.execute_batch(ANALYSIS_DDL).unwrap();
+        crate::store::reader::stable_plans(&conn);
+        for (sql, params) in [
+            (last_fix_sql(), vec![1, 100]),
+            (
+                stop_at_sql("INDEXED BY eventos_paradas_por_fin"),
+                vec![1, 100],
+            ),
+            (
+                last_stop_end_sql("INDEXED BY eventos_paradas_por_fin"),
+                vec![1, 0, 100],
+            ),
+        ] {
+            for vehicle_id in 1..=5 {
+                let mut values = params.clone();
+                values[0] = vehicle_id;
+                let mut stmt = conn.prepare_cached(&sql).unwrap();
+                let mut rows = stmt.query(rusqlite::params_from_iter(values)).unwrap();
+                while rows.next().unwrap().is_some() {}
+            }
+            let stmt = conn.prepare_cached(&sql).unwrap();
+            let runs = stmt.get_status(rusqlite::StatementStatus::Run);
+            let again = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!((runs, again), (5, 0), "{sql}");
+        }
+    }
+
     #[test]
     fn counts_per_vehicle_are_by_id_whatever_the_id() {
         let mut counts = VehicleCounts::default();
@@ -646,16 +804,25 @@ mod tests {
             let plan = plan(&crossings_sql(exits, index));
             assert!(plan.contains(&format!("COVERING INDEX {index}")), "{plan}");
         }
+        let fixes = plan(&last_fixes_sql());
+        assert!(fixes.starts_with("SCAN v"), "{fixes}");
+        assert!(
+            fixes.contains("SEARCH p USING PRIMARY KEY (vehiculo_id=? AND ts_utc=?)"),
+            "{fixes}"
+        );
         for sql in [
             stop_at_sql("INDEXED BY eventos_paradas_por_fin"),
             last_stop_end_sql("INDEXED BY eventos_paradas_por_fin"),
+            last_stop_ends_sql("INDEXED BY eventos_paradas_por_fin"),
         ] {
             let plan = plan(&sql);
             assert!(
                 plan.contains("eventos_paradas_por_fin (vehiculo_id=?"),
                 "{plan}"
             );
-            assert!(!plan.contains("SCAN"), "{plan}");
+            // Only the fleet-wide one walks the vehicles; none scans events.
+            assert!(!plan.contains("SCAN eventos"), "{plan}");
+            assert_eq!(plan.contains("SCAN"), plan.contains("SCAN v"), "{plan}");
         }
     }
 }

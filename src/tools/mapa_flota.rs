@@ -8,6 +8,7 @@
 //! at `ui://flota/flota`; a client that negotiated the extension also gets the view's basemap
 //! (`vista`, left out of the text). Answers from positions and stops, never the truth log.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -16,10 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{AVISO, UnitState, cap, coord, iso, minutes, place, round1};
 use super::mapa_recorrido::{FrameOut, ImageOut, background_name};
+use crate::engine::Fix;
 use crate::fleet::{Fleet, Snapshot};
 use crate::geometry::earth::{LatLon, compass_es};
 use crate::map::{self, Scene, TileFetcher, UnitMark};
 use crate::mcp::{Annotations, CallContext, Content, Reply, TaskSupport, ToolError, TypedTool};
+use crate::store::EventRow;
 use crate::ui::{
     self,
     datos::{Teselas, VistaFlota},
@@ -237,24 +240,19 @@ impl MapaFlota {
     fn units(&self, snapshot: &Snapshot) -> Result<(Vec<UnidadOut>, Vec<UnitState>), ToolError> {
         let now = snapshot.now_utc;
         let gap_s = snapshot.meta.config.perdida_senal_s as i64;
-        let usable = snapshot.detections_usable();
+        let fleet = self.fleet_now(snapshot)?;
         let mut out = Vec::new();
         let mut states = Vec::new();
         for vehicle in snapshot.vehicles.iter().filter(|v| v.active) {
-            let (fix, stop, last_end) = self.fleet.query(|store| {
-                let fix = store.last_fix(vehicle.id, now)?;
-                if !usable {
-                    return Ok((fix, None, None));
-                }
-                let stop = store.stop_at(vehicle.id, now)?;
-                let last_end = store.last_stop_end(vehicle.id, now - LOOKBACK_S, now)?;
-                Ok((fix, stop, last_end))
-            })?;
-            let Some(fix) = fix else { continue };
-            let state = UnitState::of(&fix, now, gap_s);
+            let Some(fix) = fleet.fixes.get(&vehicle.id) else {
+                continue;
+            };
+            let state = UnitState::of(fix, now, gap_s);
             let since = match state {
-                UnitState::Moving => last_end,
-                UnitState::EngineOn | UnitState::Off => stop.map(|s| s.start_utc),
+                UnitState::Moving => fleet.last_ends.get(&vehicle.id).copied(),
+                UnitState::EngineOn | UnitState::Off => {
+                    fleet.stops.get(&vehicle.id).map(|s| s.start_utc)
+                }
                 UnitState::Silent => Some(fix.ts_utc),
             };
             out.push(UnidadOut {
@@ -281,6 +279,30 @@ impl MapaFlota {
         Ok((out, states))
     }
 
+    /// The whole fleet at the snapshot's now, one statement per question (one query per unit
+    /// and question was 3,000 statements a call at 1,000 units): every unit's last fix and,
+    /// when the detections can be used, its stop under way and when its last stop ended.
+    fn fleet_now(&self, snapshot: &Snapshot) -> Result<FleetNow, ToolError> {
+        let now = snapshot.now_utc;
+        let usable = snapshot.detections_usable();
+        self.fleet.query(|store| {
+            store.read_consistently(|store| {
+                let mut fleet = FleetNow {
+                    fixes: store.last_fixes(now)?.into_iter().collect(),
+                    ..FleetNow::default()
+                };
+                if usable {
+                    let stops = store.stops_under_way(now)?;
+                    fleet.stops = stops.into_iter().map(|s| (s.vehicle_id, s)).collect();
+                    fleet.last_ends = (store.last_stop_ends(now - LOOKBACK_S, now)?)
+                        .into_iter()
+                        .collect();
+                }
+                Ok(fleet)
+            })
+        })
+    }
+
     /// The detections behind the minutes: stale or missing ones are said once.
     fn note(&self, snapshot: &Snapshot) -> Result<Option<String>, ToolError> {
         if snapshot.detections_usable() {
@@ -292,6 +314,14 @@ impl MapaFlota {
             .find(|v| v.active)
             .and_then(|v| snapshot.detections_note(v, "desde cuándo están detenidas las unidades")))
     }
+}
+
+/// What [`MapaFlota::fleet_now`] reads, by vehicle id.
+#[derive(Default)]
+struct FleetNow {
+    fixes: HashMap<i64, Fix>,
+    stops: HashMap<i64, EventRow>,
+    last_ends: HashMap<i64, i64>,
 }
 
 /// The picture: every listed unit with its state's colour and «placa · minutos».

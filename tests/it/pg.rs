@@ -240,6 +240,7 @@ fn every_call(db: &Path) -> Vec<(&'static str, Value)> {
     let mut calls = vec![
         ("unidades_detenidas", json!({})),
         ("unidades_detenidas", json!({"minutos_minimos": 0})),
+        ("mapa_flota", json!({})),
         (
             "reporte_kilometraje",
             json!({"fecha_inicio": from.to_string(), "fecha_fin": to.to_string()}),
@@ -313,6 +314,96 @@ fn every_tool_answers_alike_on_sqlite_and_postgres_minimo() {
 #[test]
 fn every_tool_answers_alike_on_sqlite_and_postgres_semana() {
     same_answers_on_both("semana");
+}
+
+/// Adds a unit that never reported to the database at `at` (SQLite path or URL).
+fn add_silent_unit(at: &str) {
+    let location = flota::store::Location::parse(Path::new(at)).unwrap();
+    let store = flota::store::Store::open_live(location).unwrap();
+    let tx = store.begin_live().unwrap();
+    tx.register_vehicle("SIN-000", 60.0, chrono_tz::America::Guatemala)
+        .unwrap();
+    tx.commit_logged().unwrap();
+}
+
+/// The fleet-wide answers (one statement per question) against the per-unit ones, for every
+/// unit at instants before the data (every fix after "now"), across it and at its end; `at`
+/// holds a unit without any fix. Returns how many answers of each question were found (so the
+/// caller sees the comparison was not of empty lists) and every question that differed.
+fn fleet_answers_against_per_unit_ones(at: &str) -> ([usize; 3], Vec<String>) {
+    let location = flota::store::Location::parse(Path::new(at)).unwrap();
+    let store = flota::store::Store::open(location).unwrap();
+    let vehicles = store.vehicles().unwrap();
+    assert!(vehicles.iter().any(|v| v.plate == "SIN-000"), "{at}");
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for v in &vehicles {
+        let fixes = store.fixes(v.id, i64::MIN, i64::MAX).unwrap();
+        if let (Some(a), Some(b)) = (fixes.first(), fixes.last()) {
+            first = first.min(a.ts_utc);
+            last = last.max(b.ts_utc);
+        }
+    }
+    let step = ((last - first) / 60).max(1);
+    let mut nows: Vec<i64> = (0..=60).map(|i| first + i * step).collect();
+    nows.extend([first - 3_600, first, last, last + 86_400 * 2]);
+    let lookback = 7 * 86_400;
+    let mut found = [0; 3];
+    let mut differ = std::collections::BTreeSet::new();
+    for now in nows {
+        let fixes: Vec<_> = (vehicles.iter())
+            .filter_map(|v| Some((v.id, store.last_fix(v.id, now).unwrap()?)))
+            .collect();
+        if store.last_fixes(now).unwrap() != fixes {
+            differ.insert(format!("{at}: last_fixes"));
+        }
+        let stops: Vec<_> = (vehicles.iter())
+            .filter_map(|v| store.stop_at(v.id, now).unwrap())
+            .collect();
+        if store.stops_under_way(now).unwrap() != stops {
+            differ.insert(format!("{at}: stops_under_way"));
+        }
+        let ends: Vec<_> = (vehicles.iter())
+            .filter_map(|v| {
+                Some((
+                    v.id,
+                    store.last_stop_end(v.id, now - lookback, now).unwrap()?,
+                ))
+            })
+            .collect();
+        if store.last_stop_ends(now - lookback, now).unwrap() != ends {
+            differ.insert(format!("{at}: last_stop_ends"));
+        }
+        found[0] += fixes.len();
+        found[1] += stops.len();
+        found[2] += ends.len();
+    }
+    (found, differ.into_iter().collect())
+}
+
+#[test]
+fn the_fleet_at_once_is_each_unit_in_turn_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("minimo.db");
+    std::fs::copy(&fixture("minimo").db, &copy).unwrap();
+    let copy = copy.to_str().unwrap().to_owned();
+    add_silent_unit(&copy);
+    let mut places = vec![copy];
+    if let Some(pg) = cluster() {
+        let url = pg.database("flota_entera");
+        simulate_into("minimo", &url, dir.path());
+        add_silent_unit(&url);
+        places.push(url);
+    }
+    let mut differ = Vec::new();
+    for at in &places {
+        let ([fixes, stops, ends], wrong) = fleet_answers_against_per_unit_ones(at);
+        assert!(
+            fixes > 0 && stops > 0 && ends > 0,
+            "{at}: {fixes} {stops} {ends}"
+        );
+        differ.extend(wrong);
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
 }
 
 fn database_name(url: &str) -> &str {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::NaiveDate;
 use postgres::types::ToSql;
-use postgres::{Client, Row};
+use postgres::{Client, Row, Statement};
 
 use super::schema::PARTITION_S;
 use super::{CallFlag, Canceller, connect, error};
@@ -38,6 +38,10 @@ pub struct PgStore {
     url: PgUrl,
     canceller: Canceller,
     flag: Option<CallFlag>,
+    /// Every statement this connection has prepared, by its text: run again, a statement
+    /// is one round trip (bind and execute) instead of two (parse and describe first). The
+    /// texts are few: values are always bound, never written in.
+    statements: RefCell<HashMap<String, Statement>>,
 }
 
 const STOP: &str = EventKind::Stop.name();
@@ -65,7 +69,11 @@ impl PgStore {
             url: url.clone(),
             canceller: Canceller::new(),
             flag: None,
+            statements: RefCell::default(),
         };
+        // A prepared statement is still planned for its values on every run, as an unnamed
+        // one was (a generic plan could not prune `posiciones`' partitions at plan time).
+        store.batch("SET plan_cache_mode = force_custom_plan")?;
         store.check_version()?;
         Ok(store)
     }
@@ -107,8 +115,21 @@ impl PgStore {
         self.with_client(|c| c.batch_execute(sql))
     }
 
+    /// `sql` prepared on `client`, once per connection.
+    fn prepared(&self, client: &mut Client, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = client.prepare(sql)?;
+        (self.statements.borrow_mut()).insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
     fn rows(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
-        self.with_client(|c| c.query(sql, params))
+        self.with_client(|c| {
+            let statement = self.prepared(c, sql)?;
+            c.query(&statement, params)
+        })
     }
 
     fn map<T>(
@@ -117,7 +138,10 @@ impl PgStore {
         params: Params<'_>,
         each: impl Fn(&Row) -> Result<T, postgres::Error>,
     ) -> Result<Vec<T>, StoreError> {
-        self.with_client(|c| c.query(sql, params)?.iter().map(each).collect())
+        self.with_client(|c| {
+            let statement = self.prepared(c, sql)?;
+            c.query(&statement, params)?.iter().map(each).collect()
+        })
     }
 
     /// Starts the read transaction of [`crate::store::Store::read_consistently`]: one snapshot
@@ -294,7 +318,8 @@ impl PgStore {
             "SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = $1 AND ts_utc >= $2 AND ts_utc < $3 AND secuencia = 0 ORDER BY ts_utc"
         );
         self.with_client(|c| {
-            let mut rows = c.query_raw(&sql, [vehicle_id, from_utc, to_utc])?;
+            let statement = self.prepared(c, &sql)?;
+            let mut rows = c.query_raw(&statement, [vehicle_id, from_utc, to_utc])?;
             while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
                 each(fix(&r)?);
             }
@@ -326,6 +351,55 @@ impl PgStore {
             .map(&older, &[&vehicle_id, &since], fix)?
             .into_iter()
             .next())
+    }
+
+    /// Every vehicle's last fix at or before `at_utc`, by vehicle id, in one statement: per
+    /// vehicle, [`Self::last_fix`]'s two probes as one `LATERAL` subquery whose second arm
+    /// (the days before) runs only when the first (the last day's partitions) found nothing.
+    pub fn last_fixes(&self, at_utc: i64) -> Result<Vec<(i64, Fix)>, StoreError> {
+        let sql = format!(
+            "SELECT v.id, f.* FROM vehiculos v CROSS JOIN LATERAL (
+                (SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = v.id AND ts_utc <= $1 AND ts_utc > $2
+                 ORDER BY ts_utc DESC, secuencia DESC LIMIT 1)
+                UNION ALL
+                (SELECT {FIX_COLUMNS} FROM posiciones WHERE vehiculo_id = v.id AND ts_utc <= $2
+                 ORDER BY ts_utc DESC, secuencia DESC LIMIT 1)
+                LIMIT 1) f
+             ORDER BY v.id"
+        );
+        let since = at_utc.saturating_sub(PARTITION_S);
+        self.map(&sql, &[&at_utc, &since], |r| {
+            Ok((r.try_get(0)?, fix_at(r, 1)?))
+        })
+    }
+
+    /// The stop each vehicle is in at `at_utc`, by vehicle id, in one statement:
+    /// [`Self::stop_at`] for the whole fleet.
+    pub fn stops_under_way(&self, at_utc: i64) -> Result<Vec<EventRow>, StoreError> {
+        let sql = format!(
+            "SELECT DISTINCT ON (vehiculo_id) {EVENT_COLUMNS} FROM eventos WHERE tipo = '{STOP}' AND inicio_utc <= $1
+             AND (fin_utc IS NULL OR fin_utc > $1) ORDER BY vehiculo_id, inicio_utc DESC, id DESC"
+        );
+        self.map(&sql, &[&at_utc], event)
+    }
+
+    /// When each vehicle's last stop ended, among stops ending in `(from_utc, at_utc]`, by
+    /// vehicle id, in one statement: [`Self::last_stop_end`] per vehicle as a `LATERAL`
+    /// subquery (a backwards probe of `eventos_paradas_por_fin`).
+    pub fn last_stop_ends(
+        &self,
+        from_utc: i64,
+        at_utc: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let sql = format!(
+            "SELECT v.id, e.fin_utc FROM vehiculos v CROSS JOIN LATERAL (
+                SELECT fin_utc FROM eventos WHERE vehiculo_id = v.id AND tipo = '{STOP}'
+                AND fin_utc > $1 AND fin_utc <= $2 AND inicio_utc <= $2 ORDER BY fin_utc DESC LIMIT 1) e
+             ORDER BY v.id"
+        );
+        self.map(&sql, &[&from_utc, &at_utc], |r| {
+            Ok((r.try_get(0)?, r.try_get(1)?))
+        })
     }
 
     pub fn stop_at(&self, vehicle_id: i64, at_utc: i64) -> Result<Option<EventRow>, StoreError> {
@@ -361,13 +435,15 @@ impl PgStore {
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<AlertKey>, StoreError> {
-        self.map(
+        // The kind spelled, not bound: the partial index `eventos_alertas` serves only a
+        // plan that knows the kind is one of its own.
+        let sql = format!(
             "SELECT id, vehiculo_id, inicio_utc, fin_utc, velocidad_max_kmh, limite_kmh FROM eventos
-             WHERE tipo = $1 AND inicio_utc >= $2 AND inicio_utc < $3
+             WHERE tipo = '{}' AND inicio_utc >= $1 AND inicio_utc < $2
              ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id",
-            &[&kind.name(), &from_utc, &to_utc],
-            alert_key,
-        )
+            kind.name()
+        );
+        self.map(&sql, &[&from_utc, &to_utc], alert_key)
     }
 
     pub fn long_stop_keys(&self, from_utc: i64, to_utc: i64) -> Result<Vec<AlertKey>, StoreError> {
@@ -569,16 +645,21 @@ impl PgStore {
 }
 
 fn fix(r: &Row) -> Result<Fix, postgres::Error> {
+    fix_at(r, 0)
+}
+
+/// [`fix`] for [`FIX_COLUMNS`] selected from column `at` on.
+fn fix_at(r: &Row, at: usize) -> Result<Fix, postgres::Error> {
     let row = StoredRow {
         delay_s: 0,
-        lat_e6: r.try_get(1)?,
-        lon_e6: r.try_get(2)?,
-        speed_kmh: r.try_get(3)?,
-        heading_deg: r.try_get(4)?,
-        ignition: r.try_get::<_, i64>(5)? != 0,
-        odometer_m: r.try_get(6)?,
+        lat_e6: r.try_get(at + 1)?,
+        lon_e6: r.try_get(at + 2)?,
+        speed_kmh: r.try_get(at + 3)?,
+        heading_deg: r.try_get(at + 4)?,
+        ignition: r.try_get::<_, i64>(at + 5)? != 0,
+        odometer_m: r.try_get(at + 6)?,
     };
-    Ok(row.to_fix(r.try_get(0)?))
+    Ok(row.to_fix(r.try_get(at)?))
 }
 
 fn alert_key(r: &Row) -> Result<AlertKey, postgres::Error> {
