@@ -95,8 +95,9 @@ impl Pixels<'_> {
             rest.copy_from_slice(&pattern[..rest.len()]);
         } else {
             let a = alpha.clamp(0.0, 1.0);
-            let mix =
-                |dst: u8, src: u8| (f64::from(src) * a + f64::from(dst) * (1.0 - a)).round() as u8;
+            let mix = |dst: u8, src: u8| {
+                round_non_negative(f64::from(src) * a + f64::from(dst) * (1.0 - a)) as u8
+            };
             for p in pixels.chunks_exact_mut(3) {
                 p[0] = mix(p[0], rgb.0);
                 p[1] = mix(p[1], rgb.1);
@@ -118,6 +119,17 @@ fn ceil_at_least_zero(v: f64) -> f64 {
         let whole = v as u64 as f64;
         if whole < v { whole + 1.0 } else { whole }
     }
+}
+
+/// `v.round()` for `v ≥ 0` (halves away from zero), without the library call: three of them
+/// a pixel made `round` 5 % of a fleet map's instructions (a thousand translucent lines).
+/// `v − trunc(v)` is exact below 2^52, so the comparison with one half is too.
+fn round_non_negative(v: f64) -> f64 {
+    if v.is_nan() || v >= 4_503_599_627_370_496.0 {
+        return v;
+    }
+    let whole = v as u64 as f64;
+    if v - whole >= 0.5 { whole + 1.0 } else { whole }
 }
 
 /// `v.floor().min(most)` for a whole `most` (a last row or column): the same answer as
@@ -342,6 +354,22 @@ mod tests {
                 assert_eq!(p, want, "length {length}, pixel {i}");
             }
         }
+    }
+
+    #[test]
+    fn blends_round_as_the_library_does() {
+        for alpha in [0.0, 0.16, 0.5, 0.8, 0.82, 0.9, 1.0 / 3.0, 1.0] {
+            for src in 0..=255u8 {
+                for dst in 0..=255u8 {
+                    let v = f64::from(src) * alpha + f64::from(dst) * (1.0 - alpha);
+                    assert_eq!(round_non_negative(v), v.round(), "{v}");
+                }
+            }
+        }
+        for v in [0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 254.5, 1e300] {
+            assert_eq!(round_non_negative(v), v.round(), "{v}");
+        }
+        assert!(round_non_negative(f64::NAN).is_nan());
     }
 
     #[test]
