@@ -17,6 +17,7 @@ use super::MapError;
 use super::buffer::Buffer;
 use super::markers::{self, Layout};
 use super::marks::Mark;
+use super::occupied::Occupied;
 use super::projection::{TILE_PX, TileRef, View};
 use super::raster::Pixels;
 use super::scene::Scene;
@@ -141,7 +142,7 @@ impl Rect {
             y1: y0 + h,
         }
     }
-    fn overlaps(&self, o: &Rect) -> bool {
+    pub(super) fn overlaps(&self, o: &Rect) -> bool {
         self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
     }
     fn inside(&self, width: f64, height: f64) -> bool {
@@ -181,7 +182,7 @@ pub(super) fn rgba(c: RGBColor, alpha: f64) -> BackendColor {
 pub(super) struct Canvas<'a> {
     pixels: Pixels<'a>,
     /// Where labels may no longer go.
-    pub(super) occupied: Vec<Rect>,
+    pub(super) occupied: Occupied,
     /// The furniture (title, legend, scale, north arrow, attribution): no label ever goes there.
     fixed: Vec<Rect>,
 }
@@ -336,7 +337,7 @@ impl Canvas<'_> {
     ) -> DrawResult {
         let width = self.text_width(text, size, false)?;
         let r = Rect::new(x, baseline - size, width, size * 1.3);
-        if self.occupied.iter().any(|o| o.overlaps(&r)) {
+        if self.occupied.overlaps(&r) {
             return Ok(());
         }
         self.text(text, (x, baseline), size, false, colour)
@@ -369,9 +370,7 @@ impl Canvas<'_> {
         for clearance in clearances {
             for (x, y) in spots(anchor, *clearance, w, h) {
                 let r = Rect::new(x, y, w, h);
-                if r.inside(f64::from(WIDTH), f64::from(HEIGHT))
-                    && !self.occupied.iter().any(|o| o.overlaps(&r))
-                {
+                if r.inside(f64::from(WIDTH), f64::from(HEIGHT)) && !self.occupied.overlaps(&r) {
                     self.draw_label(text, r, style)?;
                     return Ok(Some(r));
                 }
@@ -510,7 +509,7 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
             width: w as usize,
             height: h as usize,
         },
-        occupied: Vec::new(),
+        occupied: Occupied::default(),
         fixed: Vec::new(),
     };
     let rows = legend_rows(scene);

@@ -12,6 +12,8 @@ mod buffer;
 mod draw;
 mod markers;
 pub mod marks;
+mod occupied;
+mod palette;
 mod png_io;
 pub mod projection;
 mod raster;
