@@ -174,19 +174,23 @@ where
     }
 
     let ready = Arc::new(AtomicBool::new(false));
+    let mut lists_seen = None;
     if List::ALL.iter().any(|l| service.announces(*l)) {
         let service = Arc::clone(&service);
         let outbox = outbox.clone();
         let ready = Arc::clone(&ready);
         let stop = Arc::clone(&watchdog_stop);
+        let (seen, seen_rx) = mpsc::sync_channel(1);
+        lists_seen = Some(seen_rx);
         std::thread::Builder::new()
             .name("mcp-recursos".into())
-            .spawn(move || watch_resources(&service, &outbox, &ready, &stop))?;
+            .spawn(move || watch_resources(&service, &outbox, &ready, &stop, &seen))?;
     }
 
     let stopping = Arc::new(AtomicBool::new(false));
     let reader = Reader {
         ready,
+        lists_seen,
         service: Arc::clone(&service),
         in_flight: Arc::clone(&in_flight),
         outbox: outbox.clone(),
@@ -287,10 +291,14 @@ struct Reader {
     stopping: Arc<AtomicBool>,
     /// Set once the handshake is complete: server notifications may go out.
     ready: Arc<AtomicBool>,
+    /// Signalled once the list watcher holds the lists' versions the session starts from:
+    /// nothing is answered before, so a list changed after the client's first answer is
+    /// always announced (a watcher scheduled late would otherwise start from the new list).
+    lists_seen: Option<mpsc::Receiver<()>>,
 }
 
 impl Reader {
-    fn run<R: BufRead>(self, mut lines: LineReader<R>) {
+    fn run<R: BufRead>(mut self, mut lines: LineReader<R>) {
         let mut session = Session::new(&self.service);
         loop {
             let line = lines.next_line();
@@ -316,6 +324,11 @@ impl Reader {
                 log_info!("← {}", abbreviate(&String::from_utf8_lossy(&bytes)));
             }
             let size = bytes.len();
+            if let Some(seen) = self.lists_seen.take() {
+                // The watcher's first look ran beside this read; a watcher that ended
+                // (disconnected) has nothing to wait for.
+                let _ = seen.recv();
+            }
             let action = session.handle(jsonrpc::classify(&bytes));
             self.ready
                 .store(session.state().is_ready(), Ordering::Relaxed);
@@ -412,8 +425,16 @@ const RESOURCES_POLL: Duration = Duration::from_secs(1);
 /// Sends `notifications/…/list_changed` when one of the service's lists changes (its
 /// version moves). A change seen before the handshake is complete is announced once it is:
 /// the client may have read the list in between.
-fn watch_resources(service: &Service, outbox: &Outbox, ready: &AtomicBool, stop: &AtomicBool) {
+fn watch_resources(
+    service: &Service,
+    outbox: &Outbox,
+    ready: &AtomicBool,
+    stop: &AtomicBool,
+    seen: &mpsc::SyncSender<()>,
+) {
     let mut last = service.list_versions();
+    // The reader may be gone already; then no one waits.
+    let _ = seen.send(());
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(RESOURCES_POLL);
         let now = service.list_versions();
@@ -580,5 +601,80 @@ mod tests {
         let outcome = returned.recv_timeout(Duration::from_secs(20));
         drop(release);
         assert_eq!(outcome, Ok(true), "serve did not return");
+    }
+
+    /// Collects what the server writes, line by line.
+    struct Lines(mpsc::Sender<String>, Vec<u8>);
+
+    impl io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.1.extend_from_slice(buf);
+            while let Some(end) = self.1.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.1.drain(..=end).collect();
+                let _ = self
+                    .0
+                    .send(String::from_utf8_lossy(&line).trim().to_owned());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_list_changed_after_the_first_answer_is_announced_however_late_the_watcher_starts() {
+        use std::sync::atomic::AtomicU64;
+        // The resource list's version takes a while to read the first time (a database being
+        // opened); the list changes right after the client's first answer.
+        let version = Arc::new(AtomicU64::new(1));
+        let first = Arc::new(AtomicBool::new(true));
+        let (v, f) = (Arc::clone(&version), Arc::clone(&first));
+        let service = Service {
+            info: ServerInfo {
+                name: "t".into(),
+                version: "0".into(),
+                title: "T".into(),
+            },
+            resources_version: Some(Box::new(move || {
+                if f.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                v.load(Ordering::SeqCst)
+            })),
+            ..Service::default()
+        };
+        let (input, mut to_server) = io::pipe().unwrap();
+        let (lines, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = serve(
+                service,
+                io::BufReader::new(input),
+                Lines(lines, Vec::new()),
+                ServeOptions::default(),
+            );
+        });
+        use std::io::Write as _;
+        writeln!(
+            to_server,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25"}}}}"#
+        )
+        .unwrap();
+        let answer = output.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(answer.contains(r#""id":1"#), "{answer}");
+        version.store(2, Ordering::SeqCst);
+        writeln!(
+            to_server,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+        // Generous: a liveness bound, not a performance claim (the watcher looks every second).
+        let announced = output.recv_timeout(Duration::from_secs(10));
+        assert!(
+            announced
+                .as_deref()
+                .is_ok_and(|l| l.contains("notifications/resources/list_changed")),
+            "{announced:?}"
+        );
     }
 }
