@@ -110,6 +110,10 @@ pub fn serve_http(
         log_warn!("registrado dos veces: {name}");
     }
     listener.set_nonblocking(true)?;
+    // The lists' versions the sessions start from, read before anything is accepted: a
+    // watcher that took its first look after the first answer (a database being opened, a
+    // busy machine) would start from a list already changed and never announce it.
+    let lists_at_start = service.list_versions();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mcp-http")
@@ -127,7 +131,7 @@ pub fn serve_http(
         });
         tokio::spawn(calls::watchdog(Arc::clone(&shared)));
         tokio::spawn(sweep_sessions(Arc::clone(&shared)));
-        tokio::spawn(watch_lists(Arc::clone(&shared)));
+        tokio::spawn(watch_lists(Arc::clone(&shared), lists_at_start));
         tokio::spawn(watch_tasks(Arc::clone(&shared)));
         let app = router(Arc::clone(&shared));
         let stop = Arc::new(tokio::sync::Notify::new());
@@ -719,12 +723,12 @@ async fn sweep_sessions(shared: Arc<Shared>) {
 }
 
 /// Tells every session that is ready, and every listener that asked, when a list changes.
-async fn watch_lists(shared: Arc<Shared>) {
+/// `last` holds the versions read before the first request was accepted.
+async fn watch_lists(shared: Arc<Shared>, mut last: [u64; 3]) {
     let service = Arc::clone(&shared.service);
     if !List::ALL.iter().any(|l| service.announces(*l)) {
         return;
     }
-    let mut last = service.list_versions();
     while !shared.stopping.load(Ordering::Relaxed) {
         service.changes.wait(Duration::from_secs(1)).await;
         let probe = Arc::clone(&service);
@@ -810,4 +814,105 @@ fn announce(shared: &Shared, list: List, index: usize) {
             .writer
             .send(notification_line(list.notification(), &params))
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::service::ServerInfo;
+    use std::io::BufRead as _;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_list_changed_right_after_the_first_answer_is_announced_however_slow_the_first_look() {
+        // The resource list's version takes a while to read the first time (a database being
+        // opened); the list changes right after the client has its session and stream.
+        let version = Arc::new(AtomicU64::new(1));
+        let first = Arc::new(AtomicBool::new(true));
+        let (v, f) = (Arc::clone(&version), Arc::clone(&first));
+        let service = Service {
+            info: ServerInfo {
+                name: "t".into(),
+                version: "0".into(),
+                title: "T".into(),
+            },
+            resources_version: Some(Box::new(move || {
+                if f.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                v.load(Ordering::SeqCst)
+            })),
+            ..Service::default()
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        // Never stopped: the thread ends with the test process.
+        std::thread::spawn(move || serve_http(service, listener, HttpOptions::default()));
+
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let accept = "application/json, text/event-stream";
+        let post = |body: Value, session: Option<&str>| {
+            let mut request = http
+                .post(&url)
+                .header("accept", accept)
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&body);
+            if let Some(id) = session {
+                request = request.header("mcp-session-id", id);
+            }
+            request.send().unwrap()
+        };
+        let answer = post(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "prueba", "version": "1"}}}),
+            None,
+        );
+        assert_eq!(answer.status(), 200);
+        let id = answer.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let initialized = post(
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            Some(&id),
+        );
+        assert_eq!(initialized.status(), 202);
+        let stream = http
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        version.store(2, Ordering::SeqCst);
+
+        let (lines, seen) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines() {
+                let Ok(line) = line else { return };
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        // Generous: a liveness bound, not a performance claim (the watcher looks every second).
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let mut announced = false;
+        while let Ok(line) =
+            seen.recv_timeout(until.saturating_duration_since(std::time::Instant::now()))
+        {
+            if line.contains("notifications/resources/list_changed") {
+                announced = true;
+                break;
+            }
+        }
+        assert!(announced, "no list_changed on the session's stream");
+    }
 }
