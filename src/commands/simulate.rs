@@ -27,8 +27,10 @@ use crate::plumbing::clock::Clock;
 use crate::plumbing::interrupt::Interrupt;
 use crate::plumbing::output::Staged;
 use crate::scenario::{self, Ahora, Source, World};
-use crate::sim::{Course, Report, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured};
-use crate::store::encoding::fixes_of;
+use crate::sim::{
+    Report, Roads, RouteRoads, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured,
+};
+use crate::store::encoding::{PositionRow, fixes_of_rows};
 use crate::store::{Covered, Location, LocationError, Writer};
 
 /// What to simulate and where to put it.
@@ -216,14 +218,22 @@ fn is_sqlite(path: &Path) -> bool {
 
 /// What one unit's simulation hands the writer, prepared on the worker that simulated it so
 /// that the writer thread, the one stage that cannot run in parallel, only passes rows to the
-/// database and bytes to the truth file.
+/// database and bytes to the truth file. In two parts: the rows as soon as the unit is
+/// simulated, so the writer stores them while the worker runs the detection engine over
+/// them (the first unit's rows start the writer sooner, the last unit's leave it less to do
+/// alone), then the rest. A unit the scenario is refused for sends only the rest.
+enum UnitPart {
+    /// The rows the table stores (the reports with a fix: a record without one is not
+    /// stored, as `flota recibir` does not store one), encoded here, in the table's key
+    /// order — time, then sequence — so each insert lands at the right edge of the B-tree.
+    Rows(Vec<PositionRow>),
+    Rest(Box<UnitOutput>),
+}
+
+/// The second part of a unit's output.
 struct UnitOutput {
     /// Every report the tracker delivered, in delivery order: kept only for `--emitir`.
     delivered: Vec<Report>,
-    /// The reports the table stores (those with a fix: a record without one is not stored, as
-    /// `flota recibir` does not store one), in the table's key order — time, then sequence —
-    /// so each insert lands at the right edge of the B-tree.
-    stored: Vec<Report>,
     /// The unit's ground truth as JSON lines, and how many lines.
     truth_lines: Vec<u8>,
     truth_events: u64,
@@ -404,7 +414,7 @@ fn prepare(options: &Options, mut world: World) -> anyhow::Result<(Simulation, D
     };
     let workers = options.workers.unwrap_or_else(cores);
     Ok((
-        Simulation::with_courses(world, |routes, fences| courses(routes, fences, workers)),
+        Simulation::with_roads(world, |routes, fences| roads(routes, fences, workers)),
         config,
     ))
 }
@@ -414,20 +424,21 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-/// Every route's course, on `workers` threads (route `i` on thread `i % workers`, put back in
-/// order): the courses are most of the setup, which nothing else can overlap.
-fn courses(routes: &[Route], fences: &[Geofence], workers: usize) -> Vec<Course> {
+/// The roads (every route's shortened loops and the courses of all), on `workers` threads:
+/// route `i`'s share on thread `i % workers`, put back in order. They are most of the setup,
+/// which nothing else can overlap.
+fn roads(routes: &[Route], fences: &[Geofence], workers: usize) -> Roads {
     let workers = workers.clamp(1, routes.len().max(1));
     if workers == 1 {
-        return routes.iter().map(|r| Course::new(r, fences)).collect();
+        return Roads::new(routes, fences);
     }
-    let mut parts: Vec<Vec<Course>> = std::thread::scope(|scope| {
+    let mut parts: Vec<Vec<RouteRoads>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|first| {
                 scope.spawn(move || {
                     (first..routes.len())
                         .step_by(workers)
-                        .map(|i| Course::new(&routes[i], fences))
+                        .map(|i| RouteRoads::new(&routes[i], fences))
                         .collect::<Vec<_>>()
                 })
             })
@@ -443,11 +454,11 @@ fn courses(routes: &[Route], fences: &[Geofence], workers: usize) -> Vec<Course>
     let mut ordered = Vec::with_capacity(routes.len());
     let mut drains: Vec<_> = parts.iter_mut().map(|p| p.drain(..)).collect();
     for i in 0..routes.len() {
-        if let Some(course) = drains[i % workers].next() {
-            ordered.push(course);
+        if let Some(part) = drains[i % workers].next() {
+            ordered.push(part);
         }
     }
-    ordered
+    Roads::from_parts(routes, ordered)
 }
 
 fn progress_bar(shown: bool, unit_days: u64) -> ProgressBar {
@@ -513,7 +524,7 @@ impl Outputs {
         Interrupted::new(options.interrupt.signal().unwrap_or(2), options)
     }
 
-    /// One unit's reports, detections and truth, in unit order.
+    /// One unit's detections and truth, after its rows, in unit order.
     fn write_unit(
         &mut self,
         unit: usize,
@@ -522,7 +533,6 @@ impl Outputs {
         world: &World,
     ) -> anyhow::Result<()> {
         let fence_ids: Vec<i64> = (1..=world.fences.len() as i64).collect();
-        self.db.write_positions(unit as i64 + 1, &output.stored)?;
         self.db.write_analysis(
             unit as i64 + 1,
             &output.analysis,
@@ -589,14 +599,16 @@ impl Outputs {
 }
 
 /// Units a worker may have finished and not yet handed to the writer: enough to keep both
-/// stages busy, few enough that memory does not grow with the fleet.
+/// stages busy, few enough that memory does not grow with the fleet. Each unit is two
+/// messages ([`UnitPart`]).
 const AHEAD: usize = 2;
 
 /// Simulates units on worker threads and writes them on this one, in unit order whatever
 /// order they finish in: the files are deterministic, whatever the number of workers.
 /// Worker `w` of `n` takes units `w`, `w + n`, `w + 2n`… and hands them over through its own
 /// bounded channel, which the writer reads in turn: at most `n × (AHEAD + 1)` units are held
-/// in memory. Returns the fixes the engine read and the time spent writing, or `None` when
+/// in memory. Each unit's rows go to the database as soon as they arrive, in the same order of
+/// writes as when they came with its detections (so the same bytes). Returns the fixes the engine read and the time spent writing, or `None` when
 /// `interrupt` asked for a stop (checked between units; the units being simulated then are
 /// finished and dropped).
 fn write_units(
@@ -619,14 +631,21 @@ fn write_units(
     std::thread::scope(|scope| {
         let mut receivers = Vec::with_capacity(workers);
         for first in 0..workers {
-            let (sender, receiver) = sync_channel::<anyhow::Result<UnitOutput>>(AHEAD);
+            let (sender, receiver) = sync_channel::<anyhow::Result<UnitPart>>(2 * AHEAD);
             receivers.push(receiver);
             scope.spawn(move || {
                 for unit in (first..units).step_by(workers) {
                     if interrupt.asked() {
                         return;
                     }
-                    let output = simulate_unit(simulation, config, unit, keep_delivered);
+                    let rows = |rows| sender.send(Ok(UnitPart::Rows(rows))).is_ok();
+                    let output = match simulate_unit(simulation, config, unit, keep_delivered, rows)
+                    {
+                        Ok(Some(output)) => Ok(UnitPart::Rest(Box::new(output))),
+                        // The writer hung up.
+                        Ok(None) => return,
+                        Err(e) => Err(e),
+                    };
                     if sender.send(output).is_err() {
                         return;
                     }
@@ -634,15 +653,24 @@ fn write_units(
             });
         }
         for unit in 0..units {
-            let received = receivers[unit % workers].recv();
-            if interrupt.asked() {
-                return Ok(None);
-            }
-            // A worker hangs up early only when it saw the stop asked for.
-            let Ok(output) = received else {
-                return Ok(None);
+            let output = loop {
+                let received = receivers[unit % workers].recv();
+                if interrupt.asked() {
+                    return Ok(None);
+                }
+                // A worker hangs up early only when it saw the stop asked for.
+                let Ok(part) = received else {
+                    return Ok(None);
+                };
+                match part? {
+                    UnitPart::Rows(rows) => {
+                        let t = Instant::now();
+                        outputs.db.write_positions(unit as i64 + 1, &rows)?;
+                        write_time += t.elapsed();
+                    }
+                    UnitPart::Rest(output) => break output,
+                }
             };
-            let output = output?;
             if !output.unhonoured.is_empty() {
                 return Err(NotHonoured(output.unhonoured).into());
             }
@@ -664,16 +692,29 @@ fn write_units(
 
 /// One unit simulated, what the detection engine makes of its reports exactly as the table
 /// will hold them, and its truth written out: everything the writer needs, made here on a
-/// worker. `keep_delivered`: also keep the reports as delivered (for `--emitir`).
+/// worker. Its rows go to `rows` before the engine runs (unless the scenario is refused for
+/// the unit); `None` when `rows` says the writer is gone. `keep_delivered`: also keep the
+/// reports as delivered (for `--emitir`).
 fn simulate_unit(
     simulation: &Simulation,
     config: &DetectionConfig,
     unit: usize,
     keep_delivered: bool,
-) -> anyhow::Result<UnitOutput> {
+    rows: impl FnOnce(Vec<PositionRow>) -> bool,
+) -> anyhow::Result<Option<UnitOutput>> {
     let world = &simulation.world;
     let mut run = UnitRun::default();
     let unhonoured = simulation.run_unit(unit, &mut run);
+    if !unhonoured.is_empty() {
+        return Ok(Some(UnitOutput {
+            delivered: Vec::new(),
+            truth_lines: Vec::new(),
+            truth_events: 0,
+            analysis: Analysis::default(),
+            fixes: 0,
+            unhonoured,
+        }));
+    }
     let (delivered, mut stored) = if keep_delivered {
         let stored = run.reports.iter().filter(|r| r.valid).copied().collect();
         (run.reports, stored)
@@ -691,7 +732,12 @@ fn simulate_unit(
         limit_kmh: world.units[unit].limit_kmh,
         zone: world.units[unit].zone,
     };
-    let fixes = fixes_of(&stored);
+    // Encoded once, here: the engine reads its fixes from the values the writer stores.
+    let stored: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
+    let fixes = fixes_of_rows(&stored);
+    if !rows(stored) {
+        return Ok(None);
+    }
     let now = world.ahora_utc;
     let fix_count = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
     let analysis = engine::analyze(&ctx, fixes, now);
@@ -700,15 +746,14 @@ fn simulate_unit(
         serde_json::to_writer(&mut truth_lines, event)?;
         truth_lines.push(b'\n');
     }
-    Ok(UnitOutput {
+    Ok(Some(UnitOutput {
         delivered,
-        stored,
         truth_lines,
         truth_events: run.truth.len() as u64,
         analysis,
         fixes: fix_count,
         unhonoured,
-    })
+    }))
 }
 
 #[cfg(test)]

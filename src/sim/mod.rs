@@ -23,7 +23,7 @@ pub use agent::{MIN_TRUTH_STOP_S, Unhonoured};
 pub use course::{Course, Span};
 pub use gnss::{Report, TrueSample};
 pub use plan::Planned;
-pub use roads::Roads;
+pub use roads::{Roads, RouteRoads};
 pub use truth::{StopReason, TruthEvent, TruthHeader};
 
 use crate::geometry::geofence::Geofence;
@@ -53,13 +53,14 @@ impl Simulation {
         Simulation { world, roads, plan }
     }
 
-    /// [`Simulation::new`] with the routes' courses made by `courses` (see
-    /// [`Roads::with_courses`]; it is handed the world's fences).
-    pub fn with_courses(
+    /// [`Simulation::new`] with the roads made by `roads` from the world's routes and fences,
+    /// which must return [`Roads::new`]'s (a caller with threads makes each route's
+    /// [`RouteRoads`] on its own and puts them together with [`Roads::from_parts`]).
+    pub fn with_roads(
         world: World,
-        courses: impl FnOnce(&[Route], &[Geofence]) -> Vec<Course>,
+        roads: impl FnOnce(&[Route], &[Geofence]) -> Roads,
     ) -> Simulation {
-        let roads = Roads::with_courses(&world.routes, |all| courses(all, &world.fences));
+        let roads = roads(&world.routes, &world.fences);
         let plan = plan::plan(&world);
         Simulation { world, roads, plan }
     }

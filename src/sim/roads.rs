@@ -31,30 +31,54 @@ pub struct Shortened {
     pub deliveries: Vec<usize>,
 }
 
+/// One world route's share of the roads, made on its own (so a caller with threads to spare
+/// can make the routes' shares side by side: they are most of the setup, and nothing else can
+/// start before them): its shortened loops, longest first, with the deliveries each serves,
+/// and the courses of the route and of each loop, in that order.
+pub struct RouteRoads {
+    loops: Vec<(Route, Vec<usize>)>,
+    courses: Vec<Course>,
+}
+
+impl RouteRoads {
+    pub fn new(route: &Route, fences: &[Geofence]) -> RouteRoads {
+        let deliveries = route.stops.len().saturating_sub(2);
+        let mut loops: Vec<(Route, Vec<usize>)> = Vec::new();
+        for served in 1..deliveries {
+            loops.extend(out_and_back(route, served));
+            loops.extend(back_and_forth(route, served));
+        }
+        loops.sort_by(|a, b| b.0.length_m().total_cmp(&a.0.length_m()));
+        let mut courses = Vec::with_capacity(loops.len() + 1);
+        courses.push(Course::new(route, fences));
+        courses.extend(
+            loops
+                .iter()
+                .map(|(partial, _)| Course::new(partial, fences)),
+        );
+        RouteRoads { loops, courses }
+    }
+}
+
 impl Roads {
     pub fn new(routes: &[Route], fences: &[Geofence]) -> Roads {
-        Roads::with_courses(routes, |all| {
-            all.iter().map(|r| Course::new(r, fences)).collect()
-        })
+        let parts = routes.iter().map(|r| RouteRoads::new(r, fences)).collect();
+        Roads::from_parts(routes, parts)
     }
 
-    /// [`Roads::new`] with the courses of every route (the world's, then the shortened
-    /// loops) made by `courses`, which must return `Course::new(route, fences)` for each, in
-    /// order: a caller with threads to spare spreads them (they are most of the work, and
-    /// nothing else can start before them).
-    pub fn with_courses(routes: &[Route], courses: impl FnOnce(&[Route]) -> Vec<Course>) -> Roads {
+    /// The roads of `routes` from each one's [`RouteRoads`], in the same order.
+    pub fn from_parts(routes: &[Route], parts: Vec<RouteRoads>) -> Roads {
+        debug_assert_eq!(routes.len(), parts.len());
         let mut all: Vec<Route> = routes.to_vec();
+        let mut courses = Vec::with_capacity(routes.len());
+        let mut loop_courses = Vec::new();
         let mut shortened = Vec::with_capacity(routes.len());
-        for route in routes {
-            let deliveries = route.stops.len().saturating_sub(2);
-            let mut loops: Vec<(Route, Vec<usize>)> = Vec::new();
-            for served in 1..deliveries {
-                loops.extend(out_and_back(route, served));
-                loops.extend(back_and_forth(route, served));
-            }
-            loops.sort_by(|a, b| b.0.length_m().total_cmp(&a.0.length_m()));
-            let mut these = Vec::with_capacity(loops.len());
-            for (partial, served) in loops {
+        for part in parts {
+            let mut part_courses = part.courses.into_iter();
+            courses.extend(part_courses.next());
+            loop_courses.extend(part_courses);
+            let mut these = Vec::with_capacity(part.loops.len());
+            for (partial, served) in part.loops {
                 these.push(Shortened {
                     route: all.len(),
                     deliveries: served,
@@ -63,7 +87,7 @@ impl Roads {
             }
             shortened.push(these);
         }
-        let courses = courses(&all);
+        courses.extend(loop_courses);
         Roads {
             routes: all,
             courses,

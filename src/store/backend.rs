@@ -24,7 +24,7 @@ use super::reader::{SqliteStore, StoreError, StoredFence, StoredRoute, Vehicle};
 use super::writer::{SqliteWriter, WriteError};
 use crate::engine::{Analysis, DetectionConfig, EventKind, Fix};
 use crate::scenario::World;
-use crate::sim::Report;
+use crate::store::encoding::PositionRow;
 
 /// A connection to a flota database. The connection stays inside the store: callers get
 /// typed methods whose signatures name no backend.
@@ -594,7 +594,7 @@ impl Writer {
     pub fn write_positions(
         &mut self,
         vehicle_id: i64,
-        reports: &[Report],
+        reports: &[PositionRow],
     ) -> Result<(), WriteError> {
         match self {
             Writer::Sqlite(w) => w.write_positions(vehicle_id, reports),

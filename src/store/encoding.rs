@@ -107,6 +107,35 @@ pub(super) fn fix_of_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Resul
     Ok(row.to_fix(r.get(at)?))
 }
 
+/// One row of `posiciones` as written: its key (besides the vehicle) and its stored columns.
+/// A report is encoded once, where it is simulated: the writer binds these as they are, and
+/// the engine's fixes are read from the same values ([`fixes_of_rows`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PositionRow {
+    pub ts_utc: i64,
+    pub sequence: u8,
+    pub row: StoredRow,
+}
+
+impl From<&Report> for PositionRow {
+    fn from(r: &Report) -> Self {
+        PositionRow {
+            ts_utc: r.ts_utc,
+            sequence: r.sequence,
+            row: StoredRow::from(r),
+        }
+    }
+}
+
+/// [`fixes_of`] for rows already encoded (and, like the table's, holding only records with a
+/// fix): fix-time order, duplicates dropped; the same fixes, without encoding again.
+pub fn fixes_of_rows(rows: &[PositionRow]) -> Vec<Fix> {
+    let mut firsts: Vec<&PositionRow> = rows.iter().filter(|r| r.sequence == 0).collect();
+    // Stable, as in `fixes_of`; linear on rows already in key order.
+    firsts.sort_by_key(|r| r.ts_utc);
+    firsts.iter().map(|r| r.row.to_fix(r.ts_utc)).collect()
+}
+
 /// A unit's reports as the engine would read them back from the table: fix-time order,
 /// duplicates (sequence > 0) and records without a fix dropped.
 pub fn fixes_of(reports: &[Report]) -> Vec<Fix> {
@@ -119,4 +148,50 @@ pub fn fixes_of(reports: &[Report]) -> Vec<Fix> {
         .iter()
         .map(|r| StoredRow::from(*r).to_fix(r.ts_utc))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(ts_utc: i64, sequence: u8, lat: f64, valid: bool) -> Report {
+        Report {
+            ts_utc,
+            sequence,
+            received_utc: ts_utc + i64::from(sequence) * 7,
+            lat,
+            lon: -3.703_790_4,
+            speed_kmh: 37.25,
+            heading_deg: 359.6,
+            ignition: true,
+            odometer_km: Some(1234.5678),
+            valid,
+        }
+    }
+
+    /// The rows `flota simular` stores (records with a fix, in key order), encoded once, give
+    /// the engine exactly the fixes `fixes_of` makes of the reports: duplicates dropped, fix
+    /// time order, the same rounding.
+    #[test]
+    fn fixes_of_rows_are_the_fixes_of_the_reports() {
+        let reports = vec![
+            report(30, 0, 40.416_775_5, true),
+            report(10, 0, 40.416_1, true),
+            report(10, 1, 40.416_1, true),
+            report(20, 0, 40.499_999_5, false),
+            report(25, 0, 40.000_000_49, true),
+            report(25, 1, 40.000_000_49, true),
+        ];
+        let mut stored: Vec<Report> = reports.iter().filter(|r| r.valid).copied().collect();
+        stored.sort_by_key(|r| (r.ts_utc, r.sequence));
+        let rows: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
+        let fixes = fixes_of_rows(&rows);
+        assert_eq!(fixes, fixes_of(&reports));
+        assert_eq!(
+            fixes.iter().map(|f| f.ts_utc).collect::<Vec<_>>(),
+            [10, 25, 30]
+        );
+        assert_eq!(rows.len(), 5);
+        assert_eq!(rows[1].row, StoredRow::from(&stored[1]));
+    }
 }

@@ -26,13 +26,12 @@ use super::schema::{
 use super::{connect, error};
 use crate::engine::{Analysis, DetectionConfig, Fix};
 use crate::scenario::World;
-use crate::sim::Report;
 use crate::store::analysis::{
     DAY_VALUE_COLUMNS, DAY_VALUES, EVENT_VALUE_COLUMNS, EVENT_VALUES, day_values, event_rows,
     event_values,
 };
 use crate::store::coverage::Covered;
-use crate::store::encoding::StoredRow;
+use crate::store::encoding::PositionRow;
 use crate::store::location::PgUrl;
 use crate::store::meta::{self, Key};
 use crate::store::reader::StoreError;
@@ -136,11 +135,11 @@ impl PgWriter {
         result.map_err(|e| self.err(&e))
     }
 
-    /// One unit's reports, by binary COPY into their day partitions (created as needed).
+    /// One unit's rows, by binary COPY into their day partitions (created as needed).
     pub fn write_positions(
         &mut self,
         vehicle_id: i64,
-        reports: &[Report],
+        reports: &[PositionRow],
     ) -> Result<(), StoreError> {
         let days: BTreeSet<i64> = reports
             .iter()
@@ -353,7 +352,7 @@ fn copy_positions(
     client: &mut Client,
     buf: &mut Vec<u8>,
     vehicle_id: i64,
-    reports: &[Report],
+    reports: &[PositionRow],
 ) -> Result<(), postgres::Error> {
     encode_positions(buf, vehicle_id, reports);
     let mut sink = client.copy_in(&format!(
@@ -365,14 +364,14 @@ fn copy_positions(
 }
 
 /// `reports` as [`POSITION_COLUMNS`]' binary COPY data, header and trailer included.
-fn encode_positions(buf: &mut Vec<u8>, vehicle_id: i64, reports: &[Report]) {
+fn encode_positions(buf: &mut Vec<u8>, vehicle_id: i64, reports: &[PositionRow]) {
     const FIELDS: i16 = 10;
     const ROW_BYTES: usize = 2 + FIELDS as usize * (4 + 8);
     buf.clear();
     buf.reserve(COPY_HEADER.len() + reports.len() * ROW_BYTES + COPY_TRAILER.len());
     buf.extend_from_slice(COPY_HEADER);
     for r in reports {
-        let row = StoredRow::from(r);
+        let row = &r.row;
         buf.extend_from_slice(&FIELDS.to_be_bytes());
         for value in [
             vehicle_id,
