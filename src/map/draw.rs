@@ -504,11 +504,7 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
     let track_px: Vec<(f64, f64)> = scene.track.iter().map(|t| view.project(t.p)).collect();
     let layout = Layout::new(scene, view, &track_px);
     let mut canvas = Canvas {
-        pixels: Pixels {
-            buf: &mut buffer,
-            width: w as usize,
-            height: h as usize,
-        },
+        pixels: Pixels::new(&mut buffer, w as usize, h as usize),
         occupied: Occupied::default(),
         fixed: Vec::new(),
     };
