@@ -252,6 +252,16 @@ pub enum TruthEvent {
         ts_utc: i64,
         error_m: f64,
     },
+    /// At `ahora`, records made but still on their way (delivered late), all newer than the
+    /// last one that reached the data (`desde_utc`, null when none did): `registros` of them,
+    /// the first made at `primero_utc`. The data end in a silence from `desde_utc` that the
+    /// tracker did not keep. For any unit, with or without a profile; only when it happens.
+    EnTransito {
+        placa: String,
+        desde_utc: Option<i64>,
+        primero_utc: i64,
+        registros: u64,
+    },
     /// What the tracker did over the whole run: records made (valid or not), and how many
     /// reached the data by `ahora` (duplicates not counted). Only for a unit with a profile.
     EntregasRastreador {
@@ -282,7 +292,8 @@ impl TruthEvent {
             | TruthEvent::ParpadeoIgnicion { placa, .. }
             | TruthEvent::VelocidadInvalida { placa, .. }
             | TruthEvent::ArranqueFrio { placa, .. }
-            | TruthEvent::EntregasRastreador { placa, .. } => placa,
+            | TruthEvent::EntregasRastreador { placa, .. }
+            | TruthEvent::EnTransito { placa, .. } => placa,
         }
     }
 }

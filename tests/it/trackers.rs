@@ -192,6 +192,17 @@ fn tracker_truth_matches_the_positions() {
                 );
                 assert!(jump > error_m - 300.0, "{event:?}: {jump}");
             }
+            TruthEvent::EnTransito {
+                placa,
+                desde_utc,
+                primero_utc,
+                registros,
+            } => {
+                // The data end at `desde_utc`; the records still on their way are newer.
+                let last = of(placa).last().map(|r| r.ts);
+                assert!(last <= *desde_utc, "{event:?}: {last:?}");
+                assert!(desde_utc.is_none_or(|d| d < *primero_utc) && *registros > 0);
+            }
             TruthEvent::EntregasRastreador {
                 placa,
                 registros,

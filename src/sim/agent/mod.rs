@@ -241,6 +241,10 @@ pub struct Agent<'a, S: Sink> {
     tracker_truth: Vec<TruthEvent>,
     /// First deliveries that reached the data.
     delivered: u64,
+    /// The latest fix time among the records that reached the data.
+    last_received_ts: Option<i64>,
+    /// Fix times of first deliveries made by `ahora` but received after it (late ones).
+    in_transit: Vec<i64>,
     /// Ignition-offs so far: numbers the heartbeat chains, so only the latest one beats.
     heartbeat_chain: u32,
     last_report_ts: Option<i64>,
@@ -331,6 +335,8 @@ impl<'a, S: Sink> Agent<'a, S> {
             reports: Vec::new(),
             tracker_truth: Vec::new(),
             delivered: 0,
+            last_received_ts: None,
+            in_transit: Vec::new(),
             heartbeat_chain: 0,
             last_report_ts: None,
             last_stored_ts: None,

@@ -114,6 +114,9 @@ impl<S: Sink> Agent<'_, S> {
                 if report.sequence == 0 {
                     self.delivered += 1;
                 }
+                self.last_received_ts = self.last_received_ts.max(Some(report.ts_utc));
+            } else if report.ts_utc <= ahora && report.sequence == 0 {
+                self.in_transit.push(report.ts_utc);
             }
         }
         self.reports.clear();
@@ -190,6 +193,27 @@ impl<S: Sink> Agent<'_, S> {
         let delivered = self.delivered;
         self.device.finish(delivered, &mut self.tracker_truth);
         self.hand_over();
+        self.in_transit_at_ahora();
+    }
+
+    /// Records made before `ahora` but still on their way then (late deliveries), newer than
+    /// anything that reached the data: the data end in a silence the tracker did not keep.
+    fn in_transit_at_ahora(&mut self) {
+        let last = self.last_received_ts;
+        let after: Vec<i64> = self
+            .in_transit
+            .iter()
+            .copied()
+            .filter(|ts| last.is_none_or(|last| *ts > last))
+            .collect();
+        if let Some(first) = after.iter().min() {
+            self.sink.truth(TruthEvent::EnTransito {
+                placa: self.unit.plate.clone(),
+                desde_utc: last,
+                primero_utc: *first,
+                registros: after.len() as u64,
+            });
+        }
     }
 }
 
