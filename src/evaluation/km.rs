@@ -3,7 +3,8 @@
 //! fixes as the engine sees them: speeds checked by [`SpeedCheck`] first).
 //!
 //! Owns which days are judged: those with at least a kilometre driven, except a day whose
-//! unit is silent at "now" (what it drove after its last report cannot be known); a day with a
+//! unit is silent at "now" (what it drove after its last report cannot be known) or whose
+//! tracker still holds records at "now" (no network, or delivered late: [`held_at_now`]); a day with a
 //! signal loss is judged on the reported kilometres (the odometer saw the silence through) but
 //! left out of the GPS-only figures (positions can only bridge it).
 
@@ -43,6 +44,28 @@ pub type DayKms = HashMap<(String, String), (f64, f64)>;
 
 /// Unit-days, as (plate, local date).
 pub type UnitDays = [(String, String)];
+
+/// Units whose tracker, at `now_utc`, still holds records it made (no network since
+/// `inicio_utc`, or records on their way since `primero_utc`), with the first such moment:
+/// what those records show is not in the data yet, so no rule on positions or odometer can
+/// count that driving, whatever the silence's length.
+pub fn held_at_now(truth: &[TruthEvent], now_utc: i64) -> Vec<(String, i64)> {
+    truth
+        .iter()
+        .filter_map(|event| match event {
+            TruthEvent::SinCobertura {
+                placa,
+                inicio_utc,
+                fin_utc,
+                ..
+            } if fin_utc.is_none_or(|end| end > now_utc) => Some((placa.clone(), *inicio_utc)),
+            TruthEvent::EnTransito {
+                placa, primero_utc, ..
+            } => Some((placa.clone(), *primero_utc)),
+            _ => None,
+        })
+        .collect()
+}
 
 /// Compares each truth `km_dia` with the stored (reported, GPS-only) kilometres of `days`.
 /// `silent` lists the unit-days of units silent at "now"; `lossy` those with a signal loss.
@@ -201,6 +224,46 @@ mod tests {
         assert_eq!(
             (s.error_max_pct, s.peor_dia.as_str()),
             (2.0, "A 2026-08-19")
+        );
+    }
+
+    #[test]
+    fn records_still_held_at_now_make_their_days_unknowable() {
+        let now = 10_000;
+        let truth = [
+            TruthEvent::SinCobertura {
+                placa: "A".into(),
+                inicio_utc: 9_000,
+                fin_utc: None,
+                retenidos: 24,
+            },
+            // Network back before "now": its backlog reached the data.
+            TruthEvent::SinCobertura {
+                placa: "B".into(),
+                inicio_utc: 5_000,
+                fin_utc: Some(6_000),
+                retenidos: 3,
+            },
+            TruthEvent::SinCobertura {
+                placa: "C".into(),
+                inicio_utc: 8_000,
+                fin_utc: Some(12_000),
+                retenidos: 9,
+            },
+            TruthEvent::EnTransito {
+                placa: "D".into(),
+                desde_utc: Some(9_990),
+                primero_utc: 9_993,
+                registros: 1,
+            },
+        ];
+        assert_eq!(
+            held_at_now(&truth, now),
+            [
+                ("A".to_owned(), 9_000),
+                ("C".to_owned(), 8_000),
+                ("D".to_owned(), 9_993)
+            ]
         );
     }
 

@@ -158,9 +158,12 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
             ((plate, d.date), (d.km, d.km_gps))
         })
         .collect();
-    // A unit silent at "now": every one of its days from the silence on is unknowable.
+    // A unit silent at "now", or whose tracker still holds records: every one of its days
+    // from then on is unknowable.
+    let held = km::held_at_now(truth, now);
     let silent: Vec<(String, String)> = ctx
         .silent_since()
+        .chain(held.iter().map(|(plate, since)| (plate.as_str(), *since)))
         .flat_map(|(plate, since)| unit_days(plate, since, now, zone_of(plate)))
         .collect();
     let lossy: Vec<(String, String)> = truth
