@@ -573,14 +573,15 @@ impl PgStore {
         })
     }
 
-    /// Whether `cruces_por_dia` is there with its three triggers (a database written by an
-    /// older flota has neither). Asked on every count: a long-lived reader may see the
+    /// Whether `cruces_por_dia` is there with its three triggers enabled (a database written
+    /// by an older flota has neither; a disabled trigger would leave the counts behind). Asked on every count: a long-lived reader may see the
     /// database replaced by one of either kind.
     fn counts_crossings_per_day(&self) -> Result<bool, StoreError> {
         let rows = self.rows(
             "SELECT to_regclass('cruces_por_dia') IS NOT NULL
                     AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('eventos')
-                         AND tgname IN ('cruces_insercion', 'cruces_borrado', 'cruces_actualizacion')) = 3",
+                         AND tgname IN ('cruces_insercion', 'cruces_borrado', 'cruces_actualizacion')
+                         AND tgenabled <> 'D') = 3",
             &[],
         )?;
         self.with_client(|_| rows[0].try_get(0))
