@@ -1063,3 +1063,156 @@ fn analizar_upgrades_a_database_from_before_the_evidence() {
         );
     }
 }
+
+/// Entries or exits per vehicle in `[from, to)` counted straight from `eventos`.
+fn crossings_counted(
+    pg: &Cluster,
+    database: &str,
+    exits: bool,
+    from: i64,
+    to: i64,
+) -> Vec<(i64, usize)> {
+    let (ts, entries_only) = if exits {
+        ("fin_utc", "")
+    } else {
+        ("inicio_utc", " AND desde_inicio_datos = 0")
+    };
+    pg.sql(
+        database,
+        &format!(
+            "SELECT vehiculo_id, count(*) FROM flota.eventos WHERE tipo = 'visita_geocerca'{entries_only}
+             AND {ts} >= {from} AND {ts} < {to} GROUP BY 1 ORDER BY 1"
+        ),
+    )
+    .into_iter()
+    .map(|r| {
+        let n = |i: usize| r[i].as_deref().unwrap().parse::<i64>().unwrap();
+        (n(0), n(1) as usize)
+    })
+    .collect()
+}
+
+/// Every range `crossings_per_day_count_as_the_events_do` asks about: day-aligned and not,
+/// within one day, across the data's ends, empty.
+fn crossing_ranges(lo: i64, hi: i64) -> Vec<(i64, i64)> {
+    const DAY: i64 = 86_400;
+    let first_day = lo.div_euclid(DAY) * DAY;
+    let mut ranges = vec![
+        (lo - 2 * DAY, hi + 2 * DAY),
+        (first_day, first_day + 3 * DAY),
+        (first_day + DAY, first_day + 2 * DAY),
+        (first_day + DAY + 1, first_day + 2 * DAY - 1),
+        (first_day + DAY - 3_600, first_day + 3 * DAY + 7_200),
+        (first_day + 2 * DAY + 5_400, first_day + 2 * DAY + 9_000),
+        (hi - 1, hi + 1),
+        (lo, lo),
+    ];
+    // And pseudo-random ones over the data and a day either side (a fixed LCG).
+    let mut state: u64 = 0x5eed_0007;
+    let mut next = |span: i64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as i64).rem_euclid(span)
+    };
+    for _ in 0..40 {
+        let from = lo - DAY + next(hi - lo + 2 * DAY);
+        let to = from + next(5 * DAY);
+        ranges.push((from, to));
+    }
+    ranges
+}
+
+#[test]
+fn crossings_per_day_count_as_the_events_do() {
+    use flota::store::{Location, Store};
+    let Some(pg) = cluster() else { return };
+    let url = pg.database("cruces");
+    let database = database_name(&url).to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    // Own seed, a fleet in two zones: day ends that are not UTC midnights.
+    let truth = dir.path().join("verdad.jsonl");
+    let out = flota(&[
+        "simular",
+        scenario_path("dos_zonas").to_str().unwrap(),
+        "--ahora",
+        ahora_of("dos_zonas"),
+        "--semilla",
+        "4242",
+        "--salida",
+        &url,
+        "--verdad",
+        truth.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let span = pg.sql(
+        &database,
+        "SELECT min(inicio_utc), max(fin_utc) FROM flota.eventos WHERE tipo = 'visita_geocerca'",
+    );
+    let bound = |i: usize| span[0][i].as_deref().unwrap().parse::<i64>().unwrap();
+    let (lo, hi) = (bound(0), bound(1));
+    let store = Store::open(Location::parse(Path::new(&url)).unwrap()).unwrap();
+    let check = |when: &str| {
+        let mut nonempty = 0;
+        for (from, to) in crossing_ranges(lo, hi) {
+            for exits in [false, true] {
+                let expected = crossings_counted(pg, &database, exits, from, to);
+                nonempty += usize::from(!expected.is_empty());
+                assert_eq!(
+                    store.crossings_by_vehicle(exits, from, to).unwrap(),
+                    expected,
+                    "{when}: exits {exits}, [{from}, {to})"
+                );
+            }
+        }
+        assert!(
+            nonempty > 40,
+            "{when}: only {nonempty} ranges with crossings"
+        );
+    };
+    let summed = |column: &str| {
+        pg.sql(
+            &database,
+            &format!("SELECT coalesce(sum({column}), 0) FROM flota.cruces_por_dia"),
+        )[0][0]
+            .clone()
+    };
+    let all = |exits| {
+        crossings_counted(pg, &database, exits, i64::MIN / 2, i64::MAX / 2)
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<usize>()
+            .to_string()
+    };
+    // Filled by the load: the whole days come from the summary.
+    assert_eq!(summed("entradas"), Some(all(false)));
+    assert_eq!(summed("salidas"), Some(all(true)));
+    check("after simular");
+    // Kept by the triggers as rows come, go and change (written by hand here).
+    pg.sql(
+        &database,
+        "DELETE FROM flota.eventos WHERE tipo = 'visita_geocerca' AND id % 7 = 0;
+         UPDATE flota.eventos SET fin_utc = fin_utc + 50000 WHERE tipo = 'visita_geocerca' AND id % 11 = 0;
+         UPDATE flota.eventos SET fin_utc = NULL WHERE tipo = 'visita_geocerca' AND id % 13 = 0;
+         UPDATE flota.eventos SET desde_inicio_datos = 1 - desde_inicio_datos WHERE tipo = 'visita_geocerca' AND id % 17 = 0;
+         UPDATE flota.eventos SET tipo = 'parada' WHERE tipo = 'visita_geocerca' AND id % 19 = 0;
+         UPDATE flota.eventos SET tipo = 'visita_geocerca' WHERE tipo = 'exceso_velocidad' AND id % 3 = 0;
+         INSERT INTO flota.eventos (vehiculo_id, tipo, inicio_utc, fin_utc, lat, lon, desde_inicio_datos)
+             SELECT vehiculo_id, tipo, inicio_utc - 40000, fin_utc + 3600, lat, lon, desde_inicio_datos
+             FROM flota.eventos WHERE tipo = 'visita_geocerca' AND id % 5 = 0;",
+    );
+    check("after rows written by hand");
+    // Counted afresh by a re-analysis (its bulk write goes with the triggers off).
+    let out = flota(&["analizar", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(summed("entradas"), Some(all(false)));
+    check("after analizar");
+    // A disabled trigger leaves the counts behind: the reader must not trust them then.
+    pg.sql(
+        &database,
+        "ALTER TABLE flota.eventos DISABLE TRIGGER cruces_borrado;
+         DELETE FROM flota.eventos WHERE tipo = 'visita_geocerca' AND id % 4 = 0;",
+    );
+    assert_ne!(summed("entradas"), Some(all(false)));
+    check("with a trigger disabled");
+}

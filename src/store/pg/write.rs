@@ -20,8 +20,8 @@ use rusqlite::types::Value;
 
 use super::read::PgStore;
 use super::schema::{
-    ANALYSIS_INDEXES, ANALYSIS_TABLES_DDL, CHANGE_LOG_DDL, DDL, PARTITION_S, POSITIONS_KEY, SCHEMA,
-    change_triggers, partition_ddl,
+    ANALYSIS_INDEXES, ANALYSIS_TABLES_DDL, CHANGE_LOG_DDL, CROSSINGS_DDL, CROSSINGS_FILL, DDL,
+    PARTITION_S, POSITIONS_KEY, SCHEMA, change_triggers, crossings_triggers, partition_ddl,
 };
 use super::{connect, error};
 use crate::engine::{Analysis, DetectionConfig, Fix};
@@ -478,11 +478,15 @@ pub(super) fn write_meta(
     Ok(())
 }
 
-/// Drops the change log's triggers (an analysis's own writes are not logged).
+/// Drops the change log's triggers (an analysis's own writes are not logged) and the
+/// crossings' counters' ([`seal`] counts the rows written meanwhile at once).
 pub(super) fn unseal(client: &mut Client) -> Result<(), postgres::Error> {
     let mut sql = format!("{ANALYSIS_TABLES_DDL} {ANALYSIS_INDEXES} {CHANGE_LOG_DDL}");
     for ((name, _), table) in change_triggers().iter().zip(triggered_tables()) {
         sql.push_str(&format!(" DROP TRIGGER IF EXISTS {name} ON {table};"));
+    }
+    for (name, _) in crossings_triggers() {
+        sql.push_str(&format!(" DROP TRIGGER IF EXISTS {name} ON eventos;"));
     }
     client.batch_execute(&sql)
 }
@@ -495,9 +499,16 @@ fn triggered_tables() -> impl Iterator<Item = &'static str> {
 }
 
 /// After an analysis wrote its tables, in the same transaction: records what it covered,
-/// starts a fresh change log and puts the triggers back.
+/// counts the crossings per day afresh, starts a fresh change log and puts the triggers back.
 pub(super) fn seal(client: &mut Client, covered: &Covered<'_>) -> Result<(), postgres::Error> {
-    let mut sql = String::from(CHANGE_LOG_DDL);
+    let mut sql = format!("{CHANGE_LOG_DDL} {CROSSINGS_DDL}");
+    for (name, _) in crossings_triggers() {
+        sql.push_str(&format!(" DROP TRIGGER IF EXISTS {name} ON eventos;"));
+    }
+    sql.push_str(CROSSINGS_FILL);
+    for (_, create) in crossings_triggers() {
+        sql.push_str(create);
+    }
     for ((name, create), table) in change_triggers().iter().zip(triggered_tables()) {
         sql.push_str(&format!(
             " DROP TRIGGER IF EXISTS {name} ON {table}; {create}"
@@ -561,7 +572,7 @@ impl PgRewrite<'_> {
     pub fn commit(mut self, covered: &Covered<'_>) -> Result<i64, StoreError> {
         let events = self.store.with_client(|c| {
             seal(c, covered)?;
-            c.batch_execute("ANALYZE eventos; ANALYZE resumen_diario;")?;
+            c.batch_execute("ANALYZE eventos; ANALYZE resumen_diario; ANALYZE cruces_por_dia;")?;
             let events: i64 = c
                 .query_one("SELECT count(*) FROM eventos", &[])?
                 .try_get(0)?;
