@@ -29,8 +29,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// an unconfirmed last "off" is no day end; an "off" that jumped away still counts; GPS km:
 /// jumps skipped at any cadence (a detour through one fix beyond two noise margins), no noise
 /// counted across a silent stop (a parked unit's noise learned from its still fixes minutes
-/// apart and from the chords across such silences).
-pub const ANALYSIS_VERSION: i64 = 9;
+/// apart and from the chords across such silences). 10: GPS km across a silence that began at
+/// an "off" fix still counts when that fix showed a driving speed (a flickered "off").
+pub const ANALYSIS_VERSION: i64 = 10;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
