@@ -628,22 +628,7 @@ mod tests {
         // The resource list's version takes a while to read the first time (a database being
         // opened); the list changes right after the client's first answer.
         let version = Arc::new(AtomicU64::new(1));
-        let first = Arc::new(AtomicBool::new(true));
-        let (v, f) = (Arc::clone(&version), Arc::clone(&first));
-        let service = Service {
-            info: ServerInfo {
-                name: "t".into(),
-                version: "0".into(),
-                title: "T".into(),
-            },
-            resources_version: Some(Box::new(move || {
-                if f.swap(false, Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(300));
-                }
-                v.load(Ordering::SeqCst)
-            })),
-            ..Service::default()
-        };
+        let service = Service::with_slow_first_version(&version, Duration::from_millis(300));
         let (input, mut to_server) = io::pipe().unwrap();
         let (lines, output) = mpsc::channel();
         std::thread::spawn(move || {

@@ -267,6 +267,31 @@ impl Service {
         let info = &self.info;
         json!({"name": info.name, "version": info.version, "title": info.title})
     }
+
+    /// A service whose resource list's version is `version`, read slowly the first time (a
+    /// database being opened): for the transports' first-look tests.
+    #[cfg(test)]
+    pub(super) fn with_slow_first_version(
+        version: &Arc<AtomicU64>,
+        first_read: std::time::Duration,
+    ) -> Service {
+        let first = std::sync::atomic::AtomicBool::new(true);
+        let version = Arc::clone(version);
+        Service {
+            info: ServerInfo {
+                name: "t".into(),
+                version: "0".into(),
+                title: "T".into(),
+            },
+            resources_version: Some(Box::new(move || {
+                if first.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(first_read);
+                }
+                version.load(Ordering::SeqCst)
+            })),
+            ..Service::default()
+        }
+    }
 }
 
 /// `30`, `0.5`: seconds as a person writes them.

@@ -819,7 +819,6 @@ fn announce(shared: &Shared, list: List, index: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::service::ServerInfo;
     use std::io::BufRead as _;
     use std::sync::atomic::AtomicU64;
     use std::sync::mpsc;
@@ -829,22 +828,7 @@ mod tests {
         // The resource list's version takes a while to read the first time (a database being
         // opened); the list changes right after the client has its session and stream.
         let version = Arc::new(AtomicU64::new(1));
-        let first = Arc::new(AtomicBool::new(true));
-        let (v, f) = (Arc::clone(&version), Arc::clone(&first));
-        let service = Service {
-            info: ServerInfo {
-                name: "t".into(),
-                version: "0".into(),
-                title: "T".into(),
-            },
-            resources_version: Some(Box::new(move || {
-                if f.swap(false, Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-                v.load(Ordering::SeqCst)
-            })),
-            ..Service::default()
-        };
+        let service = Service::with_slow_first_version(&version, Duration::from_millis(500));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         // Never stopped: the thread ends with the test process.
