@@ -819,7 +819,7 @@ fn announce(shared: &Shared, list: List, index: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::BufRead as _;
+    use std::io::{BufRead as _, Write as _};
     use std::sync::atomic::AtomicU64;
     use std::sync::mpsc;
 
@@ -830,56 +830,71 @@ mod tests {
         let version = Arc::new(AtomicU64::new(1));
         let service = Service::with_slow_first_version(&version, Duration::from_millis(500));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let addr = listener.local_addr().unwrap();
         // Never stopped: the thread ends with the test process.
         std::thread::spawn(move || serve_http(service, listener, HttpOptions::default()));
 
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(20))
-            .build()
+        // Raw HTTP/1.1 over a socket: only the transports speak HTTP through crates (tidy).
+        let request = |method: &str, body: &str, session: Option<&str>| {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(20)))
+                .unwrap();
+            let session = session.map_or(String::new(), |id| format!("mcp-session-id: {id}\r\n"));
+            let accept = if method == "GET" {
+                "text/event-stream"
+            } else {
+                "application/json, text/event-stream"
+            };
+            write!(
+                stream,
+                "{method} /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: {accept}\r\n\
+                 content-type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n\
+                 {session}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
             .unwrap();
-        let accept = "application/json, text/event-stream";
-        let post = |body: Value, session: Option<&str>| {
-            let mut request = http
-                .post(&url)
-                .header("accept", accept)
-                .header("mcp-protocol-version", "2025-11-25")
-                .json(&body);
-            if let Some(id) = session {
-                request = request.header("mcp-session-id", id);
+            let mut reader = std::io::BufReader::new(stream);
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                head.push(line.trim().to_owned());
             }
-            request.send().unwrap()
+            (head, reader)
         };
-        let answer = post(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        let header = |head: &[String], name: &str| {
+            head.iter().find_map(|l| {
+                let (key, value) = l.split_once(':')?;
+                key.eq_ignore_ascii_case(name)
+                    .then(|| value.trim().to_owned())
+            })
+        };
+        let (head, _) = request(
+            "POST",
+            r#"{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "prueba", "version": "1"}}}),
+                "clientInfo": {"name": "prueba", "version": "1"}}}"#,
             None,
         );
-        assert_eq!(answer.status(), 200);
-        let id = answer.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let initialized = post(
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        assert!(head[0].contains(" 200 "), "{head:?}");
+        let id = header(&head, "mcp-session-id").unwrap();
+        let (head, _) = request(
+            "POST",
+            r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#,
             Some(&id),
         );
-        assert_eq!(initialized.status(), 202);
-        let stream = http
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &id)
-            .header("mcp-protocol-version", "2025-11-25")
-            .send()
-            .unwrap();
-        assert_eq!(stream.status(), 200);
+        assert!(head[0].contains(" 202 "), "{head:?}");
+        let (head, stream) = request("GET", "", Some(&id));
+        assert!(head[0].contains(" 200 "), "{head:?}");
         version.store(2, Ordering::SeqCst);
 
         let (lines, seen) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stream).lines() {
+            for line in stream.lines() {
                 let Ok(line) = line else { return };
                 if lines.send(line).is_err() {
                     return;
