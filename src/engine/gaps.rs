@@ -14,6 +14,13 @@
 //! in one place with the engine on — and applied when the analysis is finished, so every
 //! silence is judged against all the data (a tracker never seen reporting twice in a row
 //! while stopped is one that sleeps when stopped). The engine never reads a tracker profile.
+//! Likewise for a lone "off" report of a unit that was reporting with the engine on (an "on"
+//! report within the loss threshold before it), followed by a silence and then "on" again: it
+//! is the tracker asleep with the engine off (a short shutdown) unless the unit's own
+//! shutdowns say otherwise — when most of them kept reporting "off" for a while before the
+//! tracker slept, a lone "off" straight into a silence is the ignition line flickering before
+//! a loss. An older "on" is no witness: a parked tracker's heartbeat that flickered "on" would
+//! make the next heartbeat look like a switch-off.
 
 use super::config::DetectionConfig;
 use super::evidence::{Evidence, SILENCE, Threshold};
@@ -44,6 +51,17 @@ pub struct GapDetector {
     prev: Option<Fix>,
     /// Whether the fix before `prev` had its ignition off.
     off_before_prev: bool,
+    /// When the fix before `prev` was made, if its ignition was on.
+    on_before_prev_utc: Option<i64>,
+    /// The run of "off" reports under way since the last "on" one: its first fix time.
+    off_run_from: Option<i64>,
+    /// Shutdowns seen (a run of "off" reports after an "on" one, ended by a silence): how
+    /// many went on reporting "off" after the first, and how many fell silent at once.
+    shutdowns_reporting: u32,
+    shutdowns_silent: u32,
+    /// Silences after a lone "off" report that ended with the unit on: signal losses if the
+    /// unit's shutdowns keep reporting (decided in `finish`, against all of them).
+    after_lone_off: Vec<Gap>,
     pub gaps: Vec<Gap>,
 }
 
@@ -56,6 +74,11 @@ impl GapDetector {
             stopped_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
             prev: None,
             off_before_prev: false,
+            on_before_prev_utc: None,
+            off_run_from: None,
+            shutdowns_reporting: 0,
+            shutdowns_silent: 0,
+            after_lone_off: Vec::new(),
             gaps: Vec::new(),
         }
     }
@@ -94,6 +117,7 @@ impl GapDetector {
             if both_still && prev.ignition && fix.ignition && self.same_place(&prev, fix) {
                 self.stopped_cadence.learn(silence_s as f64);
             }
+            let silent = silence_s > self.threshold_s;
             // A lone "on" between two "off" reports is the ignition line flickering: the
             // silence after it is the tracker asleep with the engine off.
             let flicker = self.off_before_prev && !fix.ignition;
@@ -101,23 +125,66 @@ impl GapDetector {
             // elsewhere) was the line flickering too: a unit does not drive asleep.
             let drove_after_off = !prev.ignition && fix.ignition && self.odometer_moved(&prev, fix);
             let on = (prev.ignition && !flicker) || drove_after_off;
-            if on && silence_s > self.threshold_s {
-                self.gaps.push(Gap {
-                    from_utc: prev.ts_utc,
-                    to_utc: Some(fix.ts_utc),
-                    lat: prev.lat,
-                    lon: prev.lon,
-                    stopped: prev.speed_kmh < SLOW_KMH && self.same_place(&prev, fix),
-                    evidence: Evidence {
-                        last_fix_utc: fix.ts_utc,
-                        fixes: 2,
-                        ..self.evidence(prev.ts_utc, fix.ts_utc)
-                    },
-                });
+            let gap = || Gap {
+                from_utc: prev.ts_utc,
+                to_utc: Some(fix.ts_utc),
+                lat: prev.lat,
+                lon: prev.lon,
+                stopped: prev.speed_kmh < SLOW_KMH && self.same_place(&prev, fix),
+                evidence: Evidence {
+                    last_fix_utc: fix.ts_utc,
+                    fixes: 2,
+                    ..self.evidence(prev.ts_utc, fix.ts_utc)
+                },
+            };
+            if on && silent {
+                self.gaps.push(gap());
+            } else if silent && !prev.ignition && fix.ignition && self.reporting_on_before(&prev) {
+                // A lone "off" between "on" reports, a silence between them: a shutdown
+                // and restart, or a flicker and a loss. The unit's shutdowns tell (`finish`).
+                self.after_lone_off.push(gap());
             }
+            self.learn_shutdown(&prev, fix, silent);
             self.off_before_prev = !prev.ignition;
+            self.on_before_prev_utc = prev.ignition.then_some(prev.ts_utc);
         }
         self.prev = Some(*fix);
+    }
+
+    /// Whether the report before `off` read "on" and came no more than a signal loss's
+    /// threshold before it: the unit was reporting with the engine on when `off` came, so
+    /// `off` is a switch-off or a flicker of a running unit. An "on" further back is no such
+    /// witness: a parked tracker's heartbeat that flickered "on" half an hour before the next
+    /// one would make every later heartbeat look like a fresh switch-off.
+    fn reporting_on_before(&self, off: &Fix) -> bool {
+        self.on_before_prev_utc
+            .is_some_and(|on_utc| off.ts_utc - on_utc <= self.threshold_s)
+    }
+
+    /// Follows the runs of "off" reports that start right after an "on" one (within a signal
+    /// loss's threshold, as in [`Self::reporting_on_before`]): a run ended by a silence is a
+    /// shutdown, and whether the tracker went on reporting "off" after its first report is
+    /// this tracker's way of shutting down.
+    fn learn_shutdown(&mut self, prev: &Fix, fix: &Fix, silent: bool) {
+        if prev.ignition && !fix.ignition {
+            let reporting_on = fix.ts_utc - prev.ts_utc <= self.threshold_s;
+            self.off_run_from = reporting_on.then_some(fix.ts_utc);
+            return;
+        }
+        let Some(from) = self.off_run_from else {
+            return;
+        };
+        if silent {
+            if from < prev.ts_utc {
+                self.shutdowns_reporting += 1;
+            } else {
+                self.shutdowns_silent += 1;
+            }
+            self.off_run_from = None;
+        } else if fix.ignition {
+            // Back on without a silence: a flicker or a brief stall, no shutdown.
+            self.off_run_from = None;
+        }
     }
 
     /// Closes the books at `now_utc`. Returns whether the unit is silent now after a slow
@@ -138,6 +205,15 @@ impl GapDetector {
                 stopped: prev.speed_kmh < SLOW_KMH,
                 evidence,
             });
+        }
+        // A lone "off" straight into a silence, from a tracker whose shutdowns mostly went on
+        // reporting "off" (each of these silences counted as one that did not): not how this
+        // unit shuts down, so the line flickered and the signal was lost.
+        let lone_off_flickers = self.shutdowns_reporting > self.shutdowns_silent;
+        let after_lone_off = std::mem::take(&mut self.after_lone_off);
+        if lone_off_flickers {
+            self.gaps.extend(after_lone_off);
+            self.gaps.sort_by_key(|gap| gap.from_utc);
         }
         // A silence while stopped within the tracker's own cadence there is no loss; a
         // tracker never seen reporting while stopped has no such cadence to miss.

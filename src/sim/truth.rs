@@ -262,6 +262,18 @@ pub enum TruthEvent {
         primero_utc: i64,
         registros: u64,
     },
+    /// At `ahora`, records with a fix made but still on their way (delivered late) while
+    /// newer ones had reached the data: the stored records around them are `desde_utc` (null
+    /// when none came before) and `hasta_utc`, and the data show a silence between the two
+    /// that the tracker did not keep; `registros` of them, the first made at `primero_utc`.
+    /// One line per such silence; for any unit, only when it happens.
+    HuecoEnTransito {
+        placa: String,
+        desde_utc: Option<i64>,
+        hasta_utc: i64,
+        primero_utc: i64,
+        registros: u64,
+    },
     /// What the tracker did over the whole run: records made (valid or not), and how many
     /// reached the data by `ahora` (duplicates not counted). Only for a unit with a profile.
     EntregasRastreador {
@@ -293,7 +305,8 @@ impl TruthEvent {
             | TruthEvent::VelocidadInvalida { placa, .. }
             | TruthEvent::ArranqueFrio { placa, .. }
             | TruthEvent::EntregasRastreador { placa, .. }
-            | TruthEvent::EnTransito { placa, .. } => placa,
+            | TruthEvent::EnTransito { placa, .. }
+            | TruthEvent::HuecoEnTransito { placa, .. } => placa,
         }
     }
 }

@@ -30,8 +30,10 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// jumps skipped at any cadence (a detour through one fix beyond two noise margins), no noise
 /// counted across a silent stop (a parked unit's noise learned from its still fixes minutes
 /// apart and from the chords across such silences). 10: GPS km across a silence that began at
-/// an "off" fix still counts when that fix showed a driving speed (a flickered "off").
-pub const ANALYSIS_VERSION: i64 = 10;
+/// an "off" fix still counts when that fix showed a driving speed (a flickered "off"). 11: a
+/// lone "off" (an "on" report within the loss threshold before it) straight into a silence is a
+/// flicker before a signal loss when most of the unit's shutdowns kept reporting "off".
+pub const ANALYSIS_VERSION: i64 = 11;
 
 pub const DDL: &str = "
 CREATE TABLE meta (

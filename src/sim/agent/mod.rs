@@ -243,8 +243,12 @@ pub struct Agent<'a, S: Sink> {
     delivered: u64,
     /// The latest fix time among the records that reached the data.
     last_received_ts: Option<i64>,
-    /// Fix times of first deliveries made by `ahora` but received after it (late ones).
-    in_transit: Vec<i64>,
+    /// Fix times of first deliveries made by `ahora` but received after it (late ones), and
+    /// whether each had a fix (only those would be stored).
+    in_transit: Vec<(i64, bool)>,
+    /// Fix times of the records with a fix that reached the data (the stored ones): where
+    /// the silences around a record still in transit begin and end.
+    received_valid: Vec<i64>,
     /// Ignition-offs so far: numbers the heartbeat chains, so only the latest one beats.
     heartbeat_chain: u32,
     last_report_ts: Option<i64>,
@@ -337,6 +341,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             delivered: 0,
             last_received_ts: None,
             in_transit: Vec::new(),
+            received_valid: Vec::new(),
             heartbeat_chain: 0,
             last_report_ts: None,
             last_stored_ts: None,

@@ -115,8 +115,11 @@ impl<S: Sink> Agent<'_, S> {
                     self.delivered += 1;
                 }
                 self.last_received_ts = self.last_received_ts.max(Some(report.ts_utc));
+                if report.valid {
+                    self.received_valid.push(report.ts_utc);
+                }
             } else if report.ts_utc <= ahora && report.sequence == 0 {
-                self.in_transit.push(report.ts_utc);
+                self.in_transit.push((report.ts_utc, report.valid));
             }
         }
         self.reports.clear();
@@ -196,14 +199,17 @@ impl<S: Sink> Agent<'_, S> {
         self.in_transit_at_ahora();
     }
 
-    /// Records made before `ahora` but still on their way then (late deliveries), newer than
-    /// anything that reached the data: the data end in a silence the tracker did not keep.
+    /// Records made before `ahora` but still on their way then (late deliveries): those with
+    /// a fix that fall between records that did reach the data, one fact per silence they
+    /// leave in the data (`hueco_en_transito`); then those newer than anything that reached
+    /// the data, after which the data end in a silence the tracker did not keep.
     fn in_transit_at_ahora(&mut self) {
+        self.holes_in_transit();
         let last = self.last_received_ts;
         let after: Vec<i64> = self
             .in_transit
             .iter()
-            .copied()
+            .map(|(ts, _)| *ts)
             .filter(|ts| last.is_none_or(|last| *ts > last))
             .collect();
         if let Some(first) = after.iter().min() {
@@ -212,6 +218,62 @@ impl<S: Sink> Agent<'_, S> {
                 desde_utc: last,
                 primero_utc: *first,
                 registros: after.len() as u64,
+            });
+        }
+    }
+}
+
+impl<S: Sink> Agent<'_, S> {
+    /// The records with a fix still in transit at `ahora` that the data have newer records
+    /// than, grouped by the silence they leave: the stored records just before and after
+    /// them. A duplicate that arrived in time stands in for its late first copy.
+    fn holes_in_transit(&mut self) {
+        let Some(&newest) = self.received_valid.iter().max() else {
+            return;
+        };
+        let mut missing: Vec<i64> = self
+            .in_transit
+            .iter()
+            .filter(|(ts, valid)| *valid && *ts < newest)
+            .map(|(ts, _)| *ts)
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        missing.sort_unstable();
+        let mut received = std::mem::take(&mut self.received_valid);
+        received.sort_unstable();
+        received.dedup();
+        let mut hole: Option<(Option<i64>, i64, i64, u64)> = None;
+        for ts in missing {
+            let at = received.partition_point(|r| *r < ts);
+            if received.get(at) == Some(&ts) {
+                continue;
+            }
+            let before = at.checked_sub(1).map(|i| received[i]);
+            // `ts < newest`, so some stored record comes after it.
+            let Some(&after) = received.get(at) else {
+                continue;
+            };
+            match &mut hole {
+                Some((b, a, _, count)) if *b == before && *a == after => *count += 1,
+                _ => {
+                    self.emit_hole(hole.take());
+                    hole = Some((before, after, ts, 1));
+                }
+            }
+        }
+        self.emit_hole(hole);
+    }
+
+    fn emit_hole(&mut self, hole: Option<(Option<i64>, i64, i64, u64)>) {
+        if let Some((desde_utc, hasta_utc, primero_utc, registros)) = hole {
+            self.sink.truth(TruthEvent::HuecoEnTransito {
+                placa: self.unit.plate.clone(),
+                desde_utc,
+                hasta_utc,
+                primero_utc,
+                registros,
             });
         }
     }
