@@ -14,8 +14,8 @@ use rusqlite::Connection;
 use super::meta;
 use super::reader::{SqliteStore, StoreError};
 use super::schema::{
-    ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL,
-    NEWEST_EVENT_COLUMN, change_triggers,
+    ANALYSIS_DDL, ANALYSIS_TABLES, ANALYSIS_VERSION, CHANGE_LOG, CHANGE_LOG_DDL, CROSSINGS_DDL,
+    CROSSINGS_FILL, NEWEST_EVENT_COLUMN, change_triggers, crossings_triggers,
 };
 use crate::engine::DetectionConfig;
 use crate::store::Meta;
@@ -62,8 +62,9 @@ pub enum Unusable {
 
 /// Before an analysis rewrites its tables: recreates them if they are missing (or `eventos`
 /// if it is from an older analysis, without the evidence columns) and drops the
-/// change log's triggers, so the analysis's own writes are not logged (and emptying the
-/// tables stays a truncation, not a row-by-row delete).
+/// change log's triggers and the crossings' counters', so the analysis's own writes are not
+/// logged nor counted row by row (emptying the tables stays a truncation, not a row-by-row
+/// delete; [`seal`] counts the crossings at once).
 pub(super) fn unseal(conn: &Connection) -> rusqlite::Result<()> {
     let columns: Vec<String> = conn
         .prepare("SELECT name FROM pragma_table_info('eventos')")?
@@ -76,12 +77,23 @@ pub(super) fn unseal(conn: &Connection) -> rusqlite::Result<()> {
     for (name, _) in change_triggers() {
         conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
     }
+    for (name, _) in crossings_triggers() {
+        conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
+    }
     Ok(())
 }
 
 /// After an analysis wrote its tables, in the same transaction: records what it covered,
-/// starts a fresh change log and puts the triggers back.
+/// counts the crossings per day afresh, starts a fresh change log and puts the triggers back.
 pub(super) fn seal(conn: &Connection, covered: &Covered<'_>) -> rusqlite::Result<()> {
+    conn.execute_batch(CROSSINGS_DDL)?;
+    for (name, _) in crossings_triggers() {
+        conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name};"))?;
+    }
+    conn.execute_batch(CROSSINGS_FILL)?;
+    for (_, create) in crossings_triggers() {
+        conn.execute_batch(&create)?;
+    }
     conn.execute_batch(CHANGE_LOG_DDL)?;
     for (name, create) in change_triggers() {
         conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}; {create}"))?;

@@ -11,7 +11,9 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::encoding::{FIX_COLUMNS, fix_of_row, fix_of_row_at};
+use super::pg::schema::whole_days;
 use super::reader::{SqliteStore, StoreError};
+use super::schema::{CROSSINGS_TABLE, crossings_triggers};
 use crate::engine::{EventKind, Fix};
 
 /// `eventos.tipo` holds [`EventKind::name`].
@@ -177,11 +179,12 @@ pub struct DayKm {
 
 /// Rows counted per vehicle id: in a table indexed by the id for the ids vehicles have
 /// (small, from 1), in a map for any other. (A hash per row was an eighth of a month's
-/// `alertas` on 1,000 units: 373,000 crossings.)
+/// `alertas` on 1,000 units: 373,000 crossings.) Counts are signed only so a day's counter
+/// can be added as it is stored; a vehicle is reported when its total is positive.
 #[derive(Default)]
 struct VehicleCounts {
-    dense: Vec<usize>,
-    other: std::collections::BTreeMap<i64, usize>,
+    dense: Vec<i64>,
+    other: std::collections::BTreeMap<i64, i64>,
 }
 
 impl VehicleCounts {
@@ -189,23 +192,28 @@ impl VehicleCounts {
     const DENSE: i64 = 1 << 20;
 
     fn add(&mut self, vehicle_id: i64) {
+        self.add_n(vehicle_id, 1);
+    }
+
+    fn add_n(&mut self, vehicle_id: i64, n: i64) {
         match usize::try_from(vehicle_id) {
             Ok(at) if vehicle_id < Self::DENSE => {
                 if at >= self.dense.len() {
                     self.dense.resize(at + 1, 0);
                 }
-                self.dense[at] += 1;
+                self.dense[at] += n;
             }
-            _ => *self.other.entry(vehicle_id).or_default() += 1,
+            _ => *self.other.entry(vehicle_id).or_default() += n,
         }
     }
 
-    /// `(vehicle id, count)` for every id counted, by id.
+    /// `(vehicle id, count)` for every id with a positive count, by id.
     fn into_sorted(self) -> Vec<(i64, usize)> {
-        let dense = (self.dense.into_iter().enumerate())
-            .filter(|(_, n)| *n > 0)
-            .map(|(id, n)| (id as i64, n));
-        let mut counts: Vec<(i64, usize)> = dense.chain(self.other).collect();
+        let dense = (self.dense.into_iter().enumerate()).map(|(id, n)| (id as i64, n));
+        let mut counts: Vec<(i64, usize)> = dense
+            .chain(self.other)
+            .filter_map(|(id, n)| Some((id, usize::try_from(n).ok().filter(|n| *n > 0)?)))
+            .collect();
         counts.sort_unstable();
         counts
     }
@@ -315,6 +323,28 @@ fn crossings_sql(exits: bool, index: &str) -> String {
             "SELECT vehiculo_id FROM eventos INDEXED BY {index} WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0"
         )
     }
+}
+
+/// [`SqliteStore::crossings_by_vehicle`]'s whole days: each vehicle-day's entries or exits
+/// in `[?1, ?2)`, days by their first second, off the table's key.
+fn crossing_days_sql(exits: bool) -> String {
+    let column = if exits { "salidas" } else { "entradas" };
+    format!(
+        "SELECT vehiculo_id, {column} FROM {CROSSINGS_TABLE} WHERE dia_utc >= ?1 AND dia_utc < ?2"
+    )
+}
+
+/// [`SqliteStore::counts_crossings_per_day`]: 4 when the table and its three triggers exist.
+fn crossings_kept_sql() -> String {
+    let triggers = crossings_triggers()
+        .iter()
+        .map(|(name, _)| format!("'{name}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = '{CROSSINGS_TABLE}')
+         OR (type = 'trigger' AND tbl_name = 'eventos' AND name IN ({triggers}))"
+    )
 }
 
 impl SqliteStore {
@@ -563,14 +593,44 @@ impl SqliteStore {
     }
 
     /// Geofence entries (`exits == false`: visits starting in range, not already under way
-    /// when the data began) or exits (visits ending in range), counted per vehicle from the
-    /// covering indexes alone.
+    /// when the data began) or exits (visits ending in range), counted per vehicle: the whole
+    /// UTC days summed from `cruces_por_dia`, the partial days at the ends counted from the
+    /// covering indexes (all of the range from those in a file without that table or one
+    /// of its triggers: src/store/schema.rs, `CROSSINGS_DDL`).
     pub fn crossings_by_vehicle(
         &self,
         exits: bool,
         from_utc: i64,
         to_utc: i64,
     ) -> Result<Vec<(i64, usize)>, StoreError> {
+        let mut counts = VehicleCounts::default();
+        let days = match whole_days(from_utc, to_utc) {
+            Some(days) if self.counts_crossings_per_day()? => Some(days),
+            _ => None,
+        };
+        match days {
+            Some((first, end)) => {
+                self.count_crossings(&mut counts, exits, from_utc, first)?;
+                self.sum_crossing_days(&mut counts, exits, first, end)?;
+                self.count_crossings(&mut counts, exits, end, to_utc)?;
+            }
+            None => self.count_crossings(&mut counts, exits, from_utc, to_utc)?,
+        }
+        Ok(counts.into_sorted())
+    }
+
+    /// Adds the entries or exits in `[from_utc, to_utc)` counted one by one from the
+    /// covering indexes.
+    fn count_crossings(
+        &self,
+        counts: &mut VehicleCounts,
+        exits: bool,
+        from_utc: i64,
+        to_utc: i64,
+    ) -> Result<(), StoreError> {
+        if from_utc >= to_utc {
+            return Ok(());
+        }
         // Read the vehicle column straight off a covering index and count here: cheaper than
         // SQLite's temporary B-tree for a GROUP BY over a range ordered by time. Entries come
         // from the partial index of visits alone (half the pages of `eventos_por_tipo`).
@@ -583,7 +643,6 @@ impl SqliteStore {
                 crossings_sql(false, "eventos_por_tipo"),
             )
         };
-        let mut counts = VehicleCounts::default();
         let mut stmt = self.prepare_either(&preferred, &fallback)?;
         let mut rows = stmt
             .query(params![from_utc, to_utc])
@@ -591,7 +650,45 @@ impl SqliteStore {
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             counts.add(row.get(0).map_err(|e| self.err(e))?);
         }
-        Ok(counts.into_sorted())
+        Ok(())
+    }
+
+    /// Adds the entries or exits of the UTC days starting in `[first_day, end_day)` from
+    /// `cruces_por_dia`.
+    fn sum_crossing_days(
+        &self,
+        counts: &mut VehicleCounts,
+        exits: bool,
+        first_day: i64,
+        end_day: i64,
+    ) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&crossing_days_sql(exits))
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(params![first_day, end_day])
+            .map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (vehicle, n) = (row.get(0), row.get(1));
+            counts.add_n(
+                vehicle.map_err(|e| self.err(e))?,
+                n.map_err(|e| self.err(e))?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether `cruces_por_dia` is there with its three triggers (a file written by an older
+    /// flota has neither; an older flota's analysis leaves both, and its writes fire them).
+    /// Asked on every count: the server's connection may see the file replaced by one of
+    /// either kind.
+    fn counts_crossings_per_day(&self) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached(&crossings_kept_sql())
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get::<_, i64>(0)))
+            .map(|n| n == 4)
+            .map_err(|e| self.err(e))
     }
 
     /// The first `limit` geofence entries or exits in range, in time order.
@@ -724,13 +821,14 @@ mod tests {
     use rusqlite::Connection;
 
     use super::*;
-    use crate::store::schema::{ANALYSIS_DDL, DDL};
+    use crate::store::schema::{ANALYSIS_DDL, CROSSINGS_DDL, DDL};
 
     /// How SQLite would run `sql` on a file with every analysis index, one line per step.
     fn plan(sql: &str) -> String {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(DDL).unwrap();
         conn.execute_batch(ANALYSIS_DDL).unwrap();
+        conn.execute_batch(CROSSINGS_DDL).unwrap();
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
         let steps: Vec<String> = stmt
@@ -789,6 +887,26 @@ mod tests {
         );
     }
 
+    /// Day counters add as stored; a vehicle whose crossings were all taken back (a visit
+    /// deleted after its day was counted) is not reported with zero.
+    #[test]
+    fn counters_added_per_day_report_positive_totals_only() {
+        let mut counts = VehicleCounts::default();
+        for (id, n) in [
+            (2, 3),
+            (5, 1),
+            (5, -1),
+            (-4, 2),
+            (-4, -2),
+            (1 << 21, 4),
+            (2, 0),
+        ] {
+            counts.add_n(id, n);
+        }
+        counts.add(7);
+        assert_eq!(counts.into_sorted(), [(2, 3), (7, 1), (1 << 21, 4)]);
+    }
+
     /// The alert view and the fleet map read indexes, not table rows: speeding and signal
     /// losses with what ranks them, geofence crossings from indexes of visits alone, and a
     /// unit's stop under way and last stop end from its stops by end time (without them the
@@ -803,6 +921,13 @@ mod tests {
         for (exits, index) in [(false, "eventos_entradas"), (true, "eventos_por_fin")] {
             let plan = plan(&crossings_sql(exits, index));
             assert!(plan.contains(&format!("COVERING INDEX {index}")), "{plan}");
+        }
+        for exits in [false, true] {
+            let plan = plan(&crossing_days_sql(exits));
+            assert!(
+                plan.contains("SEARCH cruces_por_dia USING PRIMARY KEY (dia_utc>? AND dia_utc<?)"),
+                "{plan}"
+            );
         }
         let fixes = plan(&last_fixes_sql());
         assert!(fixes.starts_with("SCAN v"), "{fixes}");

@@ -32,7 +32,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// apart and from the chords across such silences). 10: GPS km across a silence that began at
 /// an "off" fix still counts when that fix showed a driving speed (a flickered "off"). 11: a
 /// lone "off" (an "on" report within the loss threshold before it) straight into a silence is a
-/// flicker before a signal loss when most of the unit's shutdowns kept reporting "off".
+/// flicker before a signal loss when most of the unit's shutdowns kept reporting "off"; and
+/// geofence crossings counted per vehicle and UTC day (`cruces_por_dia`, kept by triggers).
 pub const ANALYSIS_VERSION: i64 = 11;
 
 pub const DDL: &str = "
@@ -207,6 +208,104 @@ CREATE TABLE IF NOT EXISTS resumen_diario (
     };
 }
 use analysis_tables_ddl;
+
+/// Geofence crossings counted per vehicle and UTC day, as PostgreSQL's (src/store/pg/schema.rs):
+/// `alertas` over a month on 1,000 units stepped through ~187,000 entries and as many exits
+/// of the covering indexes, row by row, each handed to Rust. Whole UTC days in a range are
+/// summed from here (one row per vehicle and day) and only the partial days at its ends are
+/// counted from `eventos` (`SqliteStore::crossings_by_vehicle`). An entry counts on the day of
+/// its start (not when under way as the data began), an exit on the day of its end, as the
+/// direct counts do; `dia_utc` is the day's first second. Derived by the database, like an
+/// index: [`seal`](super::coverage) fills it from `eventos` after a bulk write (whose
+/// `unseal` dropped the triggers, so a rewrite's `DELETE` stays a truncation), and the
+/// triggers of [`crossings_triggers`] (visits only) keep it as rows come and go, which is
+/// how `flota recibir` and `flota importar` write. A file without the table or one of its
+/// triggers (an older flota's) is counted directly.
+pub const CROSSINGS_DDL: &str = "
+CREATE TABLE IF NOT EXISTS cruces_por_dia (
+    dia_utc INTEGER NOT NULL,
+    vehiculo_id INTEGER NOT NULL,
+    entradas INTEGER NOT NULL,
+    salidas INTEGER NOT NULL,
+    PRIMARY KEY (dia_utc, vehiculo_id)
+) WITHOUT ROWID;
+";
+
+/// The table of [`CROSSINGS_DDL`].
+pub const CROSSINGS_TABLE: &str = "cruces_por_dia";
+
+/// [`CROSSINGS_DDL`]'s table filled from `eventos` (after its rows were written in bulk with
+/// the triggers off). A day is its first second: `ts - ((ts % 86400) + 86400) % 86400`
+/// (SQLite's `%` keeps the dividend's sign, so the remainder is made non-negative for
+/// instants before 1970).
+pub const CROSSINGS_FILL: &str = "
+DELETE FROM cruces_por_dia;
+INSERT INTO cruces_por_dia (dia_utc, vehiculo_id, entradas, salidas)
+SELECT ts - ((ts % 86400) + 86400) % 86400 AS dia, vehiculo_id, sum(entrada), sum(salida) FROM (
+    SELECT inicio_utc AS ts, vehiculo_id, 1 AS entrada, 0 AS salida FROM eventos
+    WHERE tipo = 'visita_geocerca' AND desde_inicio_datos = 0
+    UNION ALL
+    SELECT fin_utc, vehiculo_id, 0, 1 FROM eventos
+    WHERE tipo = 'visita_geocerca' AND fin_utc IS NOT NULL
+) GROUP BY dia, vehiculo_id;
+";
+
+/// [`CROSSINGS_DDL`]'s triggers as `(name, CREATE TRIGGER statement)`: an insert, a delete
+/// and an update of a visit (the `WHEN` costs other kinds one comparison). Each adds or takes
+/// one entry on the start's day and one exit on the end's day, as the row counts.
+pub fn crossings_triggers() -> [(&'static str, String); 3] {
+    // `WHERE` keeps SQLite from reading `ON CONFLICT` as part of a join, and skips a visit
+    // that is no entry (under way as the data began) or has no exit (still inside).
+    let count = |row: &str, sign: &str| {
+        let upsert = |ts: &str, entry: &str, exit: &str, when: &str| {
+            let day = format!("({row}.{ts} - (({row}.{ts} % 86400) + 86400) % 86400)");
+            format!(
+                "INSERT INTO cruces_por_dia (dia_utc, vehiculo_id, entradas, salidas) \
+                 SELECT {day}, {row}.vehiculo_id, {entry}, {exit} \
+                 WHERE {row}.tipo = 'visita_geocerca' AND {when} \
+                 ON CONFLICT (dia_utc, vehiculo_id) DO UPDATE \
+                 SET entradas = entradas + excluded.entradas, salidas = salidas + excluded.salidas;"
+            )
+        };
+        format!(
+            "{} {}",
+            upsert(
+                "inicio_utc",
+                sign,
+                "0",
+                &format!("{row}.desde_inicio_datos = 0")
+            ),
+            upsert("fin_utc", "0", sign, &format!("{row}.fin_utc IS NOT NULL")),
+        )
+    };
+    [
+        (
+            "cruces_insercion",
+            format!(
+                "CREATE TRIGGER cruces_insercion AFTER INSERT ON eventos \
+                 WHEN NEW.tipo = 'visita_geocerca' BEGIN {} END;",
+                count("NEW", "1")
+            ),
+        ),
+        (
+            "cruces_borrado",
+            format!(
+                "CREATE TRIGGER cruces_borrado AFTER DELETE ON eventos \
+                 WHEN OLD.tipo = 'visita_geocerca' BEGIN {} END;",
+                count("OLD", "-1")
+            ),
+        ),
+        (
+            "cruces_actualizacion",
+            format!(
+                "CREATE TRIGGER cruces_actualizacion AFTER UPDATE ON eventos \
+                 WHEN OLD.tipo = 'visita_geocerca' OR NEW.tipo = 'visita_geocerca' BEGIN {} {} END;",
+                count("OLD", "-1"),
+                count("NEW", "1")
+            ),
+        ),
+    ]
+}
 
 /// The newest column of `eventos`: a table without it is from an older analysis, dropped
 /// (its rows are rewritten anyway) before [`ANALYSIS_DDL`] recreates it.

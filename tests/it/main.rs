@@ -10,6 +10,8 @@
 //!   suggestions, `NO_COLOR`, Ctrl-C and Ctrl-D;
 //! - `docs`: every shell block of README.md and docs/*.md runs as written (markers: `skip:`,
 //!   `slow`, `exit=N`; a `text output` block is the output of the block before it);
+//! - `crossings`: geofence crossings counted per UTC day on SQLite against a direct count,
+//!   whatever wrote the events;
 //! - `simulation`: `flota simular` into temp dirs, positions checked against the truth;
 //! - `scenario_errors`: every bad-scenario case and its Spanish message;
 //! - `dense_city`: a dense centre's noise in Madrid, seeds 2–4: the F1 floor, units stopped now;
@@ -61,6 +63,7 @@ mod changeover;
 mod cli;
 #[cfg(unix)]
 mod client_terminal;
+mod crossings;
 mod dense_city;
 mod docs;
 mod evaluate;

@@ -1094,7 +1094,7 @@ fn crossings_counted(
 
 /// Every range `crossings_per_day_count_as_the_events_do` asks about: day-aligned and not,
 /// within one day, across the data's ends, empty.
-fn crossing_ranges(lo: i64, hi: i64) -> Vec<(i64, i64)> {
+pub fn crossing_ranges(lo: i64, hi: i64) -> Vec<(i64, i64)> {
     const DAY: i64 = 86_400;
     let first_day = lo.div_euclid(DAY) * DAY;
     let mut ranges = vec![
