@@ -56,6 +56,8 @@ pub struct Picture {
     pub labels_skipped: usize,
     /// Where each stop, signal loss, speeding episode and geofence was drawn.
     pub marks: Vec<Mark>,
+    /// The fleet map's markers: each unit's disc or the cluster it is counted in.
+    pub unit_markers: Vec<units::Marker>,
 }
 
 /// The colours of the map, named by what they mean.
@@ -327,6 +329,25 @@ impl Canvas<'_> {
             .map_err(failed)
     }
 
+    /// Text centred on `at`, horizontally and on its x-height (a count in a disc).
+    pub(super) fn centred_text(
+        &mut self,
+        text: &str,
+        at: (f64, f64),
+        size: f64,
+        bold: bool,
+        colour: RGBColor,
+    ) -> DrawResult {
+        let width = self.text_width(text, size, bold)?;
+        self.text(
+            text,
+            (at.0 - width / 2.0, at.1 + size * 0.36),
+            size,
+            bold,
+            colour,
+        )
+    }
+
     /// Unboxed background text (grid coordinates), left out where furniture will go.
     fn free_text(
         &mut self,
@@ -508,11 +529,25 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
         occupied: Occupied::default(),
         fixed: Vec::new(),
     };
-    let rows = legend_rows(scene);
     let units_true: Vec<(f64, f64)> = scene.units.iter().map(|u| view.project(u.p)).collect();
-    let units_px = units::fan_out(&units_true, units::UNIT_SPACING);
+    let unit_markers = units::layout(
+        &units_true,
+        units::Area {
+            x0: 0.0,
+            y0: TITLE_BAND,
+            x1: f64::from(WIDTH),
+            y1: f64::from(HEIGHT),
+        },
+    );
+    let mut rows = legend_rows(scene);
+    if unit_markers
+        .iter()
+        .any(|m| matches!(m, units::Marker::Cluster { .. }))
+    {
+        rows.push((Key::Cluster, "grupo: unidades y sus estados".into()));
+    }
     let mut key_points = layout.key_points();
-    key_points.extend(&units_px);
+    key_points.extend(unit_markers.iter().map(units::Marker::at));
     let furniture = Furniture::reserve(&mut canvas, &track_px, &key_points, rows.len());
     let mut skipped = 0usize;
     if let Basemap::Offline = basemap {
@@ -525,7 +560,7 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
     markers::draw_markers(&mut canvas, &layout)?;
     markers::draw_fence_edges(&mut canvas, scene, view)?;
     markers::draw_start_end(&mut canvas, scene, &layout)?;
-    units::draw_units(&mut canvas, scene, &units_px, &units_true)?;
+    units::draw_units(&mut canvas, scene, &unit_markers, &units_true)?;
     let (marks, data_skipped) = markers::place_labels(&mut canvas, scene, view, &layout)?;
     skipped += data_skipped;
     if let Basemap::Offline = basemap {
@@ -547,6 +582,7 @@ pub fn draw(scene: &Scene, view: &View, basemap: &Basemap<'_>) -> Result<Picture
         stop_markers: layout.groups.len(),
         labels_skipped: skipped,
         marks,
+        unit_markers,
     })
 }
 
@@ -885,6 +921,8 @@ enum Key {
     GapSpot,
     Fence,
     StartEnd,
+    /// A cluster of the fleet map: a ring of state colours around a count.
+    Cluster,
     /// Text only.
     Note,
 }
@@ -977,6 +1015,14 @@ fn draw_legend(
                     rgba(palette::INK, 1.0),
                 )?;
             }
+            Key::Cluster => {
+                let c = (x + 11.0, y);
+                canvas.disc(c, 7.5, rgba(palette::INK, 1.0))?;
+                let ring: Vec<((u8, u8, u8), usize)> =
+                    rows_states(rows).into_iter().map(|rgb| (rgb, 1)).collect();
+                units::ring(canvas, c, 6.5, &ring)?;
+                canvas.disc(c, 3.5, rgba(palette::PAPER, 1.0))?;
+            }
             Key::Note => {}
         }
         let at = match key {
@@ -987,6 +1033,16 @@ fn draw_legend(
         y += 14.0;
     }
     Ok(())
+}
+
+/// The state colours a fleet legend lists, for its cluster key.
+fn rows_states(rows: &[(Key, String)]) -> Vec<(u8, u8, u8)> {
+    rows.iter()
+        .filter_map(|(key, _)| match key {
+            Key::Stop(c) => Some((c.0, c.1, c.2)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A one-pixel frame around `r`.

@@ -27,6 +27,7 @@ pub use marks::{Mark, MarkKind};
 pub use png_io::{PNG_BUDGET_BYTES, encode as encode_png};
 pub use scene::{Scene, UnitMark};
 pub use tiles::{Offline, TileConfig, TileFetcher, TileStats};
+pub use units::Marker as UnitMarker;
 
 use projection::{Margins, View};
 
@@ -90,6 +91,9 @@ pub struct Rendered {
     pub labels_skipped: usize,
     /// Where each stop, signal loss, speeding episode and geofence was drawn (for tests).
     pub marks: Vec<Mark>,
+    /// The fleet map's markers, in output pixels: each unit's disc, or the cluster that
+    /// counts it (empty on a day's map).
+    pub unit_markers: Vec<UnitMarker>,
 }
 
 /// Where the data goes in the picture: clear of the title band above and the scale bar
@@ -143,5 +147,6 @@ pub fn render(
         stop_markers: picture.stop_markers,
         labels_skipped: picture.labels_skipped,
         marks: picture.marks,
+        unit_markers: picture.unit_markers,
     })
 }

@@ -4,7 +4,8 @@
 //! position at the fleet's now, its state by `posicion_actual`'s rules, and since when it is
 //! in that state (moving: since its last stop ended; stopped or off: since the stop began;
 //! silent: since its last report); the counts per state; an `image` block drawn by
-//! `crate::map` (units at one place fanned out). `_meta.ui` points hosts that render MCP Apps
+//! `crate::map` (a few units at one place fanned out, more that would overlap one cluster marker,
+//! listed in `grupos` with their counts). `_meta.ui` points hosts that render MCP Apps
 //! at `ui://flota/flota`; a client that negotiated the extension also gets the view's basemap
 //! (`vista`, left out of the text). Answers from positions and stops, never the truth log.
 
@@ -15,7 +16,7 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, UnitState, cap, coord, iso, minutes, place, round1};
+use super::common::{AVISO, MAX_ROWS, UnitState, cap, coord, iso, minutes, place, round1};
 use super::mapa_recorrido::{FrameOut, ImageOut, background_name};
 use crate::engine::Fix;
 use crate::fleet::{Fleet, Snapshot};
@@ -65,6 +66,19 @@ pub struct PorEstado {
     pub sin_senal: usize,
 }
 
+/// Units drawn as one cluster marker on the picture (they would overlap at its scale).
+#[derive(Serialize, JsonSchema)]
+pub struct GrupoOut {
+    #[schemars(description = "Unidades que cuenta el marcador")]
+    pub unidades: usize,
+    #[schemars(description = "Centro de sus posiciones")]
+    pub lat: f64,
+    pub lon: f64,
+    #[schemars(description = "Referencia del centro respecto de las geocercas y paradas")]
+    pub referencia: String,
+    pub por_estado: PorEstado,
+}
+
 #[derive(Serialize, JsonSchema)]
 pub struct UnidadOut {
     pub placa: String,
@@ -100,6 +114,11 @@ pub struct Output {
     pub por_estado: PorEstado,
     #[schemars(description = "Una por unidad activa con algún reporte (hasta 200)")]
     pub unidades: Vec<UnidadOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        description = "Solo si el mapa agrupa unidades que se taparían: cada grupo dibujado como un círculo con su número, de todas las unidades (también las que no caben en «unidades»)"
+    )]
+    pub grupos: Vec<GrupoOut>,
     #[schemars(description = "OpenStreetMap (u otro servidor de teselas) o «sin conexión»")]
     pub fondo: String,
     #[schemars(description = "Qué fondo se usó y, si fue el mapa base sin conexión, por qué")]
@@ -166,13 +185,7 @@ impl TypedTool for MapaFlota {
                 "Ninguna unidad activa tiene reportes hasta el 'ahora' de la flota.".into(),
             ));
         }
-        let count = |s: UnitState| states.iter().filter(|x| **x == s).count();
-        let por_estado = PorEstado {
-            en_movimiento: count(UnitState::Moving),
-            motor_encendido: count(UnitState::EngineOn),
-            apagada: count(UnitState::Off),
-            sin_senal: count(UnitState::Silent),
-        };
+        let por_estado = PorEstado::of(states.iter());
         let scene = scene(&snapshot, &unidades, &states);
         let progress = |done: usize, total: usize| {
             if total > 0 {
@@ -190,6 +203,7 @@ impl TypedTool for MapaFlota {
         let se = rendered
             .view
             .unproject(f64::from(rendered.width), f64::from(rendered.height));
+        let grupos = groups(&snapshot, &unidades, &states, &rendered.unit_markers);
         let total = cap(&mut unidades);
         let output = Output {
             instante_consulta: iso(snapshot.zone(), snapshot.now_utc),
@@ -197,13 +211,16 @@ impl TypedTool for MapaFlota {
             total,
             por_estado,
             unidades,
+            grupos,
             fondo: background_name(&self.tiles, &rendered.background),
             fondo_detalle: rendered.background.describe(),
             leyenda: "Cada círculo es la última posición de una unidad activa, con su placa y \
                       los minutos en su estado: verde = en movimiento, ámbar = detenida con \
-                      motor encendido, gris = apagada, rojo tachado = sin señal. Las unidades \
-                      en un mismo lugar se abren en abanico a su alrededor, unidas a él por una \
-                      línea fina. Áreas moradas = geocercas."
+                      motor encendido, gris = apagada, rojo tachado = sin señal. Unas pocas \
+                      unidades en un mismo lugar se abren en abanico a su alrededor, unidas a él \
+                      por una línea fina; más de 12 que se taparían son un solo círculo con su \
+                      número, y su anillo repartido en los colores de sus estados (ver \
+                      «grupos»). Áreas moradas = geocercas."
                 .into(),
             imagen: ImageOut {
                 formato: "image/png".into(),
@@ -272,7 +289,14 @@ impl MapaFlota {
                     fix.heading_deg.rem_euclid(360.0),
                     compass_es(fix.heading_deg)
                 ),
-                referencia: place(snapshot, fix.lat, fix.lon),
+                // Only for the units the answer lists (`cap` keeps the first MAX_ROWS): at
+                // 1,000 units the phrases were 24 M of a call's 180 M instructions, four
+                // fifths of them for units left out of the list.
+                referencia: if out.len() < MAX_ROWS {
+                    place(snapshot, fix.lat, fix.lon)
+                } else {
+                    String::new()
+                },
             });
             states.push(state);
         }
@@ -314,6 +338,56 @@ impl MapaFlota {
             .find(|v| v.active)
             .and_then(|v| snapshot.detections_note(v, "desde cuándo están detenidas las unidades")))
     }
+}
+
+impl PorEstado {
+    fn of<'a>(states: impl Iterator<Item = &'a UnitState>) -> PorEstado {
+        let mut out = PorEstado {
+            en_movimiento: 0,
+            motor_encendido: 0,
+            apagada: 0,
+            sin_senal: 0,
+        };
+        for state in states {
+            match state {
+                UnitState::Moving => out.en_movimiento += 1,
+                UnitState::EngineOn => out.motor_encendido += 1,
+                UnitState::Off => out.apagada += 1,
+                UnitState::Silent => out.sin_senal += 1,
+            }
+        }
+        out
+    }
+}
+
+/// The picture's clusters, with every unit (the list of units is capped, the clusters are
+/// not): how many, the middle of their positions, where that is, their states.
+fn groups(
+    snapshot: &Snapshot,
+    unidades: &[UnidadOut],
+    states: &[UnitState],
+    markers: &[map::UnitMarker],
+) -> Vec<GrupoOut> {
+    markers
+        .iter()
+        .filter_map(|m| match m {
+            map::UnitMarker::Cluster { units, .. } => Some(units),
+            map::UnitMarker::Unit { .. } => None,
+        })
+        .map(|units| {
+            let n = units.len().max(1) as f64;
+            let (lat, lon) = units.iter().fold((0.0, 0.0), |(lat, lon), i| {
+                (lat + unidades[*i].lat / n, lon + unidades[*i].lon / n)
+            });
+            GrupoOut {
+                unidades: units.len(),
+                lat: coord(lat),
+                lon: coord(lon),
+                referencia: place(snapshot, lat, lon),
+                por_estado: PorEstado::of(units.iter().map(|i| &states[*i])),
+            }
+        })
+        .collect()
 }
 
 /// What [`MapaFlota::fleet_now`] reads, by vehicle id.

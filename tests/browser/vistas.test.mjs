@@ -573,3 +573,53 @@ test("en la vista de la flota, las unidades en un mismo lugar no se tapan", PLAZ
   const juntas = sc.unidades.some((u, i) => sc.unidades.some((o, j) => j < i && Math.hypot(u.lat - o.lat, u.lon - o.lon) < 5e-4));
   assert.ok(juntas, "ninguna unidad comparte lugar a las 05:00");
 });
+
+test("en la vista de la flota, muchas unidades en un lugar son un solo grupo con su número", PLAZO_PRUEBA, async () => {
+  // A crowded depot made from a real result: 30 more units parked at the first unit's place
+  // (a few metres apart), beside the real ones. The view must not fan them out across the map.
+  const real = await servidorDeposito.llamar("mapa_flota", {});
+  const resultado = JSON.parse(JSON.stringify(real));
+  const sc = resultado.structuredContent;
+  const modelo = sc.unidades[0];
+  for (let i = 0; i < 30; i++) {
+    sc.unidades.push({ ...modelo, placa: "G-" + String(i).padStart(3, "0"), lat: modelo.lat + (i % 5) * 1e-5, lon: modelo.lon + Math.floor(i / 5) * 1e-5 });
+  }
+  sc.total = sc.unidades.length;
+  const clave = { "en movimiento": "en_movimiento", "detenida con motor encendido": "motor_encendido", apagada: "apagada", "sin señal": "sin_senal" }[modelo.estado];
+  sc.por_estado[clave] += 30;
+  const marco = await abrir("flota", {}, resultado);
+  await protocoloEnOrden();
+  const grupos = await marco.$$eval(".grupo-unidades", (ns) => ns.map((n) => ({ n: Number(n.dataset.unidades), placas: n.dataset.placas.split(" ") })));
+  assert.ok(grupos.length >= 1, "ningún grupo");
+  const visibles = await marco.$$eval(".unidad", (ns) => ns.filter((n) => n.style.display !== "none").map((n) => n.dataset.placa));
+  // Every unit is shown exactly once: its own dot, or counted in one group.
+  const vistas = visibles.concat(...grupos.map((g) => g.placas));
+  assert.deepEqual([...vistas].sort(), sc.unidades.map((u) => u.placa).sort());
+  for (const g of grupos) {
+    assert.equal(g.n, g.placas.length);
+    assert.ok(g.n > 12, `un grupo de ${g.n}: los de hasta 12 se abren en abanico`);
+  }
+  const grupo = grupos.find((g) => g.placas.includes("G-000"));
+  assert.ok(grupo && grupo.n >= 31, JSON.stringify(grupos));
+  // Its number is on it, and its ring has the state's colour.
+  assert.equal((await marco.textContent(".grupo-unidades .cuenta")).trim(), String(grupo.n));
+  const imagen = await captura("mapa_flota_grupos.png");
+  const [x, y] = await centro(marco, ".grupo-unidades .anillo");
+  const r = (await marco.$eval(".grupo-unidades .anillo", (n) => n.getBoundingClientRect().width)) / 2;
+  const color = (await marco.$eval(`.unidad[data-placa="G-000"] .punto`, (n) => getComputedStyle(n).backgroundColor)).match(/\d+/g).slice(0, 3).map(Number);
+  const enAnillo = [...Array(36).keys()].some((k) => colorCerca(imagen, x + (r - 2) * Math.sin((k * Math.PI) / 18), y - (r - 2) * Math.cos((k * Math.PI) / 18), [color], 1));
+  assert.ok(enAnillo, `anillo sin ${color}`);
+  // No dot within 18 px of another or inside the group's disc.
+  const centros = [];
+  for (const placa of visibles) centros.push(await centro(marco, `.unidad[data-placa="${placa}"] .punto`));
+  centros.forEach((c, i) => {
+    assert.ok(distancia(c, [x, y]) >= r + 9, `${visibles[i]} bajo el grupo`);
+    for (let j = 0; j < i; j++) assert.ok(distancia(c, centros[j]) >= 18, `${visibles[i]} tapa a ${visibles[j]}`);
+  });
+  // A click on the group zooms to its units.
+  const antes = await marco.evaluate(() => window.flotaVista.mapa.getZoom());
+  const caja = await (await pagina.$("#marco")).boundingBox();
+  await pagina.mouse.click(caja.x + x, caja.y + y);
+  await marco.waitForFunction((z) => window.flotaVista.mapa.getZoom() > z || !document.querySelector("#evidencia").hidden, antes);
+  sinProblemas("flota con grupos");
+});
