@@ -66,8 +66,12 @@ pub struct PorEstado {
     pub sin_senal: usize,
 }
 
-/// Units drawn as one cluster marker on the picture (they would overlap at its scale).
+/// Units drawn as one cluster marker on the picture (they would overlap at its scale). The
+/// schema's description is the model's, so it is Spanish.
 #[derive(Serialize, JsonSchema)]
+#[schemars(
+    description = "Unidades dibujadas como un solo marcador de grupo en la imagen (se solaparían a su escala)"
+)]
 pub struct GrupoOut {
     #[schemars(description = "Unidades que cuenta el marcador")]
     pub unidades: usize,
