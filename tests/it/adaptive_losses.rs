@@ -211,19 +211,7 @@ fn losses_on_an_adaptive_tracker_are_found_as_the_silences_they_caused() {
         }
         assert_eq!(silences, losses.len(), "seed {seed}");
 
-        let out = Command::new(flota_bin())
-            .args(["evaluar", "--json"])
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let gaps = report["tipos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["tipo"] == "perdida_senal")
-            .unwrap();
+        let gaps = signal_loss_score(&db);
         assert_eq!(gaps["f1"].as_f64(), Some(1.0), "seed {seed}: {gaps}");
     }
     // The cases this is about did come up.
@@ -275,19 +263,25 @@ fn silences_left_by_records_still_on_their_way_are_not_scored() {
             .count();
         assert!(injected >= 1, "seed {seed}");
 
-        let out = Command::new(flota_bin())
-            .args(["evaluar", "--json"])
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let gaps = report["tipos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["tipo"] == "perdida_senal")
-            .unwrap();
+        let gaps = signal_loss_score(&db);
         assert_eq!(gaps["f1"].as_f64(), Some(1.0), "seed {seed}: {gaps}");
     }
+}
+
+/// `flota evaluar --json`'s scores for signal losses on `db`.
+fn signal_loss_score(db: &Path) -> Value {
+    let out = Command::new(flota_bin())
+        .args(["evaluar", "--json"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["tipos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tipo"] == "perdida_senal")
+        .unwrap()
+        .clone()
 }

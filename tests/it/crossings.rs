@@ -10,7 +10,7 @@ use std::process::Command;
 use flota::store::{Location, Store};
 use rusqlite::Connection;
 
-use crate::pg::crossing_ranges;
+use crate::pg::assert_crossings_agree;
 use crate::simulation::{ahora_of, scenario_path};
 use crate::support::flota_bin;
 
@@ -57,8 +57,8 @@ fn totals(db: &Connection, exits: bool) -> (i64, i64) {
     (summed, all.iter().map(|(_, n)| *n as i64).sum())
 }
 
-/// Every range of [`crossing_ranges`] over the file's visits, both kinds, through the store
-/// the tools read (opened afresh: the file changed).
+/// Every range of [`crate::pg::crossing_ranges`] over the file's visits, both kinds, through
+/// the store the tools read (opened afresh: the file changed).
 fn check(path: &Path, when: &str) {
     let db = Connection::open(path).unwrap();
     let (lo, hi): (i64, i64) = db
@@ -69,22 +69,9 @@ fn check(path: &Path, when: &str) {
         )
         .unwrap();
     let store = Store::open(Location::Sqlite(path.to_owned())).unwrap();
-    let mut nonempty = 0;
-    for (from, to) in crossing_ranges(lo, hi) {
-        for exits in [false, true] {
-            let expected = counted(&db, exits, from, to);
-            nonempty += usize::from(!expected.is_empty());
-            assert_eq!(
-                store.crossings_by_vehicle(exits, from, to).unwrap(),
-                expected,
-                "{when}: exits {exits}, [{from}, {to})"
-            );
-        }
-    }
-    assert!(
-        nonempty > 40,
-        "{when}: only {nonempty} ranges with crossings"
-    );
+    assert_crossings_agree(&store, lo, hi, when, |exits, from, to| {
+        counted(&db, exits, from, to)
+    });
 }
 
 fn kept(path: &Path) -> [(i64, i64); 2] {

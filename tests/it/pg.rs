@@ -1092,6 +1092,35 @@ fn crossings_counted(
     .collect()
 }
 
+/// Asserts that the store's crossings per vehicle agree with `expected` (a direct count over
+/// the events) on every range of [`crossing_ranges`] within `lo..hi`, entries and exits, and
+/// that the ranges did meet crossings (an empty agreement proves nothing). Shared by the
+/// SQLite and the PostgreSQL tests of the per-day table.
+pub fn assert_crossings_agree(
+    store: &flota::store::Store,
+    lo: i64,
+    hi: i64,
+    when: &str,
+    expected: impl Fn(bool, i64, i64) -> Vec<(i64, usize)>,
+) {
+    let mut nonempty = 0;
+    for (from, to) in crossing_ranges(lo, hi) {
+        for exits in [false, true] {
+            let counted = expected(exits, from, to);
+            nonempty += usize::from(!counted.is_empty());
+            assert_eq!(
+                store.crossings_by_vehicle(exits, from, to).unwrap(),
+                counted,
+                "{when}: exits {exits}, [{from}, {to})"
+            );
+        }
+    }
+    assert!(
+        nonempty > 40,
+        "{when}: only {nonempty} ranges with crossings"
+    );
+}
+
 /// Every range `crossings_per_day_count_as_the_events_do` asks about: day-aligned and not,
 /// within one day, across the data's ends, empty.
 pub fn crossing_ranges(lo: i64, hi: i64) -> Vec<(i64, i64)> {
@@ -1153,22 +1182,9 @@ fn crossings_per_day_count_as_the_events_do() {
     let (lo, hi) = (bound(0), bound(1));
     let store = Store::open(Location::parse(Path::new(&url)).unwrap()).unwrap();
     let check = |when: &str| {
-        let mut nonempty = 0;
-        for (from, to) in crossing_ranges(lo, hi) {
-            for exits in [false, true] {
-                let expected = crossings_counted(pg, &database, exits, from, to);
-                nonempty += usize::from(!expected.is_empty());
-                assert_eq!(
-                    store.crossings_by_vehicle(exits, from, to).unwrap(),
-                    expected,
-                    "{when}: exits {exits}, [{from}, {to})"
-                );
-            }
-        }
-        assert!(
-            nonempty > 40,
-            "{when}: only {nonempty} ranges with crossings"
-        );
+        assert_crossings_agree(&store, lo, hi, when, |exits, from, to| {
+            crossings_counted(pg, &database, exits, from, to)
+        })
     };
     let summed = |column: &str| {
         pg.sql(
