@@ -132,11 +132,41 @@ pub fn clock(zone: Tz, ts_utc: i64) -> String {
     crate::calendar::clock_text(zone, ts_utc, true)
 }
 
-/// `AAAA-MM-DDTHH:MM:SS±hh:mm` in local time.
+/// `AAAA-MM-DDTHH:MM:SS±hh:mm` in local time, the offset rounded to the minute as chrono's
+/// `%:z` rounds it (only historical local mean times have seconds). Written digit by digit:
+/// through `format!` each of these cost ~4,200 instructions, and a fleet map writes a few
+/// thousand (5 % of its call at 1,000 units).
 pub fn iso(zone: Tz, ts_utc: i64) -> String {
-    local(zone, ts_utc)
-        .format("%Y-%m-%dT%H:%M:%S%:z")
-        .to_string()
+    use chrono::{Offset, Timelike};
+    let time = local(zone, ts_utc);
+    let Ok(year) = u32::try_from(time.year()) else {
+        return time.format("%Y-%m-%dT%H:%M:%S%:z").to_string();
+    };
+    if year > 9999 {
+        return time.format("%Y-%m-%dT%H:%M:%S%:z").to_string();
+    }
+    let offset_s = time.offset().fix().local_minus_utc();
+    let offset_min = (offset_s.unsigned_abs() + 30) / 60;
+    let mut out = *b"0000-00-00T00:00:00+00:00";
+    let mut put = |at: usize, width: usize, value: u32| {
+        let mut value = value;
+        for slot in out[at..at + width].iter_mut().rev() {
+            *slot = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, time.month());
+    put(8, 2, time.day());
+    put(11, 2, time.hour());
+    put(14, 2, time.minute());
+    put(17, 2, time.second());
+    put(20, 2, offset_min / 60);
+    put(23, 2, offset_min % 60);
+    if offset_s < 0 {
+        out[19] = b'-';
+    }
+    out.iter().map(|&byte| char::from(byte)).collect()
 }
 
 #[cfg(test)]
@@ -204,6 +234,25 @@ mod tests {
                 .contains("el máximo es 93")
         );
         assert!(resolve_range("2026-05-19", "2026-08-19", today).is_ok());
+    }
+
+    proptest::proptest! {
+        /// The hand-written `iso` writes what chrono's `%Y-%m-%dT%H:%M:%S%:z` writes, in zones
+        /// east and west, with half-hour offsets, daylight saving and historical local mean
+        /// times (offsets with seconds), for any instant from 1850 to 2100.
+        #[test]
+        fn iso_writes_what_the_chrono_pattern_writes(
+            ts_utc in -3_786_825_600i64..4_102_444_800,
+            zone in proptest::sample::select(vec![
+                "America/Guatemala", "Europe/Madrid", "Atlantic/Canary", "Asia/Kolkata",
+                "Australia/Adelaide", "America/St_Johns", "Pacific/Chatham", "UTC",
+                "America/Mexico_City", "Africa/Monrovia",
+            ]),
+        ) {
+            let zone: Tz = zone.parse().unwrap();
+            let chrono = local(zone, ts_utc).format("%Y-%m-%dT%H:%M:%S%:z").to_string();
+            proptest::prop_assert_eq!(iso(zone, ts_utc), chrono);
+        }
     }
 
     #[test]
