@@ -81,26 +81,27 @@ perdida_minutos = [6, 20]
 
 /// Each unit's stored fix times, in order.
 fn fix_times(db: &Path, plate: &str) -> Vec<i64> {
-    let conn = Connection::open(db).unwrap();
-    let mut statement = conn
-        .prepare(
-            "SELECT ts_utc FROM vista_posiciones WHERE placa = ?1 AND secuencia = 0 ORDER BY ts_utc",
-        )
-        .unwrap();
-    statement
-        .query_map([plate], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    times(
+        db,
+        "SELECT ts_utc FROM vista_posiciones WHERE placa = ?1 AND secuencia = 0 ORDER BY ts_utc",
+        plate,
+    )
 }
 
 /// Each unit's stored fix times, duplicates included (a duplicate that arrived in time stands
 /// in for its late first copy), in order.
 fn stored_times(db: &Path, plate: &str) -> Vec<i64> {
+    times(
+        db,
+        "SELECT DISTINCT ts_utc FROM vista_posiciones WHERE placa = ?1 ORDER BY ts_utc",
+        plate,
+    )
+}
+
+/// The times `sql` (one column, `?1` the plate) reads from `db`.
+fn times(db: &Path, sql: &str, plate: &str) -> Vec<i64> {
     let conn = Connection::open(db).unwrap();
-    let mut statement = conn
-        .prepare("SELECT DISTINCT ts_utc FROM vista_posiciones WHERE placa = ?1 ORDER BY ts_utc")
-        .unwrap();
+    let mut statement = conn.prepare(sql).unwrap();
     statement
         .query_map([plate], |r| r.get(0))
         .unwrap()
