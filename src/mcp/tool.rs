@@ -686,7 +686,7 @@ mod content_json_tests {
                 data_base64: "UklGRg==".into(),
                 mime_type: "audio/wav".into(),
             },
-            Content::Resource(ResourceContents::text("flota://x", "text/plain", "hola")),
+            Content::Resource(ResourceContents::text("ejemplo://x", "text/plain", "hola")),
         ];
         for block in blocks {
             let copied = serde_json::to_string(&block.to_json()).unwrap();
