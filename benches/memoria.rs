@@ -86,6 +86,45 @@ impl Server {
         ["VmRSS:", "RssAnon:", "RssFile:"].map(|field| self.kb(field) / 1024.0)
     }
 
+    /// The `n` mappings with the most resident memory (from `/proc/<pid>/smaps`), mappings of
+    /// one file summed: which part of the RSS is the binary's text, a library, the heap or a
+    /// thread's arena.
+    fn largest_mappings(&self, n: usize) -> Vec<(String, u64, u64)> {
+        let smaps =
+            std::fs::read_to_string(format!("/proc/{}/smaps", self.child.id())).unwrap_or_default();
+        let mut by_name: Vec<(String, u64, u64)> = Vec::new();
+        let mut current = String::new();
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let first = fields.next().unwrap_or_default();
+            if first.contains('-') && !first.ends_with(':') {
+                // A mapping's header: range perms offset dev inode [name].
+                let name = fields.nth(4).unwrap_or("[anonymous]");
+                current = name.to_owned();
+                continue;
+            }
+            let kb = fields
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            let slot = match by_name.iter().position(|(name, ..)| *name == current) {
+                Some(i) => i,
+                None => {
+                    by_name.push((current.clone(), 0, 0));
+                    by_name.len() - 1
+                }
+            };
+            match first {
+                "Rss:" => by_name[slot].1 += kb,
+                "Anonymous:" => by_name[slot].2 += kb,
+                _ => {}
+            }
+        }
+        by_name.sort_by_key(|m| std::cmp::Reverse(m.1));
+        by_name.truncate(n);
+        by_name
+    }
+
     fn close(mut self) {
         drop(self.stdin);
         let _ = self.child.wait();
@@ -203,6 +242,7 @@ fn main() {
     rows.push(("0.5 s later".to_owned(), server.rss_mb()));
     let peak = server.kb("VmHWM:") / 1024.0;
     let threads = server.kb("Threads:");
+    let mappings = server.largest_mappings(8);
     server.close();
 
     println!("| server RSS (MB) | all | anonymous | file-backed |");
@@ -214,4 +254,9 @@ fn main() {
     println!(
         "\nThreads at the end: {threads}. One map in ten is `mapa_flota`; {skipped} unit-days without data skipped."
     );
+    println!("\n| largest resident mappings at the end | KB | anonymous KB |");
+    println!("|---|---|---|");
+    for (name, rss, anon) in mappings {
+        println!("| {name} | {rss} | {anon} |");
+    }
 }

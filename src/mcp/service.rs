@@ -17,7 +17,7 @@ use super::prompt::Prompt;
 use super::resource::{Resource, ResourceTemplate};
 use super::schema;
 use super::tasks::{self, Tasks};
-use super::tool::{CallContext, RequestInfo, TaskSupport, Tool, ToolError, ToolResult};
+use super::tool::{CallContext, Content, RequestInfo, TaskSupport, Tool, ToolError, ToolResult};
 use super::version::ProtocolVersion;
 
 /// `serverInfo`: who the server is.
@@ -167,7 +167,7 @@ impl Service {
     /// Runs a call to completion and returns the response line.
     pub fn execute(&self, call: &Call, ctx: &CallContext) -> String {
         match self.run(call, ctx) {
-            Ok(result) => response_line(&call.id, &result_json(&result, call.version)),
+            Ok(result) => response_line(&call.id, &result_json(result, call.version)),
             Err(error) => error_line(Some(&call.id), &error),
         }
     }
@@ -221,7 +221,7 @@ impl Service {
         );
         response_line(
             &call.id,
-            &result_json(&ToolResult::failure(message), call.version),
+            &result_json(ToolResult::failure(message), call.version),
         )
     }
 
@@ -329,7 +329,9 @@ pub(super) fn tool_json(tool: &dyn Tool, version: ProtocolVersion) -> Value {
     entry
 }
 
-pub(super) fn result_json(result: &ToolResult, version: ProtocolVersion) -> Value {
+/// The `result` of a `tools/call` answer. Takes the result by value: its content and
+/// structured output are moved into the answer, not copied (a map's are ~300 KB).
+pub(super) fn result_json(result: ToolResult, version: ProtocolVersion) -> Value {
     if let Some(input) = &result.input_required {
         if version.is_modern() {
             let mut out = json!({
@@ -345,14 +347,14 @@ pub(super) fn result_json(result: &ToolResult, version: ProtocolVersion) -> Valu
             "esta herramienta necesita datos del cliente que esta versión del protocolo no \
              permite pedir así",
         );
-        return result_json(&failure, version);
+        return result_json(failure, version);
     }
-    let content: Vec<Value> = result.content.iter().map(|c| c.to_json()).collect();
+    let content: Vec<Value> = result.content.into_iter().map(Content::into_json).collect();
     let mut out = json!({"content": content});
     if version.has_structured_output()
-        && let Some(structured) = &result.structured
+        && let Some(structured) = result.structured
     {
-        out["structuredContent"] = structured.clone();
+        out["structuredContent"] = structured;
     }
     if result.is_error {
         out["isError"] = json!(true);

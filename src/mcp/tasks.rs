@@ -452,7 +452,7 @@ pub fn start(service: &Arc<Service>, call: Call, owner: &str) -> Started {
         return Started::Ordinary(Box::new(call));
     }
     if let Some(early) = tool.gather(&call.arguments, &call.request) {
-        return Started::Line(response_line(&call.id, &result_json(&early, call.version)));
+        return Started::Line(response_line(&call.id, &result_json(early, call.version)));
     }
     let cancelled = Arc::new(AtomicBool::new(false));
     let (id, created) = match tasks.create(owner, Arc::clone(&cancelled)) {
@@ -515,7 +515,7 @@ fn run(service: &Arc<Service>, call: &Call, id: &str, cancelled: Arc<AtomicBool>
                     Err(_) => return,
                 }
             }
-            Ok(Ok(result)) => (State::Completed(result_json(&result, call.version)), None),
+            Ok(Ok(result)) => (State::Completed(result_json(result, call.version)), None),
             Ok(Err(error)) => {
                 let message = error.data.as_str().map(str::to_owned);
                 (State::Failed(error_json(&error)), message)

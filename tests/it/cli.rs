@@ -259,3 +259,19 @@ fn cliente_tells_a_dying_servers_last_words() {
         "{stderr}"
     );
 }
+
+/// The executable is linked position-dependent on Linux with glibc (build.rs): its start
+/// applies no relocations of its own, so it writes no private copy of `.data.rel.ro`. An ELF
+/// header's `e_type` is 2 for such an executable and 3 for a PIE.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_executable_is_position_dependent() {
+    if option_env!("FLOTA_PIE") == Some("1") {
+        return;
+    }
+    let mut header = [0u8; 18];
+    std::io::Read::read_exact(&mut std::fs::File::open(flota_bin()).unwrap(), &mut header).unwrap();
+    assert_eq!(&header[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([header[16], header[17]]);
+    assert_eq!(e_type, 2, "e_type {e_type}: the executable is a PIE");
+}
