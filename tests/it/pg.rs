@@ -419,6 +419,41 @@ fn wait_for(pg: &Cluster, database: &str, sql: &str, what: &str) {
     }
 }
 
+/// `flota simular` of the shipped scenario `name` into `url`, started and left running.
+fn spawn_load(name: &str, url: &str, dir: &Path) -> Child {
+    let truth = dir.join(format!("{name}.verdad.jsonl"));
+    Command::new(flota_bin())
+        .args(["simular", scenario_path(name).to_str().unwrap()])
+        .args(["--ahora", ahora_of(name), "--salida", url])
+        .args(["--verdad", truth.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until a load into `name` is copying positions (on any of its connections).
+fn wait_for_copy(pg: &Cluster, name: &str) {
+    wait_for(
+        pg,
+        name,
+        &format!(
+            "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND query LIKE 'COPY posiciones%'"
+        ),
+        "the load to start",
+    );
+}
+
+/// The staging schemas in `name` (`flota_nueva_…`).
+fn staging_schemas(pg: &Cluster, name: &str) -> Vec<String> {
+    pg.sql(
+        name,
+        "SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, 'flota_nueva_') ORDER BY 1",
+    )
+    .into_iter()
+    .filter_map(|row| row[0].clone())
+    .collect()
+}
+
 #[test]
 fn simular_killed_mid_load_leaves_the_previous_data() {
     let Some(pg) = cluster() else { return };
@@ -433,25 +468,12 @@ fn simular_killed_mid_load_leaves_the_previous_data() {
     assert_ne!(answer["isError"], true, "{answer}");
 
     // The week into the same database, killed while it copies positions.
-    let truth = dir.path().join("semana.verdad.jsonl");
-    let mut child = Command::new(flota_bin())
-        .args(["simular", scenario_path("semana").to_str().unwrap()])
-        .args(["--ahora", ahora_of("semana"), "--salida", &url])
-        .args(["--verdad", truth.to_str().unwrap()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        pg,
-        &name,
-        &format!(
-            "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = '{name}' AND application_name = 'flota' AND query LIKE 'COPY posiciones%'"
-        ),
-        "the load to start",
-    );
+    let mut child = spawn_load("semana", &url, dir.path());
+    wait_for_copy(pg, &name);
     child.kill().unwrap();
     child.wait().unwrap();
-    // The server rolls the load back as soon as it sees the connection gone.
+    // The server rolls back the statements in flight and lets the load's lock go as soon as it
+    // sees the connections gone.
     wait_for(
         pg,
         &name,
@@ -460,17 +482,49 @@ fn simular_killed_mid_load_leaves_the_previous_data() {
         ),
         "the load to end",
     );
-    assert_eq!(pg.sql(&name, count), before);
-    let leftovers = pg.sql(
+    wait_for(
+        pg,
         &name,
-        "SELECT count(*)::text FROM pg_namespace WHERE nspname LIKE 'flota_nueva%'",
+        &format!(
+            "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = {LOAD_LOCK}"
+        ),
+        "the load's lock to go",
     );
-    assert_eq!(leftovers[0][0].as_deref(), Some("0"));
+    assert_eq!(pg.sql(&name, count), before);
+    assert_eq!(
+        served.call("posicion_actual", json!({"placa": "P-123BCD"})),
+        answer
+    );
+    // What the dead load had copied stays in its staging schema, out of the readers' way...
+    let dead = staging_schemas(pg, &name);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+
+    // ...until the next load, which drops it. A load still running keeps its own: one
+    // stands in, a staging schema whose advisory lock (the loads' class, its token) this
+    // test holds, as a live load does.
+    let mut holder =
+        postgres::Client::connect(&format!("{}/{name}", pg.base), postgres::NoTls).unwrap();
+    holder
+        .batch_execute(&format!(
+            "SELECT pg_advisory_lock({LOAD_LOCK}, 12345); CREATE SCHEMA flota_nueva_1_12345;"
+        ))
+        .unwrap();
+    simulate_into("minimo", &url, dir.path());
+    assert_eq!(pg.sql(&name, count), before);
+    assert_eq!(staging_schemas(pg, &name), ["flota_nueva_1_12345"]);
+    drop(holder);
+    simulate_into("minimo", &url, dir.path());
+    assert!(staging_schemas(pg, &name).is_empty());
+    assert_eq!(pg.sql(&name, count), before);
     assert_eq!(
         served.call("posicion_actual", json!({"placa": "P-123BCD"})),
         answer
     );
 }
+
+/// The advisory lock class a load holds while it builds its staging schema (src/store/pg/
+/// write.rs: `LOAD_LOCK`, "flot").
+const LOAD_LOCK: i32 = 0x666c_6f74;
 
 /// `flota evaluar --json` of `db`, without the fields that name the files.
 fn evaluation(db: &str, truth: &Path) -> Value {

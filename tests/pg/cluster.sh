@@ -5,6 +5,9 @@
 # that need a wrong password. Prints `URL=postgres://…` and `DIR=…` on stdout.
 #
 #   tests/pg/cluster.sh start   # prints the URL and the folder, leaves the server running
+#   tests/pg/cluster.sh start durable   # the same with a default install's durability
+#                                       # (fsync, synchronous_commit, full_page_writes on):
+#                                       # for benchmarks, which must not lean on the tests' shortcuts
 #   tests/pg/cluster.sh stop DIR
 #   tests/pg/cluster.sh serve   # start, then stop and remove everything when stdin closes
 #
@@ -45,7 +48,7 @@ free_port() {
 }
 
 start() {
-    local bin dir port
+    local bin dir port durable=${1:-}
     bin=$(bin_dir)
     dir=$(mktemp -d "${TMPDIR:-/tmp}/flota-pg.XXXXXX")
     chmod 755 "$dir"
@@ -69,11 +72,12 @@ start() {
 port = $port
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 max_connections = 200
 CONF
+    # The tests' throwaway data needs no durability; a benchmark asks for the defaults.
+    if [ "$durable" != durable ]; then
+        printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$dir/conf"
+    fi
     as_owner sh -c "cat '$dir/conf' >>'$dir/data/postgresql.conf'"
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
@@ -102,8 +106,8 @@ serve() {
 }
 
 case "${1:-}" in
-    start) start ;;
+    start) start "${2:-}" ;;
     serve) serve ;;
     stop) stop "${2:?falta la carpeta}" ;;
-    *) echo "uso: $0 start | stop DIR" >&2; exit 2 ;;
+    *) echo "uso: $0 start [durable] | stop DIR" >&2; exit 2 ;;
 esac

@@ -11,6 +11,7 @@
 pub mod live;
 pub mod read;
 pub mod schema;
+mod streams;
 pub mod write;
 
 use std::sync::atomic::{AtomicBool, Ordering};

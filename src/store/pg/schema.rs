@@ -93,8 +93,16 @@ FROM posiciones p JOIN vehiculos v ON v.id = p.vehiculo_id;
 
 /// The positions' primary key: the vehicle first (the distribution column), then the fix
 /// time (the partitioning column, which a partitioned table's key must include).
+/// A bulk load builds each partition's key first (several at once) and then this one, which
+/// takes them as its partitions' ([`POSITIONS_KEY_COLUMNS`]: the same columns).
 pub const POSITIONS_KEY: &str =
     "ALTER TABLE posiciones ADD PRIMARY KEY (vehiculo_id, ts_utc, secuencia);";
+
+/// The columns of [`POSITIONS_KEY`], for a partition's own key.
+pub const POSITIONS_KEY_COLUMNS: &str = "(vehiculo_id, ts_utc, secuencia)";
+
+/// `posiciones`' default partition (rows of days without their own: none from a load).
+pub const OTHER_PARTITION: &str = "posiciones_otras";
 
 /// The detection engine's tables, created when missing; their indexes apart
 /// ([`ANALYSIS_INDEXES`]) so a bulk load builds them once at the end.
@@ -349,7 +357,7 @@ pub fn partition_ddl(day_start_utc: i64) -> String {
     )
 }
 
-fn partition_name(day_start_utc: i64) -> String {
+pub fn partition_name(day_start_utc: i64) -> String {
     match chrono::DateTime::from_timestamp(day_start_utc, 0) {
         Some(day) => format!("posiciones_{}", day.format("%Y%m%d")),
         None => format!("posiciones_d{}", day_start_utc / PARTITION_S),

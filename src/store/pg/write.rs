@@ -1,14 +1,15 @@
 //! Writing a flota database on PostgreSQL: `flota simular`'s bulk load and `flota analizar`'s
 //! re-analysis.
 //!
-//! Owns the PostgreSQL write path. [`PgWriter`] builds the whole database in one transaction
-//! inside a new schema (positions by binary COPY into day partitions, the detections by
-//! binary COPY, then the positions' primary key, the detections' indexes, the change log's
-//! triggers and planner statistics) and, on [`PgWriter::commit`], drops the old `flota`
-//! schema and renames the new one in its place in that same transaction: readers see the old
-//! data or the new, and a crash or a kill at any point before the commit leaves the old data
-//! as it was (the server rolls the whole transaction back, build schema included).
-//! [`PgRewrite`] is `flota analizar`'s transaction on a [`PgStore`].
+//! Owns the PostgreSQL write path. [`PgWriter`] builds the whole database in a new staging
+//! schema, created and committed first: positions by binary COPY into day partitions over
+//! several connections at once (`streams.rs`), the detections by binary COPY on the writer's
+//! own connection, then each partition's primary key (several at once) while the detections'
+//! indexes are built, the parent's key, the change log's triggers and planner statistics.
+//! [`PgWriter::commit`] drops the old `flota` schema and renames the staging one in its place
+//! in one transaction: readers see the old data or the new, and a load that dies at any point
+//! before that commit leaves the old data as it was (its staging schema is dropped by the next
+//! load). [`PgRewrite`] is `flota analizar`'s transaction on a [`PgStore`].
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -21,8 +22,10 @@ use rusqlite::types::Value;
 use super::read::PgStore;
 use super::schema::{
     ANALYSIS_INDEXES, ANALYSIS_TABLES_DDL, CHANGE_LOG_DDL, CROSSINGS_DDL, CROSSINGS_FILL, DDL,
-    PARTITION_S, POSITIONS_KEY, SCHEMA, change_triggers, crossings_triggers, partition_ddl,
+    OTHER_PARTITION, PARTITION_S, POSITIONS_KEY, POSITIONS_KEY_COLUMNS, SCHEMA, change_triggers,
+    crossings_triggers, partition_ddl, partition_name,
 };
+use super::streams::{self, Job, Streams};
 use super::{connect, error};
 use crate::engine::{Analysis, DetectionConfig, Fix};
 use crate::scenario::World;
@@ -77,51 +80,92 @@ pub(super) const DAY_TYPES: [Type; DAY_VALUES] = [
     Type::INT8,
 ];
 
-/// Memory for sorting the positions' key after a bulk load (the server's default, 64 MB,
-/// spills a scale load's partitions to disk).
+/// Memory for sorting a partition's key after a bulk load, per connection (the server's
+/// default, 64 MB, spills a scale load's partitions to disk).
 const BUILD_MEMORY: &str = "256MB";
 
-/// `flota simular`'s database on PostgreSQL, built in one transaction in schema `build`.
+/// The advisory lock class a load holds for as long as its staging schema is being built
+/// (`pg_advisory_lock(LOAD_LOCK, token)`): a schema whose lock nobody holds is a dead load's.
+const LOAD_LOCK: i32 = 0x666c_6f74;
+
+/// Autovacuum off for the staging schema's bulk-loaded tables until the swap (partitions as
+/// they are created): it would vacuum them while they are still being written.
+const QUIET: &str = "ALTER TABLE posiciones_otras SET (autovacuum_enabled = false);
+ALTER TABLE eventos SET (autovacuum_enabled = false);
+ALTER TABLE resumen_diario SET (autovacuum_enabled = false);";
+
+/// The prefix of a staging schema's name; its last part is the load's token.
+fn staging_prefix() -> String {
+    format!("{SCHEMA}_nueva_")
+}
+
+/// `flota simular`'s database on PostgreSQL, built in a staging schema and swapped in.
+///
+/// The staging schema and its tables are created and committed first, so that several
+/// connections ([`Streams`]) can `COPY` into them at once, each unit's rows committed on their
+/// own; nothing in it is visible under the name readers use. [`PgWriter::commit`] drops the
+/// old `flota` schema and renames the staging one in its place in one transaction: readers
+/// see the old data or the new. A load that dies leaves the old data as it was and its staging
+/// schema behind; the writer holds an advisory lock for it ([`LOAD_LOCK`]) while alive, and
+/// the next load drops every staging schema whose lock is free ([`drop_dead_loads`]). A
+/// writer dropped without committing (an error, an interruption) drops its schema itself.
 pub struct PgWriter {
     client: Client,
     url: PgUrl,
     build: String,
     days: BTreeSet<i64>,
     pub rows: u64,
-    /// The positions' COPY data of one unit, reused from unit to unit.
-    buf: Vec<u8>,
+    streams: Streams,
     /// Time spent in each phase, for the debug log.
     spent: Phases,
+    /// Swapped in: nothing to clean up.
+    committed: bool,
 }
 
 /// Where a load spends its time (the debug log shows it, to tell the server's work apart).
 #[derive(Default)]
 struct Phases {
-    positions: Duration,
+    /// The writer waiting for a stream to take a unit's rows.
+    waiting: Duration,
     analysis: Duration,
 }
 
 impl PgWriter {
-    /// Connects, starts the transaction and creates the tables in a new schema.
+    /// Connects, drops dead loads' staging schemas, and creates and commits the tables in a
+    /// new one.
     pub fn create(url: &PgUrl) -> Result<PgWriter, StoreError> {
         let mut client = connect(url, false)?;
-        let build = format!(
-            "{SCHEMA}_nueva_{}_{}",
-            std::process::id(),
-            rand::random::<u32>()
-        );
-        let setup = format!(
-            "BEGIN; CREATE SCHEMA {build}; SET LOCAL search_path = {build}; {DDL} {ANALYSIS_TABLES_DDL} {CHANGE_LOG_DDL}"
-        );
-        client.batch_execute(&setup).map_err(|e| error(url, &e))?;
+        let token = rand::random::<u32>();
+        let build = format!("{}{}_{token}", staging_prefix(), std::process::id());
+        // The lock before the schema exists: another load never sees it unlocked.
+        let locked = client
+            .batch_execute(&format!(
+                "SET synchronous_commit = off; SELECT pg_advisory_lock({LOAD_LOCK}, {});",
+                token as i32
+            ))
+            .and_then(|()| drop_dead_loads(&mut client));
+        locked.map_err(|e| error(url, &e))?;
+        let streams = Streams::connect(
+            url,
+            streams::count(),
+            &format!(
+                "SET search_path = {build}; SET synchronous_commit = off; SET maintenance_work_mem = '{BUILD_MEMORY}';"
+            ),
+        )?;
+        let created = client.batch_execute(&format!(
+            "BEGIN; CREATE SCHEMA {build}; SET LOCAL search_path = {build}; {DDL} {ANALYSIS_TABLES_DDL} {CHANGE_LOG_DDL} {QUIET} COMMIT;
+             SET search_path = {build};"
+        ));
+        created.map_err(|e| error(url, &e))?;
         Ok(PgWriter {
             client,
             url: url.clone(),
             build,
             days: BTreeSet::new(),
             rows: 0,
-            buf: Vec::new(),
+            streams,
             spent: Phases::default(),
+            committed: false,
         })
     }
 
@@ -131,11 +175,16 @@ impl PgWriter {
 
     /// Vehicles, geofences, routes and stops.
     pub fn write_fleet(&mut self, world: &World) -> Result<(), StoreError> {
-        let result = write_fleet(&mut self.client, world);
+        let result = self
+            .client
+            .batch_execute("BEGIN")
+            .and_then(|()| write_fleet(&mut self.client, world))
+            .and_then(|()| self.client.batch_execute("COMMIT"));
         result.map_err(|e| self.err(&e))
     }
 
-    /// One unit's rows, by binary COPY into their day partitions (created as needed).
+    /// One unit's rows, handed to a stream for its binary COPY; their day partitions are
+    /// created first (committed: the streams' connections must see them).
     pub fn write_positions(
         &mut self,
         vehicle_id: i64,
@@ -147,21 +196,30 @@ impl PgWriter {
             .filter(|d| !self.days.contains(d))
             .collect();
         for day in days {
-            let ddl = partition_ddl(day);
+            // Autovacuum would vacuum and analyze each partition while it is still being
+            // copied into (every unit commits): the server's time, spent twice.
+            let ddl = format!(
+                "{} ALTER TABLE {} SET (autovacuum_enabled = false);",
+                partition_ddl(day),
+                partition_name(day)
+            );
             self.client
                 .batch_execute(&ddl)
                 .map_err(|e| error(&self.url, &e))?;
             self.days.insert(day);
         }
         let started = Instant::now();
-        let copied = copy_positions(&mut self.client, &mut self.buf, vehicle_id, reports);
-        copied.map_err(|e| self.err(&e))?;
-        self.spent.positions += started.elapsed();
+        self.streams.send(Job::Copy {
+            vehicle_id,
+            rows: reports.to_vec(),
+        })?;
+        self.spent.waiting += started.elapsed();
         self.rows += reports.len() as u64;
         Ok(())
     }
 
-    /// One vehicle's detections.
+    /// One vehicle's detections (on the writer's own connection, in order: `eventos.id`
+    /// follows SQLite's).
     pub fn write_analysis(
         &mut self,
         vehicle_id: i64,
@@ -190,56 +248,114 @@ impl PgWriter {
     }
 
     /// Once everything is loaded: the positions' key, the detections' indexes, the change
-    /// log's triggers and the coverage record. The key is sorted in memory
-    /// (`maintenance_work_mem` raised for this transaction): one partition's rows are a
-    /// few hundred MB at scale.
+    /// log's triggers and the coverage record. Each partition's key is built on a stream (as
+    /// many at once as there are streams, `maintenance_work_mem` raised on their sessions: a
+    /// partition is a few hundred MB at scale) while the writer's connection builds the
+    /// detections' indexes; then the parent's key, which takes the partitions' as they are.
     pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), StoreError> {
+        let copying = self.streams.finish()?;
         crate::log_debug!(
-            "PostgreSQL: {} posiciones copiadas en {:?}, detecciones en {:?}",
+            "PostgreSQL: {} posiciones copiadas ({:?} de trabajo en los flujos, {:?} de espera del escritor), detecciones en {:?}",
             self.rows,
-            self.spent.positions,
+            copying,
+            self.spent.waiting,
             self.spent.analysis
         );
         let started = Instant::now();
-        let keyed = self.client.batch_execute(&format!(
-            "SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'; {POSITIONS_KEY}"
-        ));
+        let partitions = self
+            .days
+            .iter()
+            .map(|day| partition_name(*day))
+            .chain([OTHER_PARTITION.to_owned()]);
+        for partition in partitions {
+            self.streams.send(Job::Sql(format!(
+                "ALTER TABLE {partition} ADD PRIMARY KEY {POSITIONS_KEY_COLUMNS};"
+            )))?;
+        }
+        let indexed = self.client.batch_execute(ANALYSIS_INDEXES);
+        indexed.map_err(|e| self.err(&e))?;
+        crate::log_debug!("PostgreSQL: índices de eventos en {:?}", started.elapsed());
+        self.streams.finish()?;
+        let keyed = self.client.batch_execute(POSITIONS_KEY);
         keyed.map_err(|e| self.err(&e))?;
         crate::log_debug!("PostgreSQL: clave de posiciones en {:?}", started.elapsed());
         let started = Instant::now();
         let sealed = self
             .client
-            .batch_execute(ANALYSIS_INDEXES)
-            .and_then(|()| seal(&mut self.client, covered));
+            .batch_execute("BEGIN")
+            .and_then(|()| seal(&mut self.client, covered))
+            .and_then(|()| self.client.batch_execute("COMMIT"));
         sealed.map_err(|e| self.err(&e))?;
         crate::log_debug!(
-            "PostgreSQL: índices de eventos y registro de cambios en {:?}",
+            "PostgreSQL: registro de cambios y cruces por día en {:?}",
             started.elapsed()
         );
         Ok(())
     }
 
-    /// Planner statistics and the size of what was built, in bytes. Still uncommitted.
+    /// Planner statistics (the positions' on a stream while the writer's connection vacuums
+    /// and analyzes the other tables) and the size of what was built, in bytes. Not yet in
+    /// place.
     pub fn finish(&mut self) -> Result<u64, StoreError> {
-        let sql = format!(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-             WHERE c.relnamespace = '{}'::regnamespace AND c.relkind = 'r'",
-            self.build
-        );
         let started = Instant::now();
+        self.streams
+            .send(Job::Sql("ANALYZE posiciones;".to_owned()))?;
+        let tables: Vec<String> = {
+            let listed = self.client.query(
+                "SELECT c.relname::text FROM pg_class c
+                 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+                   AND c.relispartition = false",
+                &[],
+            );
+            listed
+                .map_err(|e| self.err(&e))?
+                .iter()
+                .filter_map(|row| row.try_get::<_, String>(0).ok())
+                .collect()
+        };
+        // VACUUM as well, now that the tables are committed (it cannot run in a transaction):
+        // their visibility maps are set before the first reader, so the index-only scans of
+        // `eventos` and `vehiculos` (every fleet-wide statement joins it) read no table pages.
+        // `posiciones` is left to autovacuum after the swap: a full pass over it would cost as
+        // much as its key.
+        let analyzed = if tables.is_empty() {
+            Ok(())
+        } else {
+            self.client
+                .batch_execute(&format!("VACUUM (ANALYZE) {};", tables.join(", ")))
+        };
+        analyzed.map_err(|e| self.err(&e))?;
+        self.streams.finish()?;
+        crate::log_debug!("PostgreSQL: ANALYZE en {:?}", started.elapsed());
         let sized = self
             .client
-            .batch_execute("ANALYZE")
-            .and_then(|()| self.client.query_one(&sql, &[]))
+            .query_one(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+                 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'",
+                &[],
+            )
             .and_then(|row| row.try_get::<_, i64>(0));
-        crate::log_debug!("PostgreSQL: ANALYZE en {:?}", started.elapsed());
         sized.map(|b| b.max(0) as u64).map_err(|e| self.err(&e))
     }
 
-    /// Puts the new schema in the old one's place and commits: one transaction.
+    /// Puts the new schema in the old one's place, autovacuum back on for its tables: one
+    /// transaction, committed durably (the load's own commits were asynchronous; this one's
+    /// flush covers them all).
     pub fn commit(mut self) -> Result<(), StoreError> {
+        let quiet = self.client.query(
+            "SELECT c.relname::text FROM pg_class c
+             WHERE c.relnamespace = current_schema()::regnamespace
+               AND 'autovacuum_enabled=false' = ANY (c.reloptions)",
+            &[],
+        );
+        let reset: String = quiet
+            .map_err(|e| self.err(&e))?
+            .iter()
+            .filter_map(|row| row.try_get::<_, String>(0).ok())
+            .map(|table| format!("ALTER TABLE {table} RESET (autovacuum_enabled); "))
+            .collect();
         let sql = format!(
-            "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; ALTER SCHEMA {} RENAME TO {SCHEMA}; COMMIT;",
+            "BEGIN; SET LOCAL synchronous_commit = on; {reset} DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; ALTER SCHEMA {} RENAME TO {SCHEMA}; COMMIT;",
             self.build
         );
         let started = Instant::now();
@@ -248,8 +364,56 @@ impl PgWriter {
             "PostgreSQL: esquema en su lugar y COMMIT en {:?}",
             started.elapsed()
         );
-        done.map_err(|e| self.err(&e))
+        done.map_err(|e| self.err(&e))?;
+        self.committed = true;
+        Ok(())
     }
+}
+
+impl Drop for PgWriter {
+    /// A load that ends without its swap drops its staging schema (best effort: if the
+    /// server is gone, the next load drops it).
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        let _ = self.streams.finish();
+        let _ = self.client.batch_execute(&format!(
+            "ROLLBACK; DROP SCHEMA IF EXISTS {} CASCADE;",
+            self.build
+        ));
+    }
+}
+
+/// Drops the staging schemas of loads that died (killed, crashed, their server restarted):
+/// those whose advisory lock nobody holds. A live load's lock is held, so its schema stays.
+fn drop_dead_loads(client: &mut Client) -> Result<(), postgres::Error> {
+    let prefix = staging_prefix();
+    let schemas = client.query(
+        "SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1)",
+        &[&prefix],
+    )?;
+    for row in schemas {
+        let name: String = row.try_get(0)?;
+        // `flota_nueva_<pid>_<token>`; anything else under the prefix is not a load's.
+        let Some(token) = name.rsplit('_').next().and_then(|t| t.parse::<u32>().ok()) else {
+            continue;
+        };
+        let free: bool = client
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, $2)",
+                &[&LOAD_LOCK, &(token as i32)],
+            )?
+            .try_get(0)?;
+        if free {
+            crate::log_info!("PostgreSQL: se borra el esquema {name} de una carga interrumpida");
+            client.batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS \"{name}\" CASCADE; SELECT pg_advisory_unlock({LOAD_LOCK}, {});",
+                token as i32
+            ))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_fleet(client: &mut Client, world: &World) -> Result<(), postgres::Error> {
@@ -348,7 +512,7 @@ const COPY_TRAILER: [u8; 2] = (-1i16).to_be_bytes();
 /// One unit's `posiciones` rows in binary COPY format, encoded into `buf` by hand (122 bytes a
 /// row; the generic writer's per-value calls and 4 KiB messages cost more than the server's
 /// work at 47 M rows) and sent as one message.
-fn copy_positions(
+pub(super) fn copy_positions(
     client: &mut Client,
     buf: &mut Vec<u8>,
     vehicle_id: i64,
