@@ -34,7 +34,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// lone "off" (an "on" report within the loss threshold before it) straight into a silence is a
 /// flicker before a signal loss when most of the unit's shutdowns kept reporting "off"; and
 /// geofence crossings counted per vehicle and UTC day (`cruces_por_dia`, kept by triggers).
-pub const ANALYSIS_VERSION: i64 = 11;
+/// 12: GPS km: no chord across a stop of a tracker silent while standing (adaptive recording).
+pub const ANALYSIS_VERSION: i64 = 12;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
