@@ -1,7 +1,8 @@
 //! What lies along a route: where it runs inside each geofence, and the speed limits there.
 //!
 //! Owns precomputing, once per route, the along-route intervals inside every geofence (found
-//! by sampling every few metres and bisecting each boundary to centimetres). Vehicles move
+//! by sampling every few metres and bisecting each boundary to centimetres; the samples a lower
+//! bound of the distance along the route keeps outside a fence's box are not tested). Vehicles move
 //! only forward along routes, so the simulator detects fence crossings and limit changes by
 //! comparing distances, never by testing points in polygons on the hot path.
 
