@@ -10,8 +10,6 @@
 //! through midnight) is shared between the two days in proportion to the time on each side,
 //! so no metre is lost or counted twice.
 
-use std::collections::BTreeMap;
-
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 
@@ -48,7 +46,7 @@ pub struct DayAccumulator {
     /// How far the odometer may disagree with the GPS distance, percent.
     tolerance_pct: f64,
     distance: GpsDistance,
-    days: BTreeMap<NaiveDate, Partial>,
+    days: Days,
     current: Option<(NaiveDate, i64, i64)>,
     /// The previous fix: its time, day and odometer reading.
     previous: Option<(i64, NaiveDate, Option<i64>)>,
@@ -67,6 +65,44 @@ struct Partial {
     last_fix_utc: i64,
 }
 
+/// The days with fixes, in date order. Fixes come in time order, so the day a fix belongs to
+/// is the last one or a new one after it, and a fix's previous day the last or the one before:
+/// looked up from the back (a `BTreeMap` search and its comparisons per fix were ~6 M of the
+/// reference week's instructions on each worker). Dates out of order still land in place.
+#[derive(Debug, Clone, Default)]
+struct Days(Vec<(NaiveDate, Partial)>);
+
+impl Days {
+    fn get_mut(&mut self, date: NaiveDate) -> Option<&mut Partial> {
+        self.0
+            .iter_mut()
+            .rev()
+            .find(|(d, _)| *d <= date)
+            .filter(|(d, _)| *d == date)
+            .map(|(_, partial)| partial)
+    }
+
+    fn get_or_insert_with(
+        &mut self,
+        date: NaiveDate,
+        new: impl FnOnce() -> Partial,
+    ) -> &mut Partial {
+        // The index of the first day after `date`, searched from the back.
+        let after = self
+            .0
+            .iter()
+            .rposition(|(d, _)| *d <= date)
+            .map_or(0, |i| i + 1);
+        let index = if after > 0 && self.0[after - 1].0 == date {
+            after - 1
+        } else {
+            self.0.insert(after, (date, new()));
+            after
+        };
+        &mut self.0[index].1
+    }
+}
+
 impl DayAccumulator {
     /// `use_odometer` and `tolerance_pct`: whether, and within what, the odometer is trusted
     /// (see [`OdometerTrust`]).
@@ -76,7 +112,7 @@ impl DayAccumulator {
             use_odometer,
             tolerance_pct,
             distance,
-            days: BTreeMap::new(),
+            days: Days::default(),
             current: None,
             previous: None,
         }
@@ -98,7 +134,7 @@ impl DayAccumulator {
 
     pub fn push(&mut self, fix: &Fix) {
         let date = self.date_of(fix.ts_utc);
-        let day = self.days.entry(date).or_insert_with(|| Partial {
+        let day = self.days.get_or_insert_with(date, || Partial {
             first_fix_utc: fix.ts_utc,
             odometer_ok: true,
             ..Partial::default()
@@ -119,7 +155,7 @@ impl DayAccumulator {
             (Some(a), Some(b)) if b >= a => Some((b - a) as f64),
             (Some(_), Some(_)) => {
                 // Backwards: a reset or another unit's tracker; the day's reading is unusable.
-                if let Some(day) = self.days.get_mut(&date) {
+                if let Some(day) = self.days.get_mut(date) {
                     day.odometer_ok = false;
                 }
                 None
@@ -131,7 +167,7 @@ impl DayAccumulator {
             .into_iter()
             .flatten()
         {
-            if let Some(day) = self.days.get_mut(&share_date) {
+            if let Some(day) = self.days.get_mut(share_date) {
                 day.km_gps += metres * share / 1000.0;
                 day.odometer_m += odometer_m.unwrap_or(0.0) * share;
             }
@@ -176,9 +212,9 @@ impl DayAccumulator {
         // Trips are the complement of stops between the first and last fix.
         let first_fix = self
             .days
-            .values()
-            .next()
-            .map_or(last_fix_utc, |d| d.first_fix_utc);
+            .0
+            .first()
+            .map_or(last_fix_utc, |(_, d)| d.first_fix_utc);
         let mut trips: Vec<(i64, i64)> = Vec::new();
         let mut cursor = first_fix;
         let mut moving_at_start = true;
@@ -193,7 +229,7 @@ impl DayAccumulator {
             trips.push((cursor, last_fix_utc));
         }
         let odometer = OdometerTrust::over(self.use_odometer, self.tolerance_pct, &self.days);
-        for (date, partial) in self.days {
+        for (date, partial) in self.days.0 {
             let (from, to) = day_bounds(zone, date);
             let clip = |a: i64, b: i64| (a.max(from), b.min(to));
             let mut moving_s = 0;
@@ -273,10 +309,12 @@ struct OdometerTrust {
 }
 
 impl OdometerTrust {
-    fn over(wanted: bool, tolerance_pct: f64, days: &BTreeMap<NaiveDate, Partial>) -> Self {
+    fn over(wanted: bool, tolerance_pct: f64, days: &Days) -> Self {
         let tolerance = tolerance_pct / 100.0;
         let (odometer_km, gps_km) = days
-            .values()
+            .0
+            .iter()
+            .map(|(_, d)| d)
             .filter(|d| d.has_odometer && d.odometer_ok)
             .fold((0.0, 0.0), |(o, g), d| {
                 (o + d.odometer_m / 1000.0, g + d.km_gps)
@@ -299,3 +337,37 @@ fn agrees(odometer_km: f64, gps_km: f64, tolerance: f64) -> bool {
 
 /// The local day is the calendar's rule, shared with the simulator and the tools.
 pub use crate::calendar::day_bounds;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_stay_in_date_order_and_are_found_whatever_the_order_they_come_in() {
+        let date = |d: u32| NaiveDate::from_ymd_opt(2026, 8, d).unwrap();
+        let mut days = Days::default();
+        for (d, fixes) in [
+            (12, 1),
+            (12, 2),
+            (14, 3),
+            (10, 4),
+            (13, 5),
+            (14, 6),
+            (10, 7),
+        ] {
+            let partial = days.get_or_insert_with(date(d), Partial::default);
+            partial.fixes += fixes;
+        }
+        let order: Vec<(u32, u32)> = days
+            .0
+            .iter()
+            .map(|(d, p)| (chrono::Datelike::day(d), p.fixes))
+            .collect();
+        assert_eq!(order, [(10, 11), (12, 3), (13, 5), (14, 9)]);
+        assert_eq!(days.get_mut(date(13)).map(|p| p.fixes), Some(5));
+        assert_eq!(days.get_mut(date(10)).map(|p| p.fixes), Some(11));
+        assert!(days.get_mut(date(11)).is_none());
+        assert!(days.get_mut(date(9)).is_none());
+        assert!(days.get_mut(date(15)).is_none());
+    }
+}

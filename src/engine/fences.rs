@@ -150,9 +150,19 @@ impl FenceDetector {
             self.first_utc = fix.ts_utc;
         }
         let threshold = self.threshold();
+        // The cosine of the fix's latitude, for the depth of a fix inside a fence: computed
+        // once here and only when some fence holds the fix (the depth is measured for those
+        // alone). Left inside the closure below, the compiler hoisted the cosine before the
+        // loop and computed it for every fix: ~5 M instructions a worker on the reference week.
+        let cos_lat = inside
+            .iter()
+            .any(|inside| *inside)
+            .then(|| crate::geometry::earth::cos_lat(fix.point()));
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
-            let depth_m = || fences[index].edge_distance_m(fix.point());
+            // Only called for a fix inside fence `index`, so `cos_lat` is known.
+            let depth_m =
+                || fences[index].edge_distance_m_at(fix.point(), cos_lat.unwrap_or(f64::NAN));
             if first {
                 track.inside = now_inside;
                 if now_inside {

@@ -176,15 +176,20 @@ impl Geofence {
     /// How far `p` lies from the fence's edge, metres (inside or out): a circle's from its
     /// radius, a square's or polygon's from the nearest side.
     pub fn edge_distance_m(&self, p: LatLon) -> f64 {
+        self.edge_distance_m_at(p, crate::geometry::earth::cos_lat(p))
+    }
+
+    /// [`Geofence::edge_distance_m`] with `p`'s `earth::cos_lat` already known (the same
+    /// metres): a caller measuring one point against several fences computes it once.
+    pub fn edge_distance_m_at(&self, p: LatLon, cos_lat: f64) -> f64 {
         if let Shape::Circle { centre, radius_m } = &self.shape {
-            return (radius_m - distance_m(*centre, p)).abs();
+            return circle_edge_m(*centre, *radius_m, p);
         }
         // The polygon's ring is the outline (built from it at `new`): read in place, not
         // rebuilt for every fix the engine measures. The same metres as from `outline()`.
         let Some(polygon) = &self.polygon else {
             return f64::INFINITY;
         };
-        let cos_lat = p.lat.to_radians().cos();
         polygon
             .exterior()
             .0
@@ -327,6 +332,14 @@ pub fn ring_area_deg2(vertices: &[LatLon]) -> f64 {
         })
         .sum::<f64>()
         .abs()
+}
+
+/// How far `p` lies from the edge of the circle around `centre`, metres. Not inlined: inlined
+/// into a loop over fences, the haversine's cosine of `p`'s latitude is hoisted before the
+/// loop and computed for every point the caller sees, even when no fence asks for a depth.
+#[inline(never)]
+fn circle_edge_m(centre: LatLon, radius_m: f64, p: LatLon) -> f64 {
+    (radius_m - distance_m(centre, p)).abs()
 }
 
 /// Distance from `p` to the segment `a`–`b`, metres, on a local plane around `p` (exact for

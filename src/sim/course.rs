@@ -1,10 +1,12 @@
 //! What lies along a route: where it runs inside each geofence, and the speed limits there.
 //!
 //! Owns precomputing, once per route, the along-route intervals inside every geofence (found
-//! by sampling every few metres and bisecting each boundary to centimetres). Vehicles move
+//! by sampling every few metres and bisecting each boundary to centimetres; the samples a lower
+//! bound of the distance along the route keeps outside a fence's box are not tested). Vehicles move
 //! only forward along routes, so the simulator detects fence crossings and limit changes by
 //! comparing distances, never by testing points in polygons on the hot path.
 
+use crate::geometry::earth::{LatLon, M_PER_DEG_LAT};
 use crate::geometry::geofence::Geofence;
 use crate::geometry::route::Route;
 
@@ -32,13 +34,10 @@ impl Course {
         let length = route.length_m();
         let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
         let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
-        let mut cursor = route.cursor();
-        let samples: Vec<crate::geometry::earth::LatLon> =
-            (0..=steps).map(|k| cursor.at(along(k)).0).collect();
         for (index, fence) in fences.iter().enumerate() {
             // Points outside the bounding box cannot be inside; most samples stop there.
             let (sw, ne) = fence.bbox();
-            let inside_point = |p: crate::geometry::earth::LatLon| {
+            let inside_point = |p: LatLon| {
                 p.lat >= sw.lat
                     && p.lat <= ne.lat
                     && p.lon >= sw.lon
@@ -46,10 +45,15 @@ impl Course {
                     && fence.contains(p)
             };
             let inside = |s: f64| inside_point(route.at(s).0);
-            let mut previous = inside_point(samples[0]);
+            // A forward cursor gives every sample the same point whichever samples it skipped
+            // (`Route::segment_from` finds the same segment from any earlier hint).
+            let mut cursor = route.cursor();
+            let mut previous = inside_point(cursor.at(along(0)).0);
             let mut start = previous.then_some(0.0);
-            for (step, point) in samples.iter().enumerate().skip(1) {
-                let now = inside_point(*point);
+            let mut step = 1;
+            while step <= steps {
+                let point = cursor.at(along(step)).0;
+                let now = inside_point(point);
                 if now != previous {
                     let boundary = bisect(&inside, along(step - 1), along(step), previous);
                     if now {
@@ -63,6 +67,13 @@ impl Course {
                     }
                     previous = now;
                 }
+                // Far from the box, the samples within that distance along the route are
+                // outside too: the next ones that could be inside are further on.
+                step += if now {
+                    1
+                } else {
+                    (metres_outside(point, sw, ne) / SAMPLE_M).floor().max(1.0) as usize
+                };
             }
             if let Some(from) = start {
                 spans.push(Span {
@@ -102,6 +113,24 @@ impl Course {
     }
 }
 
+/// A lower bound of how far `p` lies outside the box `sw`–`ne` along any route, metres
+/// (0 inside it), capped at [`MAX_SKIP_M`]. Along a route's straight lat/lon segments a
+/// latitude change of Δφ takes at least R·|Δφ| metres of the route's great-circle length, and
+/// a longitude change of Δλ at least (2/π)·R·cos φ·|Δλ| with φ the largest latitude within
+/// reach (the cap keeps it within a degree of `p`'s); halved again for rounding. Only for
+/// skipping samples: a bound too small costs time, one too large would miss a crossing.
+fn metres_outside(p: LatLon, sw: LatLon, ne: LatLon) -> f64 {
+    let lat_gap = (sw.lat - p.lat).max(p.lat - ne.lat).max(0.0);
+    let lon_gap = (sw.lon - p.lon).max(p.lon - ne.lon).max(0.0);
+    let widest = (p.lat.abs() + 1.0).min(89.0).to_radians().cos();
+    let lat_m = lat_gap * M_PER_DEG_LAT;
+    let lon_m = lon_gap * M_PER_DEG_LAT * widest * std::f64::consts::FRAC_2_PI;
+    (0.5 * lat_m.max(lon_m)).min(MAX_SKIP_M)
+}
+
+/// The furthest [`metres_outside`] lets [`Course::new`] skip at once: about 0.45° of latitude.
+const MAX_SKIP_M: f64 = 50_000.0;
+
 /// The boundary between `lo` (on side `lo_side`) and `hi`, to 1 cm.
 fn bisect(inside: &impl Fn(f64) -> bool, mut lo: f64, mut hi: f64, lo_side: bool) -> f64 {
     while hi - lo > 0.01 {
@@ -121,6 +150,112 @@ mod tests {
     use crate::geometry::earth::LatLon;
     use crate::geometry::geofence::Shape;
     use std::path::PathBuf;
+
+    /// The spans found by testing every sample, as before samples far from a fence's box were
+    /// skipped (`metres_outside`).
+    fn spans_sampling_everything(route: &Route, fences: &[Geofence]) -> Vec<Span> {
+        let mut spans = Vec::new();
+        let length = route.length_m();
+        let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
+        let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
+        let mut cursor = route.cursor();
+        let samples: Vec<LatLon> = (0..=steps).map(|k| cursor.at(along(k)).0).collect();
+        for (index, fence) in fences.iter().enumerate() {
+            let (sw, ne) = fence.bbox();
+            let inside_point = |p: LatLon| {
+                p.lat >= sw.lat
+                    && p.lat <= ne.lat
+                    && p.lon >= sw.lon
+                    && p.lon <= ne.lon
+                    && fence.contains(p)
+            };
+            let inside = |s: f64| inside_point(route.at(s).0);
+            let mut previous = inside_point(samples[0]);
+            let mut start = previous.then_some(0.0);
+            for (step, point) in samples.iter().enumerate().skip(1) {
+                let now = inside_point(*point);
+                if now != previous {
+                    let boundary = bisect(&inside, along(step - 1), along(step), previous);
+                    if now {
+                        start = Some(boundary);
+                    } else if let Some(from) = start.take() {
+                        spans.push(Span {
+                            fence: index,
+                            from_m: from,
+                            to_m: boundary,
+                        });
+                    }
+                    previous = now;
+                }
+            }
+            if let Some(from) = start {
+                spans.push(Span {
+                    fence: index,
+                    from_m: from,
+                    to_m: length,
+                });
+            }
+        }
+        spans.sort_by(|a, b| a.from_m.total_cmp(&b.from_m));
+        spans
+    }
+
+    #[test]
+    fn skipping_far_samples_finds_the_spans_every_sample_finds() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let mut paths = crate::geometry::route::route_paths(&root.join("rutas")).unwrap();
+        paths.extend(crate::geometry::route::route_paths(&root.join("rutas/espana")).unwrap());
+        let mut compared = 0;
+        for path in paths {
+            let route = Route::parse(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+            // Fences of every shape and size on, beside and across the line: near points
+            // along it and offset from them by a few metres to a few kilometres.
+            let mut fences = Vec::new();
+            for (i, fraction) in [0.0, 0.13, 0.37, 0.5, 0.71, 0.98].into_iter().enumerate() {
+                let on_line = route.at(route.length_m() * fraction).0;
+                let offset = [0.0, 0.0004, -0.003, 0.02][i % 4];
+                let centre = LatLon::new(on_line.lat + offset, on_line.lon - offset / 2.0);
+                let size = [15.0, 120.0, 700.0, 2500.0][(i + 1) % 4];
+                fences.push(Geofence::new(
+                    format!("c{i}"),
+                    "zona".into(),
+                    Shape::Circle {
+                        centre,
+                        radius_m: size,
+                    },
+                    None,
+                ));
+                fences.push(Geofence::new(
+                    format!("s{i}"),
+                    "zona".into(),
+                    Shape::Square {
+                        centre,
+                        half_side_m: size,
+                    },
+                    Some(30.0),
+                ));
+                let d = size / 111_000.0;
+                fences.push(Geofence::new(
+                    format!("p{i}"),
+                    "zona".into(),
+                    Shape::Polygon {
+                        vertices: vec![
+                            LatLon::new(centre.lat - d, centre.lon - 2.0 * d),
+                            LatLon::new(centre.lat - d / 2.0, centre.lon + d),
+                            LatLon::new(centre.lat + 2.0 * d, centre.lon + d / 3.0),
+                        ],
+                    },
+                    None,
+                ));
+            }
+            let course = Course::new(&route, &fences);
+            let expected = spans_sampling_everything(&route, &fences);
+            assert!(!expected.is_empty(), "{}", path.display());
+            assert_eq!(course.spans, expected, "{}", path.display());
+            compared += expected.len();
+        }
+        assert!(compared > 100, "{compared} spans compared");
+    }
 
     #[test]
     fn depot_fence_covers_both_ends_of_a_loop() {
