@@ -10,11 +10,12 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-use super::coverage::{self, Covered};
+use super::coverage::{self, Covered, CrossingCounts};
 use super::encoding::PositionRow;
 use super::meta;
 use super::schema::{
     ANALYSIS_INDEXES_DDL, ANALYSIS_TABLES_DDL, CHANGE_LOG_DDL, DDL, SCHEMA_VERSION,
+    VEHICLE_INDEXES_DDL,
 };
 use crate::scenario::World;
 
@@ -55,6 +56,9 @@ pub struct SqliteWriter {
     insert_one: String,
     insert_many: String,
     pub rows: u64,
+    /// `cruces_por_dia` counted from the events as they are written ([`Self::seal_analysis`]);
+    /// boxed so that `Writer`'s two variants stay of a size.
+    crossings: Box<CrossingCounts>,
 }
 
 impl SqliteWriter {
@@ -69,8 +73,10 @@ impl SqliteWriter {
         )
         .map_err(wrap)?;
         conn.execute_batch(DDL).map_err(wrap)?;
-        // The analysis's secondary indexes are built by `finish`, after the bulk load.
+        // The analysis's time-keyed indexes are built by `finish`, after the bulk load; those
+        // keyed first by vehicle take the rows at their right edge as they come.
         conn.execute_batch(ANALYSIS_TABLES_DDL).map_err(wrap)?;
+        conn.execute_batch(VEHICLE_INDEXES_DDL).map_err(wrap)?;
         conn.execute_batch(CHANGE_LOG_DDL).map_err(wrap)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(wrap)?;
@@ -81,6 +87,7 @@ impl SqliteWriter {
             insert_one: insert_sql(1),
             insert_many: insert_sql(ROWS_PER_INSERT),
             rows: 0,
+            crossings: Box::default(),
         })
     }
 
@@ -225,8 +232,16 @@ impl SqliteWriter {
             self.conn.execute_batch("BEGIN").map_err(|e| self.wrap(e))?;
             self.in_batch = 1;
         }
-        super::analysis::insert(&self.conn, vehicle_id, analysis, fence_ids, config, now_utc)
-            .map_err(|e| self.wrap(e))
+        super::analysis::insert(
+            &self.conn,
+            vehicle_id,
+            analysis,
+            fence_ids,
+            config,
+            now_utc,
+            Some(&mut self.crossings),
+        )
+        .map_err(|e| write_error(&self.path, &e))
     }
 
     /// What the simulation of `world` records about itself in `meta`, with the positions
@@ -241,14 +256,18 @@ impl SqliteWriter {
     /// triggers are created only now, so the bulk writes above never fire them.
     pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), WriteError> {
         self.commit_open()?;
+        let started = std::time::Instant::now();
         let path = self.path.clone();
         let tx = self
             .conn
             .transaction()
             .map_err(|e| write_error(&path, &e))?;
-        coverage::seal(&tx, covered)
+        // Every `eventos` row of this new file went through `write_analysis`.
+        coverage::seal_with(&tx, covered, Some(&self.crossings))
             .and_then(|()| tx.commit())
-            .map_err(|e| write_error(&path, &e))
+            .map_err(|e| write_error(&path, &e))?;
+        crate::log_debug!("análisis sellado: {:?}", started.elapsed());
+        Ok(())
     }
 
     fn commit_open(&mut self) -> Result<(), WriteError> {
@@ -266,10 +285,14 @@ impl SqliteWriter {
     /// the file.
     pub fn finish(mut self) -> Result<(), WriteError> {
         self.commit_open()?;
+        let started = std::time::Instant::now();
         self.conn
             .execute_batch(ANALYSIS_INDEXES_DDL)
             .map_err(|e| self.wrap(e))?;
+        crate::log_debug!("índices de eventos: {:?}", started.elapsed());
+        let started = std::time::Instant::now();
         super::analysis::analyze_tables(&self.conn).map_err(|e| self.wrap(e))?;
+        crate::log_debug!("estadísticas: {:?}", started.elapsed());
         let path = self.path.clone();
         self.conn
             .close()
@@ -395,13 +418,18 @@ mod tests {
     }
 
     /// The time-keyed indexes of `eventos` are built once after the load (not kept up to
-    /// date row by row while vehicles are written), and the finished file has every one.
+    /// date row by row while vehicles are written: their pages would be spread over the
+    /// whole index), those keyed first by vehicle are there from the start, and the finished
+    /// file has every one.
     #[test]
     fn the_analysis_indexes_are_built_after_the_load() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         let writer = SqliteWriter::create(&path).unwrap();
-        assert_eq!(indexes(&writer.conn), Vec::<String>::new());
+        assert_eq!(
+            indexes(&writer.conn),
+            ["eventos_paradas_por_fin", "eventos_por_vehiculo"]
+        );
         writer.finish().unwrap();
         let conn = Connection::open(&path).unwrap();
         assert_eq!(
