@@ -30,60 +30,7 @@ pub struct Course {
 
 impl Course {
     pub fn new(route: &Route, fences: &[Geofence]) -> Course {
-        let mut spans = Vec::new();
-        let length = route.length_m();
-        let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
-        let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
-        for (index, fence) in fences.iter().enumerate() {
-            // Points outside the bounding box cannot be inside; most samples stop there.
-            let (sw, ne) = fence.bbox();
-            let inside_point = |p: LatLon| {
-                p.lat >= sw.lat
-                    && p.lat <= ne.lat
-                    && p.lon >= sw.lon
-                    && p.lon <= ne.lon
-                    && fence.contains(p)
-            };
-            let inside = |s: f64| inside_point(route.at(s).0);
-            // A forward cursor gives every sample the same point whichever samples it skipped
-            // (`Route::segment_from` finds the same segment from any earlier hint).
-            let mut cursor = route.cursor();
-            let mut previous = inside_point(cursor.at(along(0)).0);
-            let mut start = previous.then_some(0.0);
-            let mut step = 1;
-            while step <= steps {
-                let point = cursor.at(along(step)).0;
-                let now = inside_point(point);
-                if now != previous {
-                    let boundary = bisect(&inside, along(step - 1), along(step), previous);
-                    if now {
-                        start = Some(boundary);
-                    } else if let Some(from) = start.take() {
-                        spans.push(Span {
-                            fence: index,
-                            from_m: from,
-                            to_m: boundary,
-                        });
-                    }
-                    previous = now;
-                }
-                // Far from the box, the samples within that distance along the route are
-                // outside too: the next ones that could be inside are further on.
-                step += if now {
-                    1
-                } else {
-                    (metres_outside(point, sw, ne) / SAMPLE_M).floor().max(1.0) as usize
-                };
-            }
-            if let Some(from) = start {
-                spans.push(Span {
-                    fence: index,
-                    from_m: from,
-                    to_m: length,
-                });
-            }
-        }
-        spans.sort_by(|a, b| a.from_m.total_cmp(&b.from_m));
+        let spans = spans_inside(route, fences, true);
         let limits = spans
             .iter()
             .filter_map(|span| {
@@ -111,6 +58,68 @@ impl Course {
             .map(|(_, limit)| *limit)
             .reduce(f64::min)
     }
+}
+
+/// Where the route runs inside each fence, sorted by where each span starts: samples every
+/// [`SAMPLE_M`] metres, each boundary bisected to a centimetre. With `skip_far`, the samples
+/// that [`metres_outside`] proves outside a fence's box are not tested (the same spans; the
+/// test compares both ways).
+fn spans_inside(route: &Route, fences: &[Geofence], skip_far: bool) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let length = route.length_m();
+    let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
+    let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
+    for (index, fence) in fences.iter().enumerate() {
+        // Points outside the bounding box cannot be inside; most samples stop there.
+        let (sw, ne) = fence.bbox();
+        let inside_point = |p: LatLon| {
+            p.lat >= sw.lat
+                && p.lat <= ne.lat
+                && p.lon >= sw.lon
+                && p.lon <= ne.lon
+                && fence.contains(p)
+        };
+        let inside = |s: f64| inside_point(route.at(s).0);
+        // A forward cursor gives every sample the same point whichever samples it skipped
+        // (`Route::segment_from` finds the same segment from any earlier hint).
+        let mut cursor = route.cursor();
+        let mut previous = inside_point(cursor.at(along(0)).0);
+        let mut start = previous.then_some(0.0);
+        let mut step = 1;
+        while step <= steps {
+            let point = cursor.at(along(step)).0;
+            let now = inside_point(point);
+            if now != previous {
+                let boundary = bisect(&inside, along(step - 1), along(step), previous);
+                if now {
+                    start = Some(boundary);
+                } else if let Some(from) = start.take() {
+                    spans.push(Span {
+                        fence: index,
+                        from_m: from,
+                        to_m: boundary,
+                    });
+                }
+                previous = now;
+            }
+            // Far from the box, the samples within that distance along the route are
+            // outside too: the next ones that could be inside are further on.
+            step += if now || !skip_far {
+                1
+            } else {
+                (metres_outside(point, sw, ne) / SAMPLE_M).floor().max(1.0) as usize
+            };
+        }
+        if let Some(from) = start {
+            spans.push(Span {
+                fence: index,
+                from_m: from,
+                to_m: length,
+            });
+        }
+    }
+    spans.sort_by(|a, b| a.from_m.total_cmp(&b.from_m));
+    spans
 }
 
 /// A lower bound of how far `p` lies outside the box `sw`–`ne` along any route, metres
@@ -150,55 +159,6 @@ mod tests {
     use crate::geometry::earth::LatLon;
     use crate::geometry::geofence::Shape;
     use std::path::PathBuf;
-
-    /// The spans found by testing every sample, as before samples far from a fence's box were
-    /// skipped (`metres_outside`).
-    fn spans_sampling_everything(route: &Route, fences: &[Geofence]) -> Vec<Span> {
-        let mut spans = Vec::new();
-        let length = route.length_m();
-        let steps = (length / SAMPLE_M).ceil().max(1.0) as usize;
-        let along = |step: usize| (step as f64 * SAMPLE_M).min(length);
-        let mut cursor = route.cursor();
-        let samples: Vec<LatLon> = (0..=steps).map(|k| cursor.at(along(k)).0).collect();
-        for (index, fence) in fences.iter().enumerate() {
-            let (sw, ne) = fence.bbox();
-            let inside_point = |p: LatLon| {
-                p.lat >= sw.lat
-                    && p.lat <= ne.lat
-                    && p.lon >= sw.lon
-                    && p.lon <= ne.lon
-                    && fence.contains(p)
-            };
-            let inside = |s: f64| inside_point(route.at(s).0);
-            let mut previous = inside_point(samples[0]);
-            let mut start = previous.then_some(0.0);
-            for (step, point) in samples.iter().enumerate().skip(1) {
-                let now = inside_point(*point);
-                if now != previous {
-                    let boundary = bisect(&inside, along(step - 1), along(step), previous);
-                    if now {
-                        start = Some(boundary);
-                    } else if let Some(from) = start.take() {
-                        spans.push(Span {
-                            fence: index,
-                            from_m: from,
-                            to_m: boundary,
-                        });
-                    }
-                    previous = now;
-                }
-            }
-            if let Some(from) = start {
-                spans.push(Span {
-                    fence: index,
-                    from_m: from,
-                    to_m: length,
-                });
-            }
-        }
-        spans.sort_by(|a, b| a.from_m.total_cmp(&b.from_m));
-        spans
-    }
 
     #[test]
     fn skipping_far_samples_finds_the_spans_every_sample_finds() {
@@ -249,7 +209,7 @@ mod tests {
                 ));
             }
             let course = Course::new(&route, &fences);
-            let expected = spans_sampling_everything(&route, &fences);
+            let expected = spans_inside(&route, &fences, false);
             assert!(!expected.is_empty(), "{}", path.display());
             assert_eq!(course.spans, expected, "{}", path.display());
             compared += expected.len();
