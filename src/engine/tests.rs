@@ -121,7 +121,7 @@ fn a_stop_on_the_antimeridian_is_one_stop_there() {
             secs: 300,
         },
     ];
-    let jitter = |i: usize| if i % 2 == 0 { 4.0 } else { -4.0 };
+    let jitter = |i: usize| if i.is_multiple_of(2) { 4.0 } else { -4.0 };
     let moved = |to_lon: f64| {
         let mut fixes = track(&segments, jitter);
         let still: Vec<f64> = fixes
