@@ -48,6 +48,11 @@ struct Centre {
     lat_sum: f64,
     lon_sum: f64,
     n: f64,
+    /// The first fix's longitude: a fix more than 180° from it lies across the antimeridian
+    /// (a unit parked on it reads 179.9999° and −179.9999°) and is summed a turn nearer, so
+    /// the mean is not a point half the world away. Elsewhere no fix ever is, and the sums
+    /// are the plain ones, bit for bit.
+    first_lon: f64,
 }
 
 impl Centre {
@@ -56,15 +61,27 @@ impl Centre {
             lat_sum: fix.lat,
             lon_sum: fix.lon,
             n: 1.0,
+            first_lon: fix.lon,
         }
     }
     fn add(&mut self, fix: &Fix) {
         self.lat_sum += fix.lat;
-        self.lon_sum += fix.lon;
+        self.lon_sum += match fix.lon - self.first_lon {
+            turn if turn > 180.0 => fix.lon - 360.0,
+            turn if turn < -180.0 => fix.lon + 360.0,
+            _ => fix.lon,
+        };
         self.n += 1.0;
     }
     fn point(&self) -> LatLon {
-        LatLon::new(self.lat_sum / self.n, self.lon_sum / self.n)
+        let lon = self.lon_sum / self.n;
+        // Back within ±180° when the turns summed put the mean past the meridian.
+        let lon = match lon {
+            lon if lon > 180.0 => lon - 360.0,
+            lon if lon < -180.0 => lon + 360.0,
+            lon => lon,
+        };
+        LatLon::new(self.lat_sum / self.n, lon)
     }
 }
 

@@ -105,6 +105,60 @@ fn a_stop_is_back_dated_to_the_halt() {
     );
 }
 
+/// A unit parked on the antimeridian (Taveuni, Fiji): its fixes' longitudes flip between
+/// 179.9999° and −179.9999° with the noise. Its stop is one stop at the meridian, as the same
+/// track a degree west gives, not a centre averaged to longitude 0 that every fix is far from.
+#[test]
+fn a_stop_on_the_antimeridian_is_one_stop_there() {
+    let segments = [
+        Seg::Drive {
+            kmh: 36.0,
+            secs: 300,
+        },
+        Seg::Stand { secs: 900 },
+        Seg::Drive {
+            kmh: 36.0,
+            secs: 300,
+        },
+    ];
+    let jitter = |i: usize| if i.is_multiple_of(2) { 4.0 } else { -4.0 };
+    let moved = |to_lon: f64| {
+        let mut fixes = track(&segments, jitter);
+        let still: Vec<f64> = fixes
+            .iter()
+            .filter(|f| f.speed_kmh == 0.0)
+            .map(|f| f.lon)
+            .collect();
+        let parked = still.iter().sum::<f64>() / still.len() as f64;
+        for f in &mut fixes {
+            f.lat -= ORIGIN.lat + 16.79;
+            f.lon += to_lon - parked;
+            if f.lon >= 180.0 {
+                f.lon -= 360.0;
+            }
+        }
+        fixes
+    };
+    let control = run(&moved(179.0), &[]);
+    assert_eq!(control.stops.len(), 1, "{:?}", control.stops);
+    let fixes = moved(180.0);
+    assert!(fixes.iter().any(|f| f.speed_kmh == 0.0 && f.lon < 0.0));
+    assert!(fixes.iter().any(|f| f.speed_kmh == 0.0 && f.lon > 0.0));
+    let a = run(&fixes, &[]);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    let (stop, twin) = (&a.stops[0], &control.stops[0]);
+    assert_eq!(
+        (stop.start_utc, stop.end_utc),
+        (twin.start_utc, twin.end_utc)
+    );
+    let at = LatLon::new(stop.lat, stop.lon);
+    assert!(
+        crate::geometry::earth::distance_m(at, LatLon::new(-16.79, 180.0)) < 5.0,
+        "{at:?}"
+    );
+    assert!((-180.0..=180.0).contains(&stop.lon), "{at:?}");
+}
+
 #[test]
 fn a_traffic_halt_is_not_a_stop() {
     let fixes = track(

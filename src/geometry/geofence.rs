@@ -201,6 +201,19 @@ impl Geofence {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// Whether the outline reaches past longitude ±180° or has a side spanning more than 180°
+    /// of longitude (one whose short way crosses the antimeridian). Containment, edge
+    /// distances and the bounds shortcut all work in plain longitudes that never wrap, so such
+    /// a fence would hold points on one side only, or the wrong half of the world: the
+    /// scenario refuses it.
+    pub fn crosses_antimeridian(&self) -> bool {
+        let outline = self.outline();
+        outline.iter().any(|p| p.lon.abs() > 180.0)
+            || outline
+                .windows(2)
+                .any(|side| (side[1].lon - side[0].lon).abs() > 180.0)
+    }
+
     /// Bounding box of the outline: (south-west, north-east).
     pub fn bbox(&self) -> (LatLon, LatLon) {
         let outline = self.outline();

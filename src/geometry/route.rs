@@ -46,6 +46,32 @@ pub struct StopFile {
     pub lon: f64,
 }
 
+/// Why a line crossing the antimeridian (longitude ±180°) is refused, naming the first
+/// segment that does, or `None`. Positions along a route are interpolated in degrees
+/// (`earth::lerp`) and the whole crate measures and offsets in plain longitudes, none of it
+/// wrapping at ±180°, while a great-circle length takes the short way across: a segment from
+/// 179.99° to −179.99° would be 2 km long on paper and driven the other way round the world
+/// (hundreds of thousands of phantom kilometres). A segment spanning more than 180° of
+/// longitude is exactly one whose short way crosses the antimeridian.
+pub fn antimeridian_crossing(points: &[LatLon]) -> Option<String> {
+    let index = points
+        .windows(2)
+        .position(|pair| (pair[1].lon - pair[0].lon).abs() > 180.0)?;
+    let (a, b) = (points[index], points[index + 1]);
+    Some(format!(
+        "la polilínea cruza el antimeridiano (longitud ±180°) entre el vértice n.º {} \
+         ({:.5}, {:.5}) y el n.º {} ({:.5}, {:.5}); flota no admite rutas que lo crucen \
+         (calcula en grados de longitud sin dar la vuelta en ±180°): trace la ruta a un solo \
+         lado del meridiano 180",
+        index + 1,
+        a.lat,
+        a.lon,
+        index + 2,
+        b.lat,
+        b.lon
+    ))
+}
+
 /// A stop placed on its route.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteStop {
@@ -191,6 +217,9 @@ impl Route {
             return Err(invalid(format!(
                 "coordenada fuera de rango en la polilínea: {bad:?}"
             )));
+        }
+        if let Some(problem) = antimeridian_crossing(&points) {
+            return Err(invalid(problem));
         }
         let mut cum_m = Vec::with_capacity(points.len());
         let mut total = 0.0;
@@ -539,6 +568,34 @@ mod tests {
             "la primera parada 'cedis_z12'",
         );
         check_invalid(|f| f.distancia_m = 5_000, "no corresponde a la polilínea");
+        // Taveuni (Fiji), whose coast road crosses the 180th meridian: 6 km on the short way,
+        // which is what distancia_m says, so only the crossing check catches it.
+        check_invalid(
+            |f| {
+                let line = [
+                    LatLon::new(-16.7700, 179.9850),
+                    LatLon::new(-16.7880, 179.9950),
+                    LatLon::new(-16.8000, -179.9950),
+                    LatLon::new(-16.8150, -179.9850),
+                ];
+                f.polilinea = RouteFile::encode(&line);
+                f.distancia_m = 5_950;
+                f.paradas = vec![
+                    StopFile {
+                        nombre: "matei".into(),
+                        lat: -16.77,
+                        lon: 179.985,
+                    },
+                    StopFile {
+                        nombre: "somosomo".into(),
+                        lat: -16.815,
+                        lon: -179.985,
+                    },
+                ];
+            },
+            "la polilínea cruza el antimeridiano (longitud ±180°) entre el vértice n.º 2 \
+             (-16.78800, 179.99500) y el n.º 3 (-16.80000, -179.99500)",
+        );
         let path = PathBuf::from("x.json");
         let err = Route::parse("{\"nombre\": 5}", &path)
             .unwrap_err()

@@ -429,12 +429,20 @@ fn geofences(
                 .key("limite_kmh")
                 .value(&format!("{what} limite_kmh"), limit, 1.0, 300.0)?;
         }
-        fences.push(Geofence::new(
+        let fence = Geofence::new(
             f.nombre.trim().to_owned(),
             f.tipo.clone(),
             shape,
             f.limite_kmh,
-        ));
+        );
+        if fence.crosses_antimeridian() {
+            return check.fail(format!(
+                "{what} cruza el antimeridiano (longitud ±180°): flota no admite geocercas que lo \
+                 crucen (mide en grados de longitud sin dar la vuelta en ±180°); dibújela a un solo \
+                 lado del meridiano 180"
+            ));
+        }
+        fences.push(fence);
     }
     Ok(fences)
 }

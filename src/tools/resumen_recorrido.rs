@@ -100,12 +100,12 @@ pub struct Output {
     #[schemars(description = "Primera salida del día (HH:MM:SS), o null si no se movió")]
     pub hora_salida: Option<String>,
     #[schemars(
-        description = "Última llegada del día (HH:MM:SS); null si no se movió o si sigue fuera ahora (ver retorno)"
+        description = "Última llegada del día (HH:MM:SS); null si no se movió, si sigue fuera ahora o si el día terminó con la unidad en ruta (ver retorno)"
     )]
     pub hora_retorno: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
-        description = "Solo si la unidad sigue fuera ahora (en ruta o detenida sin haber terminado la jornada): por qué no hay hora de retorno"
+        description = "Solo si la unidad sigue fuera ahora (en ruta o detenida sin haber terminado la jornada) o seguía en ruta al terminar el día (un turno que cruza la medianoche): por qué no hay hora de retorno"
     )]
     pub retorno: Option<String>,
     pub duracion_jornada_min: f64,
@@ -192,6 +192,14 @@ impl TypedTool for ResumenRecorrido {
                 .stops
                 .iter()
                 .any(|s| s.end_utc.is_none() && s.end_of_day);
+        // Still driving when the day ended (a night shift past midnight): the engine clips
+        // the trip at the day's end, which `clock` would show as "00:00:00", the next day's
+        // midnight read as this day's (and on a day that starts at 01:00, an hour it lacks).
+        // It did not return that day.
+        let out_at_day_end = day.last_move_utc.is_some_and(|t| t >= day_end);
+        let day_end_date = date
+            .succ_opt()
+            .map_or_else(String::new, |d| format!("{} {d}", dates::weekday_es(d)));
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
@@ -202,13 +210,23 @@ impl TypedTool for ResumenRecorrido {
             hora_salida: day.first_move_utc.map(|t| clock(zone, t)),
             hora_retorno: day
                 .last_move_utc
-                .filter(|_| !still_out)
+                .filter(|_| !still_out && !out_at_day_end)
                 .map(|t| clock(zone, t)),
-            retorno: still_out.then(|| {
-                "sigue fuera: no ha vuelto ni terminado la jornada (en ruta o detenida con el \
-                 motor encendido)"
-                    .to_owned()
-            }),
+            retorno: if still_out {
+                Some(
+                    "sigue fuera: no ha vuelto ni terminado la jornada (en ruta o detenida con \
+                     el motor encendido)"
+                        .to_owned(),
+                )
+            } else if out_at_day_end {
+                Some(format!(
+                    "sigue en ruta al terminar el día: la jornada continúa el {} (cruza la \
+                     medianoche)",
+                    day_end_date
+                ))
+            } else {
+                None
+            },
             duracion_jornada_min: match (day.first_move_utc, day.last_move_utc) {
                 (Some(a), Some(b)) => minutes(b - a),
                 _ => 0.0,

@@ -43,6 +43,8 @@
 //! - `tools`: the fleet tools' contract: names, normalisation, business errors, caps;
 //! - `wall_clock`: property test of the simulator's truth on any clock (DST, night shifts,
 //!   several zones, timed injections);
+//! - `other_places`: a Santiago de Chile fleet (`tests/lugares/`), whose clocks change at
+//!   midnight, through the tools: kilometres per local day, the hour Sunday lacks, alert days;
 //! - `settings`: environment variables reach the verbs that use them, and only those;
 //! - `views`: the map views' data (`flota::ui::datos`) against `mapa_recorrido` and the
 //!   positions (the views themselves run in a browser: tests/browser/);
@@ -85,6 +87,7 @@ mod kilometres;
 #[cfg(unix)]
 mod live;
 mod maps;
+mod other_places;
 mod paths;
 mod pg;
 mod protocol;

@@ -1335,6 +1335,21 @@ fn bad_drawn_routes_are_named_and_nothing_is_written() {
             ),
             "coordenada.kml: el Placemark «tramo» tiene una coordenada ilegible «-90.5»",
         ),
+        // Taveuni's coast road across the 180th meridian: positions are interpolated in plain
+        // degrees, so it would be driven round the world; refused, naming the segment.
+        (
+            write(
+                "antimeridiano.geojson",
+                r#"{"type": "FeatureCollection", "features": [
+                    {"type": "Feature", "properties": {"name": "costa"}, "geometry": {"type": "LineString",
+                     "coordinates": [[179.985, -16.77], [179.995, -16.788], [-179.995, -16.8], [-179.985, -16.815]]}},
+                    {"type": "Feature", "properties": {"nombre": "matei"}, "geometry": {"type": "Point", "coordinates": [179.985, -16.77]}},
+                    {"type": "Feature", "properties": {"nombre": "somosomo"}, "geometry": {"type": "Point", "coordinates": [-179.985, -16.815]}}]}"#,
+            ),
+            "antimeridiano.geojson: la ruta no pasa las comprobaciones de flota (la polilínea cruza \
+             el antimeridiano (longitud ±180°) entre el vértice n.º 2 (-16.78800, 179.99500) y el \
+             n.º 3 (-16.80000, -179.99500)",
+        ),
     ];
     for (path, needle) in cases {
         let out = flota(

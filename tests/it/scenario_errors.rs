@@ -133,6 +133,20 @@ fn semantic_errors_name_the_culprit() {
         replace("medio_lado_m = 650", "medio_lado_m = -5"),
         "medio_lado_m = -5 fuera de los límites",
     );
+    // Fences across the 180th meridian (Taveuni, Fiji): every containment and edge test works
+    // in plain longitudes, so they are refused rather than held on one side only.
+    for shape in [
+        "circulo = { centro = [-16.788, 179.999], radio_m = 300 }",
+        "cuadrado = { centro = [-16.788, -179.999], medio_lado_m = 300 }",
+        "poligono = [[-16.78, 179.99], [-16.78, -179.99], [-16.80, -179.99], [-16.80, 179.99]]",
+    ] {
+        check(
+            move |text| {
+                format!("{text}\n[[geocercas]]\nnombre = \"Waiyevo\"\ntipo = \"x\"\n{shape}\n")
+            },
+            "geocerca 'Waiyevo' cruza el antimeridiano (longitud ±180°)",
+        );
+    }
 }
 
 /// Semantic errors name their line and column too, as syntax errors do; a duplicate table or

@@ -73,11 +73,20 @@ fn error(path: &Path, e: &::gpx::errors::GpxError) -> FileError {
             element(tag),
             format!("le falta el atributo {attribute}"),
         ),
-        E::LonLatOutOfBoundsError(what, range, value) => FileError::new(
-            path,
-            element("trkpt"),
-            format!("{what} {value} fuera de {range}"),
-        ),
+        // The crate names the coordinate in English and not the element (any point: trkpt,
+        // rtept or wpt). GPX's longitude runs [-180, 180): the antimeridian is written −180.
+        E::LonLatOutOfBoundsError(what, range, value) => {
+            let (coordinate, hint) = if what.eq_ignore_ascii_case("longitude") {
+                ("la longitud", " (el meridiano 180 se escribe -180)")
+            } else {
+                ("la latitud", "")
+            };
+            FileError::new(
+                path,
+                "un punto",
+                format!("{coordinate} {value} está fuera del intervalo de GPX {range}{hint}"),
+            )
+        }
         E::Iso8601Error(_) => FileError::new(path, element("time"), "la hora no es ISO 8601"),
         E::ParseFloatError(_) => FileError::new(path, "", "un número no es válido"),
         E::UnknownVersionError(_) => FileError::new(
@@ -145,5 +154,17 @@ mod tests {
             "la hora no es ISO 8601",
         );
         check("no es xml", "elemento <gpx>: falta la etiqueta de apertura");
+        // A point on the antimeridian written 180 (GPX wants -180), and a latitude past a
+        // pole: the coordinate in Spanish, whichever element holds it.
+        check(
+            &format!(
+                "{HEAD}<wpt lat=\"-16.79\" lon=\"180\"><time>2026-08-19T21:30:00Z</time></wpt></gpx>"
+            ),
+            "un punto: la longitud 180 está fuera del intervalo de GPX [-180.0, 180.0) (el meridiano 180 se escribe -180)",
+        );
+        check(
+            &format!("{HEAD}<trk><trkseg><trkpt lat=\"91\" lon=\"2\"/></trkseg></trk></gpx>"),
+            "un punto: la latitud 91 está fuera del intervalo de GPX",
+        );
     }
 }
