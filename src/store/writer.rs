@@ -557,7 +557,6 @@ mod tests {
                 "eventos_entradas",
                 "eventos_paradas_por_fin",
                 "eventos_por_fin",
-                "eventos_por_tipo",
                 "eventos_por_vehiculo",
                 "eventos_prolongadas"
             ]
