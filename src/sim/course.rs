@@ -23,8 +23,11 @@ pub struct Span {
 
 #[derive(Debug, Clone, Default)]
 pub struct Course {
+    /// Sorted by `from_m` (and each span's `from_m <= to_m`): the readers below and the
+    /// simulator's per-step loops stop at the first span starting beyond the point they ask
+    /// about, rather than reading every fence the route crosses at every step.
     pub spans: Vec<Span>,
-    /// Spans of fences that carry a speed limit, with that limit.
+    /// Spans of fences that carry a speed limit, with that limit; sorted like `spans`.
     pub limits: Vec<(Span, f64)>,
 }
 
@@ -46,7 +49,8 @@ impl Course {
     pub fn fences_at(&self, along_m: f64) -> impl Iterator<Item = usize> + '_ {
         self.spans
             .iter()
-            .filter(move |s| s.from_m <= along_m && along_m <= s.to_m)
+            .take_while(move |s| s.from_m <= along_m)
+            .filter(move |s| along_m <= s.to_m)
             .map(|s| s.fence)
     }
 
@@ -54,7 +58,8 @@ impl Course {
     pub fn fence_limit_kmh(&self, along_m: f64) -> Option<f64> {
         self.limits
             .iter()
-            .filter(|(s, _)| s.from_m <= along_m && along_m <= s.to_m)
+            .take_while(|(s, _)| s.from_m <= along_m)
+            .filter(|(s, _)| along_m <= s.to_m)
             .map(|(_, limit)| *limit)
             .reduce(f64::min)
     }
@@ -213,6 +218,39 @@ mod tests {
             assert!(!expected.is_empty(), "{}", path.display());
             assert_eq!(course.spans, expected, "{}", path.display());
             compared += expected.len();
+            // The order the readers and the simulator's per-step loops stop early on: the
+            // same answers as reading every span.
+            assert!(
+                course.spans.windows(2).all(|w| w[0].from_m <= w[1].from_m)
+                    && course.spans.iter().all(|s| s.from_m <= s.to_m),
+                "{}",
+                path.display()
+            );
+            let mut along = 0.0;
+            while along <= route.length_m() {
+                let inside = |s: &Span| s.from_m <= along && along <= s.to_m;
+                let fences: Vec<usize> = course.fences_at(along).collect();
+                let all: Vec<usize> = course
+                    .spans
+                    .iter()
+                    .filter(|s| inside(s))
+                    .map(|s| s.fence)
+                    .collect();
+                assert_eq!(fences, all, "{} at {along}", path.display());
+                let limit = course
+                    .limits
+                    .iter()
+                    .filter(|(s, _)| inside(s))
+                    .map(|(_, l)| *l)
+                    .reduce(f64::min);
+                assert_eq!(
+                    course.fence_limit_kmh(along),
+                    limit,
+                    "{} at {along}",
+                    path.display()
+                );
+                along += 3.7;
+            }
         }
         assert!(compared > 100, "{compared} spans compared");
     }

@@ -325,6 +325,23 @@ fn crossings_sql(exits: bool, index: &str) -> String {
     }
 }
 
+/// [`SqliteStore::first_crossings`] through `index` (an `INDEXED BY` clause, or nothing).
+/// Entries go through the partial index of visits (`eventos_entradas`: already in time order,
+/// and what the entries count reads, so a file needs no index of every kind by start time for
+/// them); ties come in the same order as through the old `(tipo, inicio_utc, vehiculo_id, …)`
+/// one, by vehicle then id.
+fn first_crossings_sql(exits: bool, index: &str) -> String {
+    if exits {
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos {index} WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2 ORDER BY fin_utc LIMIT ?3"
+        )
+    } else {
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM eventos {index} WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 ORDER BY inicio_utc LIMIT ?3"
+        )
+    }
+}
+
 /// [`SqliteStore::crossings_by_vehicle`]'s whole days: each vehicle-day's entries or exits
 /// in `[?1, ?2)`, days by their first second, off the table's key.
 fn crossing_days_sql(exits: bool) -> String {
@@ -633,7 +650,8 @@ impl SqliteStore {
         }
         // Read the vehicle column straight off a covering index and count here: cheaper than
         // SQLite's temporary B-tree for a GROUP BY over a range ordered by time. Entries come
-        // from the partial index of visits alone (half the pages of `eventos_por_tipo`).
+        // from the partial index of visits alone (half the pages of `eventos_por_tipo`, which
+        // only files written before it existed have, and which new files no longer have).
         let (preferred, fallback) = if exits {
             let sql = crossings_sql(true, "eventos_por_fin");
             (sql.clone(), sql)
@@ -699,21 +717,18 @@ impl SqliteStore {
         to_utc: i64,
         limit: usize,
     ) -> Result<Vec<EventRow>, StoreError> {
-        let sql = if exits {
-            format!(
-                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND fin_utc >= ?1 AND fin_utc < ?2 ORDER BY fin_utc LIMIT ?3"
-            )
+        let (preferred, fallback) = if exits {
+            let sql = first_crossings_sql(true, "");
+            (sql.clone(), sql)
         } else {
-            format!(
-                "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = '{VISIT}' AND inicio_utc >= ?1 AND inicio_utc < ?2 AND desde_inicio_datos = 0 ORDER BY inicio_utc LIMIT ?3"
+            (
+                first_crossings_sql(false, "INDEXED BY eventos_entradas"),
+                first_crossings_sql(false, ""),
             )
         };
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_map(params![from_utc, to_utc, limit as i64], event)?
-                    .collect()
-            })
+        let mut stmt = self.prepare_either(&preferred, &fallback)?;
+        stmt.query_map(params![from_utc, to_utc, limit as i64], event)
+            .and_then(|rows| rows.collect())
             .map_err(|e| self.err(e))
     }
 
@@ -821,7 +836,7 @@ mod tests {
     use rusqlite::Connection;
 
     use super::*;
-    use crate::store::schema::{ANALYSIS_DDL, CROSSINGS_DDL, DDL};
+    use crate::store::schema::{ANALYSIS_DDL, CROSSINGS_DDL, CROSSINGS_FILL, DDL};
 
     /// How SQLite would run `sql` on a file with every analysis index, one line per step.
     fn plan(sql: &str) -> String {
@@ -928,6 +943,23 @@ mod tests {
                 plan.contains("SEARCH cruces_por_dia USING PRIMARY KEY (dia_utc>? AND dia_utc<?)"),
                 "{plan}"
             );
+        }
+        // The first entries (the crossing detail) and the fill's entries half read the
+        // partial index of visits: no file written now has an index of every kind by start
+        // time, without which the planner took the table or `eventos_por_fin` and a sort.
+        let first = plan(&first_crossings_sql(false, "INDEXED BY eventos_entradas"));
+        assert!(
+            first.contains("USING INDEX eventos_entradas (inicio_utc>? AND inicio_utc<?)"),
+            "{first}"
+        );
+        assert!(!first.contains("TEMP B-TREE"), "{first}");
+        let fill = CROSSINGS_FILL
+            .split(';')
+            .find(|sql| sql.contains("INSERT"))
+            .unwrap();
+        let fill = plan(fill);
+        for index in ["eventos_entradas", "eventos_por_fin"] {
+            assert!(fill.contains(&format!("COVERING INDEX {index}")), "{fill}");
         }
         let fixes = plan(&last_fixes_sql());
         assert!(fixes.starts_with("SCAN v"), "{fixes}");

@@ -127,16 +127,19 @@ pub const ANALYSIS_TABLES_DDL: &str = analysis_tables_ddl!();
 /// The secondary indexes of `eventos`. The alert view reads only indexes (`alertas` over a
 /// month on 1,000 units read 1,300 table pages for 1,400 rows before they covered it):
 /// speeding and signal losses with what ranks them (`eventos_alertas`), long-stop candidates
-/// with their ends (`eventos_prolongadas`), geofence entries counted from an index of visits alone
-/// (`eventos_entradas`: half the pages of `eventos_por_tipo`, a seventh fewer SQLite steps;
-/// exits stay on `eventos_por_fin`, as such an index of them halved the pages but took a fifth
-/// more steps); a unit's stops by end time
+/// with their ends (`eventos_prolongadas`), geofence entries counted and listed from an index of
+/// visits alone (`eventos_entradas`: half the pages of the index of every kind by start time,
+/// `eventos_por_tipo`, a seventh fewer SQLite steps; exits stay on `eventos_por_fin`, as such an
+/// index of them halved the pages but took a fifth more steps); a unit's stops by end time
 /// (`eventos_paradas_por_fin`) find the stop under way and the last one ended without reading
 /// its earlier stops. All but the first two ([`VEHICLE_INDEXES_DDL`]) are keyed by kind and
 /// time across vehicles, so a vehicle's events land on leaf pages spread over the whole index: kept
 /// up to date row by row while `flota simular` writes vehicle after vehicle, they made
 /// SQLite write and read back pages far beyond its cache (14.7 GB written for a 2.4 GB
-/// file). Built once at the end of the load, they are one sort.
+/// file). Built once at the end of the load, they are one sort. `eventos_por_tipo` is no
+/// longer made: once the entries were read from `eventos_entradas` nothing a tool runs used it,
+/// and it was the dearest of the builds at the end of `flota simular` (a text kind first).
+/// Older files keep theirs; readers fall back to it only where `eventos_entradas` is missing.
 pub const ANALYSIS_INDEXES_DDL: &str = analysis_indexes_ddl!();
 
 /// The indexes of `eventos` keyed first by vehicle. `flota simular` writes the events vehicle
@@ -163,7 +166,6 @@ macro_rules! analysis_indexes_ddl {
         concat!(
             vehicle_indexes_ddl!(),
             "
-CREATE INDEX IF NOT EXISTS eventos_por_tipo ON eventos (tipo, inicio_utc, vehiculo_id, desde_inicio_datos);
 CREATE INDEX IF NOT EXISTS eventos_por_fin ON eventos (tipo, fin_utc, vehiculo_id);
 CREATE INDEX IF NOT EXISTS eventos_prolongadas ON eventos (inicio_utc, vehiculo_id, fin_utc)
     WHERE tipo = 'parada' AND fin_de_jornada = 0 AND (prolongada = 1 OR fin_utc IS NULL);
@@ -256,12 +258,14 @@ pub const CROSSINGS_TABLE: &str = "cruces_por_dia";
 /// [`CROSSINGS_DDL`]'s table filled from `eventos` (after its rows were written in bulk with
 /// the triggers off). A day is its first second: `ts - ((ts % 86400) + 86400) % 86400`
 /// (SQLite's `%` keeps the dividend's sign, so the remainder is made non-negative for
-/// instants before 1970).
+/// instants before 1970). The entries are read off `eventos_entradas` (the partial index of
+/// exactly those rows; without `eventos_por_tipo` the planner would take `eventos_por_fin` and
+/// the table): the fill runs only after [`ANALYSIS_DDL`] has made sure it exists.
 pub const CROSSINGS_FILL: &str = "
 DELETE FROM cruces_por_dia;
 INSERT INTO cruces_por_dia (dia_utc, vehiculo_id, entradas, salidas)
 SELECT ts - ((ts % 86400) + 86400) % 86400 AS dia, vehiculo_id, sum(entrada), sum(salida) FROM (
-    SELECT inicio_utc AS ts, vehiculo_id, 1 AS entrada, 0 AS salida FROM eventos
+    SELECT inicio_utc AS ts, vehiculo_id, 1 AS entrada, 0 AS salida FROM eventos INDEXED BY eventos_entradas
     WHERE tipo = 'visita_geocerca' AND desde_inicio_datos = 0
     UNION ALL
     SELECT fin_utc, vehiculo_id, 0, 1 FROM eventos

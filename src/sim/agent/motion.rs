@@ -44,11 +44,14 @@ impl<S: Sink> Agent<'_, S> {
             + 40.0;
         let reach = self.along_m + horizon;
         let halt = self.halts.front().map_or(f64::NEG_INFINITY, |h| h.along_m);
+        // The limits are sorted by where they start: none from the first starting beyond
+        // `reach` on has a boundary within it.
+        let within = |b: f64| b > self.along_m && b <= reach;
         let limit_change = self.courses[self.route]
             .limits
             .iter()
-            .flat_map(|(span, _)| [span.from_m, span.to_m])
-            .any(|b| b > self.along_m && b <= reach);
+            .take_while(|(span, _)| span.from_m <= reach)
+            .any(|(span, _)| within(span.from_m) || within(span.to_m));
         if halt <= reach || limit_change {
             return 1000;
         }
@@ -195,6 +198,10 @@ impl<S: Sink> Agent<'_, S> {
             let length = self.routes[self.route].length_m();
             let courses = self.courses;
             for span in &courses[self.route].spans {
+                // Sorted by start: from here on no span starts or ends by `s1`.
+                if span.from_m > s1 {
+                    break;
+                }
                 if s0 < span.from_m && span.from_m <= s1 && self.visits[span.fence].is_none() {
                     self.visits[span.fence] = Some(Some(at(span.from_m)));
                 }
