@@ -723,3 +723,113 @@ fn the_reference_week_has_the_reference_shape() {
         assert!(meta.iter().any(|(k, _)| k == key), "meta lacks {key}");
     }
 }
+
+/// A route whose first delivery is at the depot itself (loading before the loop) and whose
+/// two next deliveries share one address: the unit never moves between them, so the truth
+/// has one stop there, not two a second apart — a stop is a maximal interval at speed zero —
+/// and the engine, which sees one standing period, scores as on any route.
+#[test]
+fn halts_at_the_same_place_are_one_stop_in_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("rutas");
+    std::fs::create_dir(&routes).unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("rutas/espana/md01_castellana.json");
+    let mut route: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
+    let stops = route["paradas"].as_array_mut().unwrap();
+    let mut at_depot = stops[0].clone();
+    at_depot["nombre"] = "carga_en_deposito".into();
+    let mut same_door = stops[1].clone();
+    same_door["nombre"] = "mismo_portal".into();
+    stops.insert(2, same_door);
+    stops.insert(1, at_depot);
+    std::fs::write(
+        routes.join("md01_castellana.json"),
+        serde_json::to_string(&route).unwrap(),
+    )
+    .unwrap();
+    let scenario = dir.path().join("mismo_lugar.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[escenario]
+nombre = "mismo_lugar"
+zona_horaria = "Europe/Madrid"
+dias = 3
+intervalo_reporte_s = 15
+semilla = 5
+rutas = "{}"
+
+[turno]
+inicio = ["06:30", "08:00"]
+duracion_h = [7.0, 8.5]
+
+[ruido]
+sigma_m = 5.0
+
+[[geocercas]]
+nombre = "CD Méndez Álvaro"
+tipo = "bodega"
+cuadrado = {{ centro = [40.3958, -3.6783], medio_lado_m = 200 }}
+
+[[unidades]]
+placa = "1234-KLM"
+tipo = "panel"
+conductor = "Lucía Moreno"
+rutas = ["md01_castellana"]
+
+[[unidades]]
+placa = "2345-LMN"
+tipo = "pickup"
+conductor = "Javier Ortega"
+rutas = ["md01_castellana"]
+"#,
+            routes.display()
+        ),
+    )
+    .unwrap();
+    let (ok, stderr, db, truth_path) =
+        simulate_file(&scenario, dir.path(), &["--ahora", "2026-06-17T15:30"]);
+    assert!(ok, "{stderr}");
+    let log = truth_log(&truth_path);
+    let mut stops: Vec<(&str, i64, Option<i64>, &str)> = log
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TruthEvent::Parada {
+                placa,
+                inicio_utc,
+                fin_utc,
+                lugar,
+                ..
+            } => Some((placa.as_str(), *inicio_utc, *fin_utc, lugar.as_str())),
+            _ => None,
+        })
+        .collect();
+    stops.sort();
+    let places: Vec<&str> = stops.iter().map(|s| s.3).collect();
+    assert!(
+        places.contains(&"nuevos_ministerios"),
+        "the shared address was never reached: {places:?}"
+    );
+    for pair in stops.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if a.0 == b.0 {
+            let end = a.2.expect("only the last stop of a unit is open");
+            assert!(b.1 > end + 1, "two stops with no move between: {a:?} {b:?}");
+        }
+    }
+    let out = Command::new(flota_bin())
+        .args(["evaluar", "--json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let types = report["tipos"].as_array().unwrap();
+    for kind in ["parada", "parada_prolongada"] {
+        let row = types.iter().find(|t| t["tipo"] == kind).unwrap();
+        let f1 = row["f1"].as_f64().unwrap_or(1.0);
+        assert!(f1 >= 0.95, "{kind}: {row}");
+    }
+}

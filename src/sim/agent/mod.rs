@@ -157,6 +157,11 @@ struct OpenStop {
     from_data_start: bool,
     /// Lengthened or caused by an injection.
     injected: bool,
+    /// When the unit set off ([`Agent::close_stop`]): the stop ends then, once the unit has
+    /// moved ([`Agent::settle_departure`]). Until it has, a halt at the same place (a delivery
+    /// at the depot, two customers at one address) continues this stop rather than starting
+    /// another a second later: a stop is a maximal interval at speed zero.
+    leaving_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -724,7 +729,7 @@ impl<'a, S: Sink> Agent<'a, S> {
                 self.phase = Phase::Dwelling;
                 self.open_stop(now, StopReason::Entrega, name, false);
                 if let Some(stop) = &mut self.stop {
-                    stop.injected = injected;
+                    stop.injected |= injected;
                 }
                 self.schedule(now + dwell_ms, Event::DwellEnd);
             }
@@ -850,8 +855,12 @@ impl<'a, S: Sink> Agent<'a, S> {
         from_data_start: bool,
     ) {
         if let Some(stop) = &mut self.stop {
-            // Still standing: a stop at the depot changes its reason, not its start.
-            stop.reason = reason;
+            // Still standing, or set off without moving yet: the same stop, with the later
+            // reason — except that a stop the shift ended in stays the day's parking.
+            if stop.reason != StopReason::FinDeTurno {
+                stop.reason = reason;
+            }
+            stop.leaving_ms = None;
             return;
         }
         let position = self.position();
@@ -862,10 +871,22 @@ impl<'a, S: Sink> Agent<'a, S> {
             reason,
             from_data_start,
             injected: false,
+            leaving_ms: None,
         });
     }
 
+    /// The unit sets off at `end_ms`: the stop ends there once it has moved.
     fn close_stop(&mut self, end_ms: i64) {
+        if let Some(stop) = &mut self.stop {
+            stop.leaving_ms.get_or_insert(end_ms);
+        }
+    }
+
+    /// Ends a stop the unit set off from, now that it has moved (or the data end).
+    fn settle_departure(&mut self) {
+        let Some(end_ms) = self.stop.as_ref().and_then(|s| s.leaving_ms) else {
+            return;
+        };
         let Some(stop) = self.stop.take() else { return };
         let duration_s = (end_ms - stop.start_ms).div_euclid(1000);
         if duration_s < MIN_TRUTH_STOP_S && !stop.from_data_start {
@@ -893,6 +914,7 @@ impl<'a, S: Sink> Agent<'a, S> {
     fn finish(&mut self) {
         let end = self.end_ms;
         self.close_speeding(end);
+        self.settle_departure();
         if let Some(stop) = self.stop.take() {
             if self.frozen && self.ignition {
                 self.sink.truth(TruthEvent::DetenidaAhora {

@@ -130,6 +130,8 @@ impl<S: Sink> Agent<'_, S> {
         }
         let s1 = s0 + ds;
         if ds > 0.0 {
+            // Moved: a stop it set off from has ended (before this step's truth).
+            self.settle_departure();
             let route = &self.routes[self.route];
             self.segment = route.segment_from(self.segment, s1);
             self.heading_deg = route.headings[self.segment];
