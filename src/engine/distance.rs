@@ -169,6 +169,11 @@ impl GpsDistance {
             })
     }
 
+    /// The median time between two records of a moving unit, once enough were seen.
+    pub fn moving_cadence_s(&mut self) -> Option<f64> {
+        self.moving_cadence.median()
+    }
+
     /// Learns the tracker's cadence while moving from consecutive moving fixes.
     fn learn_cadence(&mut self, a: &Fix, b: &Fix) {
         let dt = (b.ts_utc - a.ts_utc) as f64;

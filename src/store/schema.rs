@@ -35,7 +35,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// flicker before a signal loss when most of the unit's shutdowns kept reporting "off"; and
 /// geofence crossings counted per vehicle and UTC day (`cruces_por_dia`, kept by triggers).
 /// 12: GPS km: no chord across a stop of a tracker silent while standing (adaptive recording).
-pub const ANALYSIS_VERSION: i64 = 12;
+/// 13: the odometer of a tracker recording a moving unit a minute or more apart is trusted
+/// between the GPS distance (a lower bound there) and the unit's reach (top speed × time moving).
+pub const ANALYSIS_VERSION: i64 = 13;
 
 pub const DDL: &str = "
 CREATE TABLE meta (

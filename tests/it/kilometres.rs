@@ -433,3 +433,38 @@ fn the_odometer_is_trusted_only_within_its_bound() {
         "{phantom_km} km in {hours} h parked"
     );
 }
+
+/// A tracker that records a moving unit once a minute (a common factory setting) cuts the
+/// corners of Guatemala City's winding streets between its fixes: its GPS distance runs 3–15 %
+/// short. Its exact odometer gives the kilometres all the same; the GPS distance is only the
+/// lower bound it must not fall below.
+#[test]
+fn an_exact_odometer_gives_the_kilometres_of_a_tracker_that_records_once_a_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(scenario_path("minimo")).unwrap();
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("rutas");
+    let text = shipped
+        .replace("intervalo_reporte_s = 15", "intervalo_reporte_s = 60")
+        .replace(
+            "rutas = \"../rutas\"",
+            &format!("rutas = \"{}\"", routes.display()),
+        );
+    assert!(text.contains("intervalo_reporte_s = 60") && !text.contains("../rutas"));
+    let scenario = dir.path().join("minimo_60s.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let (ok, stderr, db, truth) = simulate_file(&scenario, dir.path(), &[]);
+    assert!(ok, "{stderr}");
+    let days: Vec<Day> = days(&db, &truth)
+        .into_iter()
+        .filter(|d| !d.silent)
+        .collect();
+    assert!(days.len() >= 4, "{days:#?}");
+    assert!(
+        days.iter().any(|d| d.gps_error_pct() < -3.0),
+        "the GPS distance no longer runs short at a minute: {days:#?}"
+    );
+    for day in &days {
+        let error_pct = (day.reported_km - day.truth_km) / day.truth_km * 100.0;
+        assert!(error_pct.abs() <= 0.5, "{day:?}: {error_pct:+.2} %");
+    }
+}
