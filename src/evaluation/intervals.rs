@@ -3,15 +3,15 @@
 //! Owns what counts as an event of each type on both sides and what is "don't care": truth
 //! the detectors cannot be expected to resolve — stops within a band above the minimum stop
 //! time, long stops within a band of the threshold, overspeed barely longer than the minimum,
-//! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
-//! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
-//! is open as well), and a start or end that fell inside one of the unit's signal losses or
-//! losses of the GNSS fix, or inside a silence as long as a loss that records still in transit
-//! at "now" left between records received (the reports only bound it by the silence), and for
-//! signal losses a silence without a GNSS fix, without network at "now" or left by records in
-//! transit (the data cannot tell it from a loss). Truth visits a few seconds apart are merged
-//! first (roads hug some fence edges). The bands are about the thresholds, not about the
-//! matching tolerance.
+//! fence pass-throughs shorter than the debounce (judged on a merged visit's longest stay) —
+//! and what no tracker report could show: for a unit silent at "now", whatever happened after
+//! its last report (its end is unknown, so it is open as well), and a start or end that fell
+//! inside one of the unit's signal losses or losses of the GNSS fix, or inside a silence as long
+//! as a loss that records still in transit at "now" left between records received (the reports
+//! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
+//! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
+//! visits a few seconds apart are merged first (roads hug some fence edges). The bands are about
+//! the thresholds, not about the matching tolerance.
 
 use std::collections::{BTreeMap, HashMap};
 
