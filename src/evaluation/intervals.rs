@@ -3,15 +3,15 @@
 //! Owns what counts as an event of each type on both sides and what is "don't care": truth
 //! the detectors cannot be expected to resolve — stops within a band above the minimum stop
 //! time, long stops within a band of the threshold, overspeed barely longer than the minimum,
-//! fence pass-throughs shorter than the debounce — and what no tracker report could show: for
-//! a unit silent at "now", whatever happened after its last report (its end is unknown, so it
-//! is open as well), and a start or end that fell inside one of the unit's signal losses or
-//! losses of the GNSS fix, or inside a silence as long as a loss that records still in transit
-//! at "now" left between records received (the reports only bound it by the silence), and for
-//! signal losses a silence without a GNSS fix, without network at "now" or left by records in
-//! transit (the data cannot tell it from a loss). Truth visits a few seconds apart are merged
-//! first (roads hug some fence edges). The bands are about the thresholds, not about the
-//! matching tolerance.
+//! fence pass-throughs shorter than the debounce (judged on a merged visit's longest stay) —
+//! and what no tracker report could show: for a unit silent at "now", whatever happened after
+//! its last report (its end is unknown, so it is open as well), and a start or end that fell
+//! inside one of the unit's signal losses or losses of the GNSS fix, or inside a silence as long
+//! as a loss that records still in transit at "now" left between records received (the reports
+//! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
+//! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
+//! visits a few seconds apart are merged first (roads hug some fence edges). The bands are about
+//! the thresholds, not about the matching tolerance.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -573,8 +573,12 @@ fn visits<'d>(
     }
     let mut intervals = Vec::new();
     for ((plate, fence), stays) in by_key {
-        for (entry, exit) in merge_stays(stays) {
-            let short = entry.is_some_and(|entry| ctx.duration(entry, exit) < brief);
+        for (entry, exit, longest) in merge_stays(stays) {
+            // Judged on its longest stay, not on the merged span: a road that crosses a fence
+            // twice within a minute (a concave outline, or a corner) is one merged visit of a
+            // minute or more made of stays of a few seconds, which no debounce can confirm.
+            let short =
+                entry.is_some() && longest.is_some_and(|stay| ctx.duration(stay.0, stay.1) < brief);
             intervals.push(ctx.truth(plate, fence, entry, exit, short));
         }
     }
@@ -587,20 +591,39 @@ fn visits<'d>(
     (intervals, found)
 }
 
-/// Stays in time order, joined across exits shorter than [`VISIT_MERGE_S`].
-fn merge_stays(mut stays: Stays) -> Stays {
+/// One stay with a known entry: entry and exit (`None`: still inside at "now").
+type Stay = (i64, Option<i64>);
+/// A merged visit: entry, exit and its longest stay.
+type Merged = (Option<i64>, Option<i64>, Option<Stay>);
+
+/// The longer of two stays; an open end (still inside at "now") outlasts any closed one, and
+/// a stay without an entry time makes the visit never short (`None`).
+fn longer(a: Option<Stay>, b: Option<Stay>) -> Option<Stay> {
+    let length = |s: Stay| s.1.map_or(i64::MAX, |end| end - s.0);
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if length(b) > length(a) { b } else { a }),
+        _ => None,
+    }
+}
+
+/// Stays in time order, joined across exits shorter than [`VISIT_MERGE_S`], each with its
+/// longest stay among those it joined (`None` when one of them has no entry time: inside
+/// since before the data, never short).
+fn merge_stays(mut stays: Stays) -> Vec<Merged> {
     stays.sort_by_key(|v| v.0.unwrap_or(i64::MIN));
-    let mut merged: Stays = Vec::new();
+    let mut merged: Vec<Merged> = Vec::new();
     for v in stays {
+        let stay = v.0.map(|entry| (entry, v.1));
         match merged.last_mut() {
             Some(last)
                 if last
                     .1
                     .is_some_and(|exit| v.0.is_some_and(|entry| entry - exit < VISIT_MERGE_S)) =>
             {
-                last.1 = v.1
+                last.1 = v.1;
+                last.2 = longer(last.2, stay);
             }
-            _ => merged.push(v),
+            _ => merged.push((v.0, v.1, stay)),
         }
     }
     merged
@@ -769,6 +792,38 @@ mod tests {
         assert_eq!(score_of(std::slice::from_ref(&visit)), (0, 1, 1));
         let (_, false_alarms, misses) = score_of(&[visit, no_fix]);
         assert_eq!((false_alarms, misses), (0, 0));
+    }
+
+    /// A road through a concave fence (or across a corner) is inside twice for a few seconds
+    /// within a minute: the merged visit spans more than the debounce, its stays do not, so
+    /// no detector can confirm it and missing it is no miss. A long stay among them still is.
+    #[test]
+    fn visits_of_brief_stays_merged_are_dont_care() {
+        let config = DetectionConfig::default();
+        let brief = config.geocerca_confirmacion_s as i64 + VISIT_BAND_S;
+        let stay = |entry: i64, exit: i64| TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "Herradura".into(),
+            entrada_utc: Some(entry),
+            salida_utc: Some(exit),
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let score_of = |events: &[TruthEvent]| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Visit), events, &[], &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        // Two 12 s stays 53 s apart: one merged visit of 77 s (more than `brief`).
+        let crossings = [stay(1000, 1012), stay(1065, 1077)];
+        assert!(1077 - 1000 > brief);
+        assert_eq!(score_of(&crossings), (0, 0, 0));
+        // The same with a second stay as long as the debounce plus its band must be found.
+        let with_a_stay = [stay(1000, 1012), stay(1065, 1065 + brief)];
+        assert_eq!(score_of(&with_a_stay), (0, 0, 1));
     }
 
     /// A tracker without a GNSS fix records nothing: the data show a silence exactly like a
@@ -1024,7 +1079,8 @@ mod tests {
             ("from before the data", vec![(None, Some(500)), (Some(520), None)], vec![(None, None)]),
         ];
         for (name, stays, expected) in cases {
-            assert_eq!(merge_stays(stays), expected, "{name}");
+            let spans: Stays = merge_stays(stays).into_iter().map(|m| (m.0, m.1)).collect();
+            assert_eq!(spans, expected, "{name}");
         }
     }
 
