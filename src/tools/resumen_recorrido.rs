@@ -97,8 +97,15 @@ pub struct Output {
     pub dia_semana: String,
     pub zona_horaria: String,
     pub kilometros: f64,
-    #[schemars(description = "Primera salida del día (HH:MM:SS), o null si no se movió")]
+    #[schemars(
+        description = "Primera salida del día (HH:MM:SS); null si no se movió o si el día empezó con la unidad en ruta (ver salida)"
+    )]
     pub hora_salida: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si el día empezó con la unidad en ruta (un turno del día anterior que cruza la medianoche): por qué no hay hora de salida"
+    )]
+    pub salida: Option<String>,
     #[schemars(
         description = "Última llegada del día (HH:MM:SS); null si no se movió, si sigue fuera ahora o si el día terminó con la unidad en ruta (ver retorno)"
     )]
@@ -108,6 +115,9 @@ pub struct Output {
         description = "Solo si la unidad sigue fuera ahora (en ruta o detenida sin haber terminado la jornada) o seguía en ruta al terminar el día (un turno que cruza la medianoche): por qué no hay hora de retorno"
     )]
     pub retorno: Option<String>,
+    #[schemars(
+        description = "Minutos entre el primer y el último movimiento del día; en un día que empieza o termina en ruta (turnos que cruzan la medianoche) abarca partes de dos jornadas"
+    )]
     pub duracion_jornada_min: f64,
     pub minutos_en_movimiento: f64,
     pub velocidad_maxima_kmh: f64,
@@ -200,6 +210,14 @@ impl TypedTool for ResumenRecorrido {
         let day_end_date = date
             .succ_opt()
             .map_or_else(String::new, |d| format!("{} {d}", dates::weekday_es(d)));
+        // The same at the other end: already driving when the day began (yesterday's night
+        // shift), the trip is clipped at the day's first instant, which would read as a
+        // departure at "00:00:00" (or "01:00:00" where the clocks jump over midnight). It did
+        // not leave then.
+        let out_at_day_start = day.first_move_utc.is_some_and(|t| t <= from);
+        let day_start_date = date
+            .pred_opt()
+            .map_or_else(String::new, |d| format!("{} {d}", dates::weekday_es(d)));
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
@@ -207,7 +225,17 @@ impl TypedTool for ResumenRecorrido {
             dia_semana: dates::weekday_es(date).into(),
             zona_horaria: zone.name().to_owned(),
             kilometros: round1(day.km),
-            hora_salida: day.first_move_utc.map(|t| clock(zone, t)),
+            hora_salida: day
+                .first_move_utc
+                .filter(|_| !out_at_day_start)
+                .map(|t| clock(zone, t)),
+            salida: out_at_day_start.then(|| {
+                format!(
+                    "ya estaba en ruta al empezar el día: la jornada viene del {} (cruza la \
+                     medianoche)",
+                    day_start_date
+                )
+            }),
             hora_retorno: day
                 .last_move_utc
                 .filter(|_| !still_out && !out_at_day_end)

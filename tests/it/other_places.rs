@@ -71,6 +71,7 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
             answer["result"].clone()
         };
         let mut compared = 0;
+        let mut on_the_road_at_start = 0;
         for ((plate, date), truth_km) in &km {
             let result = call(
                 &mut server,
@@ -95,6 +96,20 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
                 let why = day["retorno"].as_str().unwrap_or_default();
                 assert!(why.contains("continúa el"), "{plate} {date}: {day}");
             }
+            // The same at the day's start: a night shift already on the road at its first
+            // instant did not leave then (it would read 00:00:00, or 01:00:00 on the Sunday
+            // that starts at 01:00); the words say where the shift came from.
+            let first_instant = if date == "2026-09-06" {
+                "01:00:00"
+            } else {
+                "00:00:00"
+            };
+            assert_ne!(day["hora_salida"], first_instant, "{plate} {date}: {day}");
+            if let Some(why) = day["salida"].as_str() {
+                assert!(day["hora_salida"].is_null(), "{plate} {date}: {day}");
+                assert!(why.contains("viene del"), "{plate} {date}: {day}");
+                on_the_road_at_start += 1;
+            }
             if date == "2026-09-06" {
                 for time in clock_times(day) {
                     assert!(!time.starts_with("00:"), "{plate} {date}: {time} in {day}");
@@ -103,6 +118,10 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
             compared += 1;
         }
         assert!(compared >= 16, "{month}: {compared} unit-days compared");
+        assert!(
+            on_the_road_at_start >= 2,
+            "{month}: {on_the_road_at_start} days began on the road"
+        );
         let dates: Vec<String> = days.map(|d| format!("{month}{d:02}")).collect();
         let per_type = |result: &Value| result["structuredContent"]["por_tipo"].clone();
         let whole = per_type(&call(
