@@ -252,11 +252,25 @@ pub fn day_bounds(zone: Tz, date: NaiveDate) -> (i64, i64) {
 /// `flota simular` refuses it.
 pub fn now_utc(ahora: Option<WallTime>, meta: &Meta, clock: &Clock) -> Result<i64, String> {
     match ahora {
-        Some(wall) => calendar::instant(meta.zone, wall).map_err(|err| {
-            format!("--ahora (o FLOTA_AHORA) {err}. Indique una hora que exista, por ejemplo la siguiente al salto.")
-        }),
+        Some(wall) => calendar::instant(meta.zone, wall).map_err(|err| ahora_refused(&err)),
         None => Ok(meta.ahora_utc.unwrap_or_else(|| clock.now_utc())),
     }
+}
+
+/// Why `--ahora` names no instant, and what to write instead: the advice depends on why (a
+/// time the clocks skip has a next one; a wrong offset has a right one; there is no "jump"
+/// to go past in the other two).
+fn ahora_refused(err: &calendar::WallClockError) -> String {
+    let advice = match err {
+        calendar::WallClockError::Skipped { to, .. } => {
+            format!("Indique una hora que exista, por ejemplo {to}, la siguiente al salto.")
+        }
+        calendar::WallClockError::WrongOffset { actual, .. } => {
+            format!("Escriba la hora sin desfase o con el que rige ({actual}).")
+        }
+        calendar::WallClockError::OutOfRange { .. } => "Indique una fecha cercana.".to_owned(),
+    };
+    format!("--ahora (o FLOTA_AHORA) {err}. {advice}")
 }
 
 /// Which file a snapshot was read from. Renaming another file over the database changes the
@@ -525,6 +539,30 @@ impl Fleet {
             pool.push((generation, store));
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod ahora_tests {
+    use super::*;
+
+    /// The advice fits the reason: past the jump for a skipped time, the offset in force for
+    /// a wrong one (Sydney, Sunday 4 October 2026: 02:00 -> 03:00 +11:00).
+    #[test]
+    fn a_refused_now_says_what_to_write_instead() {
+        let sydney: Tz = "Australia/Sydney".parse().unwrap();
+        let refusal = |text: &str| {
+            let wall = WallTime::parse(text).unwrap();
+            ahora_refused(&calendar::instant(sydney, wall).unwrap_err())
+        };
+        let skipped = refusal("2026-10-04T02:30");
+        assert!(skipped.contains("por ejemplo 03:00"), "{skipped}");
+        let wrong = refusal("2026-10-04T03:20+10:00");
+        assert!(
+            wrong.contains("rige (+11:00)") || wrong.contains("(+11:00)"),
+            "{wrong}"
+        );
+        assert!(!wrong.contains("salto"), "{wrong}");
     }
 }
 

@@ -331,7 +331,20 @@ fn subtitle(track: &DayTrack, stop_count: usize, zone: Tz) -> String {
     let day = &track.day;
     let mut subtitle = track.vehicle.driver.clone();
     if let (Some(a), Some(b)) = (day.first_move_utc, day.last_move_utc) {
-        subtitle.push_str(&format!(" · salida {} · última llegada {}", hm(a), hm(b)));
+        // A night shift across midnight: the engine clips its trips at the day's bounds,
+        // which would read as a departure or an arrival at "00:00" (see `resumen_recorrido`).
+        let (from, to) = crate::fleet::day_bounds(zone, track.date);
+        let departure = if a <= from {
+            "en ruta desde el día anterior".to_owned()
+        } else {
+            format!("salida {}", hm(a))
+        };
+        let arrival = if b >= to {
+            "sigue en ruta al terminar el día".to_owned()
+        } else {
+            format!("última llegada {}", hm(b))
+        };
+        subtitle.push_str(&format!(" · {departure} · {arrival}"));
     }
     subtitle.push_str(&format!(
         " · {} paradas · vel. máx. {:.0} km/h · hora de {}",

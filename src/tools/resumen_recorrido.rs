@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use chrono::NaiveDate;
 use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -21,7 +22,7 @@ use crate::fleet::{
     Evidencia, Fleet, Snapshot, dates, day_bounds, is_working_stop, no_reports, working_window,
 };
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
-use crate::store::EventRow;
+use crate::store::{DayRow, EventRow};
 
 pub struct ResumenRecorrido {
     pub fleet: Arc<Fleet>,
@@ -97,8 +98,15 @@ pub struct Output {
     pub dia_semana: String,
     pub zona_horaria: String,
     pub kilometros: f64,
-    #[schemars(description = "Primera salida del día (HH:MM:SS), o null si no se movió")]
+    #[schemars(
+        description = "Primera salida del día (HH:MM:SS); null si no se movió o si el día empezó con la unidad en ruta (ver salida)"
+    )]
     pub hora_salida: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Solo si el día empezó con la unidad en ruta (un turno del día anterior que cruza la medianoche): por qué no hay hora de salida"
+    )]
+    pub salida: Option<String>,
     #[schemars(
         description = "Última llegada del día (HH:MM:SS); null si no se movió, si sigue fuera ahora o si el día terminó con la unidad en ruta (ver retorno)"
     )]
@@ -108,6 +116,9 @@ pub struct Output {
         description = "Solo si la unidad sigue fuera ahora (en ruta o detenida sin haber terminado la jornada) o seguía en ruta al terminar el día (un turno que cruza la medianoche): por qué no hay hora de retorno"
     )]
     pub retorno: Option<String>,
+    #[schemars(
+        description = "Minutos entre el primer y el último movimiento del día; en un día que empieza o termina en ruta (turnos que cruzan la medianoche) abarca partes de dos jornadas"
+    )]
     pub duracion_jornada_min: f64,
     pub minutos_en_movimiento: f64,
     pub velocidad_maxima_kmh: f64,
@@ -192,14 +203,7 @@ impl TypedTool for ResumenRecorrido {
                 .stops
                 .iter()
                 .any(|s| s.end_utc.is_none() && s.end_of_day);
-        // Still driving when the day ended (a night shift past midnight): the engine clips
-        // the trip at the day's end, which `clock` would show as "00:00:00", the next day's
-        // midnight read as this day's (and on a day that starts at 01:00, an hour it lacks).
-        // It did not return that day.
-        let out_at_day_end = day.last_move_utc.is_some_and(|t| t >= day_end);
-        let day_end_date = date
-            .succ_opt()
-            .map_or_else(String::new, |d| format!("{} {d}", dates::weekday_es(d)));
+        let ends = Ends::of(&day, date, zone, (from, day_end), still_out);
         Ok(Reply::new(Output {
             placa: vehicle.plate.clone(),
             conductor: vehicle.driver.clone(),
@@ -207,26 +211,10 @@ impl TypedTool for ResumenRecorrido {
             dia_semana: dates::weekday_es(date).into(),
             zona_horaria: zone.name().to_owned(),
             kilometros: round1(day.km),
-            hora_salida: day.first_move_utc.map(|t| clock(zone, t)),
-            hora_retorno: day
-                .last_move_utc
-                .filter(|_| !still_out && !out_at_day_end)
-                .map(|t| clock(zone, t)),
-            retorno: if still_out {
-                Some(
-                    "sigue fuera: no ha vuelto ni terminado la jornada (en ruta o detenida con \
-                     el motor encendido)"
-                        .to_owned(),
-                )
-            } else if out_at_day_end {
-                Some(format!(
-                    "sigue en ruta al terminar el día: la jornada continúa el {} (cruza la \
-                     medianoche)",
-                    day_end_date
-                ))
-            } else {
-                None
-            },
+            hora_salida: ends.hora_salida,
+            salida: ends.salida,
+            hora_retorno: ends.hora_retorno,
+            retorno: ends.retorno,
             duracion_jornada_min: match (day.first_move_utc, day.last_move_utc) {
                 (Some(a), Some(b)) => minutes(b - a),
                 _ => 0.0,
@@ -247,6 +235,71 @@ impl TypedTool for ResumenRecorrido {
             reportes_recibidos: day.fixes,
             aviso,
         }))
+    }
+}
+
+/// A day's departure and return times, or the words saying why one is missing.
+struct Ends {
+    hora_salida: Option<String>,
+    salida: Option<String>,
+    hora_retorno: Option<String>,
+    retorno: Option<String>,
+}
+
+impl Ends {
+    /// `still_out`: today, after leaving, and not parked for the day.
+    fn of(
+        day: &DayRow,
+        date: NaiveDate,
+        zone: Tz,
+        (from, day_end): (i64, i64),
+        still_out: bool,
+    ) -> Ends {
+        // Still driving when the day ended (a night shift past midnight): the engine clips
+        // the trip at the day's end, which `clock` would show as "00:00:00", the next day's
+        // midnight read as this day's (and on a day that starts at 01:00, an hour it lacks).
+        // It did not return that day.
+        let out_at_day_end = day.last_move_utc.is_some_and(|t| t >= day_end);
+        // The same at the other end: already driving when the day began (yesterday's night
+        // shift), the trip is clipped at the day's first instant, which would read as a
+        // departure at "00:00:00" (or "01:00:00" where the clocks jump over midnight). It did
+        // not leave then.
+        let out_at_day_start = day.first_move_utc.is_some_and(|t| t <= from);
+        let named = |d: Option<NaiveDate>| {
+            d.map_or_else(String::new, |d| format!("{} {d}", dates::weekday_es(d)))
+        };
+        Ends {
+            hora_salida: day
+                .first_move_utc
+                .filter(|_| !out_at_day_start)
+                .map(|t| clock(zone, t)),
+            salida: out_at_day_start.then(|| {
+                format!(
+                    "ya estaba en ruta al empezar el día: la jornada viene del {} (cruza la \
+                     medianoche)",
+                    named(date.pred_opt())
+                )
+            }),
+            hora_retorno: day
+                .last_move_utc
+                .filter(|_| !still_out && !out_at_day_end)
+                .map(|t| clock(zone, t)),
+            retorno: if still_out {
+                Some(
+                    "sigue fuera: no ha vuelto ni terminado la jornada (en ruta o detenida con \
+                     el motor encendido)"
+                        .to_owned(),
+                )
+            } else if out_at_day_end {
+                Some(format!(
+                    "sigue en ruta al terminar el día: la jornada continúa el {} (cruza la \
+                     medianoche)",
+                    named(date.succ_opt())
+                ))
+            } else {
+                None
+            },
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Places and clocks the shipped scenarios never see (docs/escenarios.md, "Other places and
 //! clocks"): a fleet in Santiago de Chile, whose clocks change at local midnight, simulated
-//! over both changes and questioned through `flota servir` as a client would.
+//! over both changes, and one in Sydney (the southern spring change) and Kathmandu (+5:45),
+//! questioned through `flota servir` as a client would.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,7 +12,11 @@ use crate::simulation::simulate_file;
 use crate::support::{Server, flota_bin};
 
 fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lugares/chile.toml")
+    place("chile")
+}
+
+fn place(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/lugares/{name}.toml"))
 }
 
 /// The truth's kilometres per unit and local date (docs/datos.md).
@@ -71,6 +76,7 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
             answer["result"].clone()
         };
         let mut compared = 0;
+        let mut on_the_road_at_start = 0;
         for ((plate, date), truth_km) in &km {
             let result = call(
                 &mut server,
@@ -95,6 +101,20 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
                 let why = day["retorno"].as_str().unwrap_or_default();
                 assert!(why.contains("continúa el"), "{plate} {date}: {day}");
             }
+            // The same at the day's start: a night shift already on the road at its first
+            // instant did not leave then (it would read 00:00:00, or 01:00:00 on the Sunday
+            // that starts at 01:00); the words say where the shift came from.
+            let first_instant = if date == "2026-09-06" {
+                "01:00:00"
+            } else {
+                "00:00:00"
+            };
+            assert_ne!(day["hora_salida"], first_instant, "{plate} {date}: {day}");
+            if let Some(why) = day["salida"].as_str() {
+                assert!(day["hora_salida"].is_null(), "{plate} {date}: {day}");
+                assert!(why.contains("viene del"), "{plate} {date}: {day}");
+                on_the_road_at_start += 1;
+            }
             if date == "2026-09-06" {
                 for time in clock_times(day) {
                     assert!(!time.starts_with("00:"), "{plate} {date}: {time} in {day}");
@@ -103,6 +123,10 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
             compared += 1;
         }
         assert!(compared >= 16, "{month}: {compared} unit-days compared");
+        assert!(
+            on_the_road_at_start >= 2,
+            "{month}: {on_the_road_at_start} days began on the road"
+        );
         let dates: Vec<String> = days.map(|d| format!("{month}{d:02}")).collect();
         let per_type = |result: &Value| result["structuredContent"]["por_tipo"].clone();
         let whole = per_type(&call(
@@ -132,6 +156,131 @@ fn a_fleet_whose_clocks_change_at_midnight_adds_up_in_the_tools() {
                     whole[kind].as_i64(),
                     Some(*count),
                     "{month} {kind}: {whole}"
+                );
+            }
+        }
+        drop(server);
+    }
+}
+
+/// The truth's facts of one kind.
+fn truth_facts(path: &std::path::Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|fact| fact["tipo"] == kind)
+        .collect()
+}
+
+/// Sydney's spring change (Sunday 4 October 2026 has 23 hours: 02:00 -> 03:00) and Kathmandu's
+/// +5:45, asked just after the jump and the day after: each unit-day's kilometres are the
+/// truth's; a signal loss written at 01:50 for 20 minutes is 20 minutes (not the 80 its wall
+/// clock times span); a day that began with a night shift on the road has no departure time;
+/// "hoy" is each unit's own (Kathmandu is still on Saturday at 03:20 in Sydney); and the
+/// fleet's single days tile the period in `alertas`.
+#[test]
+fn the_southern_spring_change_and_a_quarter_hour_zone_in_the_tools() {
+    for ahora in ["2026-10-04T03:20", "2026-10-05T12:00"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, stderr, db, truth) =
+            simulate_file(&place("sydney"), dir.path(), &["--ahora", ahora]);
+        assert!(ok, "{stderr}");
+        let km = truth_km(&truth);
+        let losses = truth_facts(&truth, "perdida_senal");
+        assert_eq!(losses.len(), 1, "{losses:?}");
+        let loss_min = (losses[0]["fin_utc"].as_i64().unwrap()
+            - losses[0]["inicio_utc"].as_i64().unwrap()) as f64
+            / 60.0;
+        let mut server = Server::spawn(
+            flota_bin(),
+            &["servir", "--db", db.to_str().unwrap(), "--ahora", ahora],
+        );
+        server.initialize("2025-06-18");
+        let mut id = 0;
+        let mut call = |server: &mut Server, name: &str, arguments: Value| {
+            id += 1;
+            server.call(id, name, arguments)["result"].clone()
+        };
+        let mut began_on_the_road = 0;
+        let mut loss_seen = false;
+        for ((plate, date), truth_km) in &km {
+            let result = call(
+                &mut server,
+                "resumen_recorrido",
+                json!({"placa": plate, "fecha": date}),
+            );
+            if result["isError"] == true {
+                assert_eq!(*truth_km, 0.0, "{plate} {date}: {result}");
+                continue;
+            }
+            let day = &result["structuredContent"];
+            let shown = day["kilometros"].as_f64().unwrap();
+            assert!(
+                (shown - truth_km).abs() <= 0.1,
+                "{plate} {date}: {shown} km shown, {truth_km} km driven"
+            );
+            assert_ne!(day["hora_salida"], "00:00:00", "{plate} {date}: {day}");
+            if day["salida"].is_string() {
+                assert!(day["hora_salida"].is_null(), "{plate} {date}: {day}");
+                began_on_the_road += 1;
+            }
+            if plate == "SY-NOCHE" && date == "2026-10-04" {
+                let gaps = day["perdidas_de_senal"].as_array().unwrap();
+                assert_eq!(gaps.len(), 1, "{day}");
+                let minutes = gaps[0]["minutos"].as_f64().unwrap();
+                assert!((minutes - loss_min).abs() < 1.0, "{minutes} vs {loss_min}");
+                loss_seen = true;
+            }
+        }
+        assert!(loss_seen, "{ahora}");
+        assert!(began_on_the_road >= 1, "{ahora}: {began_on_the_road}");
+        // "hoy" on each unit's clock: at 03:20 on Sunday in Sydney it is 22:05 on Saturday
+        // in Kathmandu.
+        let kathmandu_today = if ahora.starts_with("2026-10-04") {
+            "2026-10-03"
+        } else {
+            "2026-10-05"
+        };
+        let today = call(
+            &mut server,
+            "verificar_geocerca",
+            json!({"placa": "KT-01", "nombre_geocerca": "thamel", "fecha": "hoy"}),
+        );
+        // Before KT-01's shift the answer is that it has no reports that day, naming it.
+        let resolved = today["structuredContent"]["fecha"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| today["content"][0]["text"].as_str().unwrap().to_owned());
+        assert!(resolved.contains(kathmandu_today), "{today}");
+        let period: Vec<String> = (2..=5)
+            .map(|d| format!("2026-10-{d:02}"))
+            .filter(|d| d.as_str() <= &ahora[..10])
+            .collect();
+        let per_type = |result: &Value| result["structuredContent"]["por_tipo"].clone();
+        let whole = per_type(&call(
+            &mut server,
+            "alertas",
+            json!({"fecha_inicio": period[0], "fecha_fin": period[period.len() - 1]}),
+        ));
+        let mut summed: BTreeMap<String, i64> = BTreeMap::new();
+        for date in &period {
+            let one = per_type(&call(
+                &mut server,
+                "alertas",
+                json!({"fecha_inicio": date, "fecha_fin": date}),
+            ));
+            for (kind, count) in one.as_object().unwrap() {
+                *summed.entry(kind.clone()).or_default() += count.as_i64().unwrap();
+            }
+        }
+        assert!(summed["perdida_senal"] >= 1, "{summed:?}");
+        for (kind, count) in &summed {
+            if kind != "parada_prolongada" {
+                assert_eq!(
+                    whole[kind].as_i64(),
+                    Some(*count),
+                    "{ahora} {kind}: {whole}"
                 );
             }
         }
