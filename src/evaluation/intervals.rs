@@ -10,8 +10,10 @@
 //! as a loss that records still in transit at "now" left between records received (the reports
 //! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
 //! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
-//! visits a few seconds apart are merged first (roads hug some fence edges). The bands are about
-//! the thresholds, not about the matching tolerance.
+//! visits a few seconds apart are merged first (roads hug some fence edges), and truth stops a
+//! few metres apart whose move between no report showed are scored as their union (the caller
+//! says which moves the reports showed). The bands are about the thresholds, not about the
+//! matching tolerance.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -291,6 +293,20 @@ impl<'a> Context<'a> {
             .is_some_and(|list| list.iter().any(|(a, b)| *a < t && t < *b))
     }
 
+    /// The longest `start`–`end` could have lasted as the reports show it: a start or end
+    /// inside one of `plate`'s losses is known only to lie within it, so it may have been at
+    /// the loss's far side.
+    fn longest_seen(&self, plate: &str, start: i64, end: Option<i64>) -> i64 {
+        let within = |t: i64| {
+            self.losses
+                .get(plate)
+                .and_then(|list| list.iter().find(|(a, b)| *a < t && t < *b).copied())
+        };
+        let start = within(start).map_or(start, |(a, _)| a);
+        let end = end.map(|e| within(e).map_or(e, |(_, b)| b));
+        self.duration(start, end)
+    }
+
     /// Units silent at "now", with the start of the silence.
     pub fn silent_since(&self) -> impl Iterator<Item = (&str, i64)> {
         self.silent_since.iter().map(|(p, s)| (*p, *s))
@@ -546,7 +562,12 @@ fn long_stops<'d>(
             let interval = ctx.truth(stop.plate, "", start, stop.end, false);
             // Judged on what the data can show: a stop whose end is unknown lasts until now.
             let duration = ctx.duration(stop.start, interval.end);
-            (duration >= long - LONG_BAND_S).then(|| Interval {
+            // A stop that arrived or left inside a loss may, as far as the reports go, have
+            // lasted as long as a long stop: whether it did is no detector's to know (an
+            // arrival during a 13-minute loss dated 4 minutes early made 39 minutes 43).
+            let maybe_long = interval.dont_care
+                && ctx.longest_seen(stop.plate, stop.start, interval.end) >= long - LONG_BAND_S;
+            (duration >= long - LONG_BAND_S || maybe_long).then(|| Interval {
                 dont_care: interval.dont_care || near_threshold(duration),
                 ..interval
             })
@@ -1021,6 +1042,26 @@ mod tests {
         assert_eq!(long(&on_only), [(None, Some(33_600), false)]);
         let off_seen = Context::new(&config, NOW, &events);
         assert_eq!(long(&off_seen), [(None, Some(33_600), true)]);
+    }
+
+    /// A 39-minute stop whose arrival fell inside a 13-minute loss could have begun at the
+    /// loss's start as far as the reports go: a long stop reported there is no false alarm.
+    /// One whose both ends the reports show is no long stop.
+    #[test]
+    fn a_stop_begun_in_a_loss_may_be_long() {
+        let config = DetectionConfig::default();
+        let events = vec![
+            loss("A", 1000, 1780),
+            stop("A", 1727, Some(1727 + 2360)),
+            stop("A", 10_000, Some(10_000 + 2360)),
+        ];
+        let ctx = Context::new(&config, NOW, &events);
+        let (truth, _) = of_kind(Scored::LongStop, &events, &[], &ctx);
+        let shown: Vec<Shown> = truth
+            .iter()
+            .map(|i| (i.start, i.end, i.dont_care))
+            .collect();
+        assert_eq!(shown, [(Some(1727), Some(1727 + 2360), true)]);
     }
 
     /// The truth log and the detections name a kind with the same word: the simulator cannot
