@@ -17,7 +17,7 @@
 use super::config::DetectionConfig;
 use super::evidence::{Evidence, FENCE_CONFIRMATION, Threshold};
 use super::{Fix, Visit};
-use crate::geometry::earth::lerp;
+use crate::geometry::earth::{distance_m, lerp};
 use crate::geometry::geofence::Geofence;
 
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +42,10 @@ struct Track {
     /// The fixes inside the open visit, and those inside since a pending entry began.
     evidence: Option<Evidence>,
     pending_evidence: Option<Evidence>,
+    /// The pending crossing rests on one fix that came after a silence as long as a signal
+    /// loss: its time on the new side is counted across the silence, so it does not confirm
+    /// the crossing by itself. The next fix says whether it was a jump.
+    lone: Option<Fix>,
 }
 
 impl Track {
@@ -79,14 +83,77 @@ fn visit(
 /// A cancelled entry repeated within this long keeps the first entry's time, seconds.
 const RETRY_S: i64 = 60;
 
+/// Whether `lone`, the first fix after a silence, on the other side of a fence, is a position
+/// jump given `next`, back on the first side within the debounce (`confirm_s`): no speed
+/// either reports covers the distance between them in the time between, with `noise_m` of
+/// position noise. A unit that really crossed during the silence and came back shows fixes
+/// its speeds join; a 200 m jump one second before a fix at 23 km/h does not.
+fn is_jump(lone: &Fix, next: &Fix, confirm_s: i64, noise_m: f64) -> bool {
+    let dt = next.ts_utc - lone.ts_utc;
+    let reach_m = lone.speed_kmh.max(next.speed_kmh).max(0.0) / 3.6 * dt as f64 + noise_m;
+    dt < confirm_s && distance_m(lone.point(), next.point()) > reach_m
+}
+
 #[derive(Clone)]
 pub struct FenceDetector {
     confirm_s: i64,
+    /// How far apart position noise alone puts two fixes of one place, metres.
+    noise_m: f64,
+    /// A silence this long between two fixes is a signal loss (`perdida_senal_s`), seconds:
+    /// a crossing shown by one fix after it waits for the next.
+    silence_s: i64,
     tracks: Vec<Track>,
     prev: Option<Fix>,
     /// The data's first fix time.
     first_utc: i64,
     pub visits: Vec<Visit>,
+}
+
+/// What confirming a crossing needs besides the track.
+#[derive(Clone, Copy)]
+struct Limits {
+    confirm_s: i64,
+    /// The data's first fix time.
+    first_utc: i64,
+    threshold: Threshold,
+}
+
+/// Confirms `track`'s pending crossing to the `inside` side at the fix of `fix_utc`: starts a
+/// visit, or ends the open one (pushed onto `visits`).
+fn confirm(
+    track: &mut Track,
+    index: usize,
+    inside: bool,
+    fix_utc: i64,
+    visits: &mut Vec<Visit>,
+    limits: Limits,
+) {
+    let Some((at, first_new, _)) = track.pending.take() else {
+        return;
+    };
+    // The data's first side, left before the debounce could confirm it, rested on an
+    // outlier (a cold start's first fix lands kilometres away): the unit was on the new side
+    // since before the data.
+    let first_side_unconfirmed =
+        track.confirmed_utc == i64::MIN && first_new - limits.first_utc < limits.confirm_s;
+    track.cancelled = None;
+    track.lone = None;
+    track.confirmed_utc = fix_utc;
+    if inside {
+        track.evidence = track.pending_evidence.take();
+    }
+    if first_side_unconfirmed {
+        track.inside = inside;
+        track.entry = inside.then_some((limits.first_utc, true));
+        if !inside {
+            track.evidence = None;
+        }
+        return;
+    }
+    if let Some(entry) = track.cross(inside, at) {
+        let evidence = track.evidence.take();
+        visits.push(visit(index, entry, Some(at), evidence, limits.threshold));
+    }
 }
 
 /// When the segment a→b crosses the boundary of `fence` (a on one side, b on the other).
@@ -108,6 +175,8 @@ impl FenceDetector {
     pub fn new(config: &DetectionConfig, fences: usize) -> Self {
         FenceDetector {
             confirm_s: config.geocerca_confirmacion_s.round() as i64,
+            noise_m: config.parada_radio_m,
+            silence_s: config.perdida_senal_s.round() as i64,
             tracks: vec![
                 Track {
                     inside: false,
@@ -118,6 +187,7 @@ impl FenceDetector {
                     pending_parked: false,
                     evidence: None,
                     pending_evidence: None,
+                    lone: None,
                 };
                 fences
             ],
@@ -150,6 +220,11 @@ impl FenceDetector {
             self.first_utc = fix.ts_utc;
         }
         let threshold = self.threshold();
+        let limits = Limits {
+            confirm_s: self.confirm_s,
+            first_utc: self.first_utc,
+            threshold,
+        };
         // The cosine of the fix's latitude, for the depth of a fix inside a fence: computed
         // once here and only when some fence holds the fix (the depth is measured for those
         // alone). Left inside the closure below, the compiler hoisted the cosine before the
@@ -177,6 +252,26 @@ impl FenceDetector {
             {
                 evidence.add(fix.ts_utc, depth_m());
             }
+            if let Some(lone) = track.lone.take()
+                && now_inside == track.inside
+            {
+                if is_jump(&lone, fix, self.confirm_s, self.noise_m) {
+                    // The side never changed: the lone fix was a position jump.
+                    track.pending = None;
+                    track.pending_evidence = None;
+                    continue;
+                }
+                // The unit was there: the crossing stands as the lone fix showed it, and
+                // this fix is a crossing back (unless parked since, below).
+                confirm(
+                    track,
+                    index,
+                    !now_inside,
+                    lone.ts_utc,
+                    &mut self.visits,
+                    limits,
+                );
+            }
             // A side confirmed during this very stop stands: the centre wobbles across the
             // edge as it settles, the unit did not move.
             if parked_since.is_some_and(|since| track.confirmed_utc >= since)
@@ -190,7 +285,7 @@ impl FenceDetector {
                 }
                 continue;
             }
-            let (at, first_new, reached) = *track.pending.get_or_insert_with(|| {
+            let (_, first_new, reached) = *track.pending.get_or_insert_with(|| {
                 let prev = self.prev.unwrap_or(*fix);
                 let crossed = crossing(&fences[index], &prev, fix);
                 let at = match track.cancelled {
@@ -220,30 +315,26 @@ impl FenceDetector {
                 }
             }
             if fix.ts_utc - reached >= self.confirm_s {
-                // The data's first side, left before the debounce could confirm it, rested on
-                // an outlier (a cold start's first fix lands kilometres away): the unit was on
-                // the new side since before the data.
-                let first_side_unconfirmed =
-                    track.confirmed_utc == i64::MIN && first_new - self.first_utc < self.confirm_s;
-                track.pending = None;
-                track.cancelled = None;
-                track.confirmed_utc = fix.ts_utc;
-                if now_inside {
-                    track.evidence = track.pending_evidence.take();
-                }
-                if first_side_unconfirmed {
-                    track.inside = now_inside;
-                    track.entry = now_inside.then_some((self.first_utc, true));
-                    if !now_inside {
-                        track.evidence = None;
-                    }
+                // The crossing's only fix on the new side came after a silence: it is the
+                // silence that lasted the debounce, not the unit's time there. The next fix
+                // says whether that fix was the unit or a jump.
+                let after_silence = fix.ts_utc == first_new
+                    && parked_since.is_none()
+                    && self
+                        .prev
+                        .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
+                if after_silence {
+                    track.lone = Some(*fix);
                     continue;
                 }
-                if let Some(entry) = track.cross(now_inside, at) {
-                    let evidence = track.evidence.take();
-                    self.visits
-                        .push(visit(index, entry, Some(at), evidence, threshold));
-                }
+                confirm(
+                    track,
+                    index,
+                    now_inside,
+                    fix.ts_utc,
+                    &mut self.visits,
+                    limits,
+                );
             }
         }
         self.prev = Some(*fix);

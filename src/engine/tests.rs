@@ -550,6 +550,77 @@ fn a_dip_out_and_back_does_not_date_a_later_exit() {
     assert!((exit - far_exit).abs() <= 2, "{}", exit - far_exit);
 }
 
+/// A unit parked in a depot, silent for half an hour (a tracker asleep overnight), whose
+/// first fix after the silence is a 250 m jump outside, one second before a fix back inside
+/// at 23 km/h: no exit across the silence (it was dated there, a miss and a false alarm). It
+/// leaves at the time its fixes show. A unit that really left during the
+/// silence keeps its exit back-dated into it, and one that left and came back at the speed its
+/// fixes report has two visits.
+#[test]
+fn a_jump_after_a_silence_is_no_exit() {
+    let depot = Geofence::new(
+        "deposito".into(),
+        "bodega".into(),
+        Shape::Square {
+            centre: ORIGIN,
+            half_side_m: 120.0,
+        },
+        None,
+    );
+    let at = |t: i64, east_m: f64, kmh: f64| {
+        let p = offset_m(ORIGIN, east_m, 0.0);
+        Fix {
+            ts_utc: T0 + t,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh: kmh,
+            heading_deg: 90.0,
+            ignition: true,
+            odometer_m: None,
+        }
+    };
+    // Parked at the centre for 10 min, every 15 s; silent until 40:00.
+    let parked: Vec<Fix> = (0..=40).map(|i| at(15 * i, 0.0, 0.0)).collect();
+    let wake = 2400;
+    // Drives east at 23 km/h (6.4 m/s) from the wake-up: out by the edge at 120 m.
+    let mut jumped = parked.clone();
+    jumped.push(at(wake - 1, 250.0, 20.0));
+    jumped.extend((0..40).map(|i| at(wake + 5 * i, 6.4 * (5 * i) as f64, 23.0)));
+    let a = run(&jumped, std::slice::from_ref(&depot));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    let exit = a.visits[0].exit_utc.map(|e| e - T0);
+    // Out at 120 m / 6.4 m/s = 18.75 s after the wake-up.
+    assert!(
+        exit.is_some_and(|e| (e - (wake + 19)).abs() <= 3),
+        "{exit:?}"
+    );
+
+    // Left during the silence: first fix 300 m out, then further out. The exit is the
+    // crossing interpolated across the silence, as before.
+    let mut left = parked.clone();
+    left.extend((0..20).map(|i| at(wake + 5 * i, 300.0 + 32.0 * i as f64, 23.0)));
+    let a = run(&left, std::slice::from_ref(&depot));
+    assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+    let exit = a.visits[0].exit_utc.map(|e| e - T0);
+    let across = 600 + (1800.0 * 120.0 / 300.0_f64).round() as i64;
+    assert!(exit.is_some_and(|e| (e - across).abs() <= 2), "{exit:?}");
+
+    // Left during the silence and driving back in at 30 km/h: 40 m out, 10 s later 40 m in.
+    let mut back = parked;
+    back.push(at(wake, 160.0, 30.0));
+    back.extend((0..20).map(|i| at(wake + 10 + 5 * i, 80.0, 0.0)));
+    let a = run(&back, std::slice::from_ref(&depot));
+    assert_eq!(a.visits.len(), 2, "{:?}", a.visits);
+    let exit = a.visits[0].exit_utc.map(|e| e - T0);
+    let across = 600 + (1800.0 * 120.0 / 160.0_f64).round() as i64;
+    assert!(exit.is_some_and(|e| (e - across).abs() <= 2), "{exit:?}");
+    assert!(
+        (a.visits[1].entry_utc - T0 - (wake + 5)).abs() <= 2,
+        "{:?}",
+        a.visits[1]
+    );
+}
+
 #[test]
 fn a_cold_first_fix_outside_does_not_date_a_visit_under_way() {
     // Parked in a depot when the data starts, moving off after ten minutes; the tracker's

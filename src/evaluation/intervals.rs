@@ -10,13 +10,16 @@
 //! as a loss that records still in transit at "now" left between records received (the reports
 //! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
 //! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
-//! visits a few seconds apart are merged first (roads hug some fence edges). The bands are about
-//! the thresholds, not about the matching tolerance.
+//! visits a few seconds apart are merged first (roads hug some fence edges), and truth stops a
+//! few metres apart whose move between no report showed are scored as their union (the caller
+//! says which moves the reports showed). The bands are about the thresholds, not about the
+//! matching tolerance.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::matching::Interval;
 use crate::engine::{DetectionConfig, EventKind, LONG_STOP};
+use crate::geometry::earth::{LatLon, distance_m};
 use crate::sim::TruthEvent;
 
 /// Truth stops this much above the minimum stop time, and detections as short, are don't-care.
@@ -90,6 +93,14 @@ pub struct Context<'a> {
     silences: HashMap<(&'a str, i64), Silence>,
     /// When each unit's ignition went off at the end of a shift (the truth's `jornada` ends).
     ignition_offs: HashMap<&'a str, Vec<i64>>,
+    /// Moves between two truth stops of a unit that no report showed (see
+    /// [`close_stop_pairs`]): plate, end of the first stop, start of the next.
+    unseen_moves: HashSet<(String, i64, i64)>,
+    /// When each unit's ignition came on at the start of a shift (the truth's `jornada`s).
+    ignition_ons: HashMap<&'a str, Vec<i64>>,
+    /// Days' parkings (plate, start) through which no report said the ignition was off
+    /// ([`Context::with_off_unreported`]).
+    off_unreported: HashSet<(String, i64)>,
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -205,14 +216,19 @@ impl<'a> Context<'a> {
             }
         }
         let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
+        let mut ignition_ons: HashMap<&str, Vec<i64>> = HashMap::new();
         for event in truth {
             if let TruthEvent::Jornada {
                 placa,
-                fin_utc: Some(off),
+                inicio_utc,
+                fin_utc,
                 ..
             } = event
             {
-                ignition_offs.entry(placa).or_default().push(*off);
+                ignition_ons.entry(placa).or_default().push(*inicio_utc);
+                if let Some(off) = fin_utc {
+                    ignition_offs.entry(placa).or_default().push(*off);
+                }
             }
         }
         Context {
@@ -222,7 +238,41 @@ impl<'a> Context<'a> {
             losses,
             silences,
             ignition_offs,
+            unseen_moves: HashSet::new(),
+            ignition_ons,
+            off_unreported: HashSet::new(),
         }
+    }
+
+    /// The days' parkings ([`parkings_into_a_shift`]: plate, start) through which the unit
+    /// sent no report with the ignition off: the data show a stop with the engine on.
+    pub fn with_off_unreported(
+        mut self,
+        parkings: impl IntoIterator<Item = (String, i64)>,
+    ) -> Self {
+        self.off_unreported = parkings.into_iter().collect();
+        self
+    }
+
+    /// The last time `plate`'s ignition came on between `start` and `end` (or "now").
+    fn ignition_on_within(&self, plate: &str, start: i64, end: Option<i64>) -> Option<i64> {
+        let end = end.unwrap_or(self.now_utc);
+        self.ignition_ons
+            .get(plate)?
+            .iter()
+            .filter(|on| start < **on && **on < end)
+            .max()
+            .copied()
+    }
+
+    /// The moves between close truth stops ([`close_stop_pairs`]) in which the unit sent no
+    /// report: the data show the two stops as one.
+    pub fn with_unseen_moves(
+        mut self,
+        moves: impl IntoIterator<Item = (String, i64, i64)>,
+    ) -> Self {
+        self.unseen_moves = moves.into_iter().collect();
+        self
     }
 
     /// Whether `plate`'s ignition went off between `start` and `end` (or "now") at a moment
@@ -241,6 +291,20 @@ impl<'a> Context<'a> {
         self.losses
             .get(plate)
             .is_some_and(|list| list.iter().any(|(a, b)| *a < t && t < *b))
+    }
+
+    /// The longest `start`–`end` could have lasted as the reports show it: a start or end
+    /// inside one of `plate`'s losses is known only to lie within it, so it may have been at
+    /// the loss's far side.
+    fn longest_seen(&self, plate: &str, start: i64, end: Option<i64>) -> i64 {
+        let within = |t: i64| {
+            self.losses
+                .get(plate)
+                .and_then(|list| list.iter().find(|(a, b)| *a < t && t < *b).copied())
+        };
+        let start = within(start).map_or(start, |(a, _)| a);
+        let end = end.map(|e| within(e).map_or(e, |(_, b)| b));
+        self.duration(start, end)
     }
 
     /// Units silent at "now", with the start of the silence.
@@ -307,41 +371,184 @@ pub fn of_kind(
     }
 }
 
-fn stops<'d>(
-    truth: &[TruthEvent],
-    found: impl Iterator<Item = &'d Detected>,
-    ctx: &Context<'_>,
-) -> (Vec<Interval>, Vec<Interval>) {
-    let short = |duration: i64| duration < ctx.config.parada_min_s as i64 + STOP_BAND_S;
-    let truth = truth
+/// One truth stop's fields the scoring reads.
+#[derive(Debug, Clone, Copy)]
+struct TruthStop<'t> {
+    plate: &'t str,
+    start: i64,
+    end: Option<i64>,
+    from_data_start: bool,
+    reason: crate::sim::StopReason,
+    at: LatLon,
+}
+
+/// The truth's stops, in the log's order.
+fn truth_stops(truth: &[TruthEvent]) -> Vec<TruthStop<'_>> {
+    truth
         .iter()
         .filter_map(|e| match e {
             TruthEvent::Parada {
                 placa,
                 inicio_utc,
                 fin_utc,
+                lat,
+                lon,
+                motivo,
                 desde_inicio_datos,
                 ..
-            } => Some(ctx.truth(
-                placa,
-                "",
-                (!desde_inicio_datos).then_some(*inicio_utc),
-                *fin_utc,
-                short(ctx.duration(*inicio_utc, *fin_utc)),
-            )),
+            } => Some(TruthStop {
+                plate: placa,
+                start: *inicio_utc,
+                end: *fin_utc,
+                from_data_start: *desde_inicio_datos,
+                reason: *motivo,
+                at: LatLon {
+                    lat: *lat,
+                    lon: *lon,
+                },
+            }),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Consecutive truth stops of one unit within `parada_radio_m` of each other, the move between
+/// them no longer than a signal loss takes: (plate, end of the first, start of the second).
+/// Whether a report fell in that move is for the caller to say (the reports are in the
+/// database, [`Context::with_unseen_moves`]). The simulator drives 5-40 m between two
+/// deliveries in 2-8 s, which a tracker recording every 5-60 s mostly never sees: then no
+/// report separates the stops, and no detector can tell them apart.
+pub fn close_stop_pairs(truth: &[TruthEvent], config: &DetectionConfig) -> Vec<(String, i64, i64)> {
+    let longest_move = config.perdida_senal_s.round() as i64;
+    let mut by_plate: BTreeMap<&str, Vec<TruthStop<'_>>> = BTreeMap::new();
+    for stop in truth_stops(truth) {
+        by_plate.entry(stop.plate).or_default().push(stop);
+    }
+    let mut pairs = Vec::new();
+    for (plate, mut stops) in by_plate {
+        stops.sort_by_key(|s| s.start);
+        for pair in stops.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if let Some(end) = a.end
+                && (end..=end + longest_move).contains(&b.start)
+                && distance_m(a.at, b.at) <= config.parada_radio_m
+            {
+                pairs.push((plate.to_owned(), end, b.start));
+            }
+        }
+    }
+    pairs
+}
+
+/// The days' parkings (truth stops ending a shift) that went on after the ignition came on
+/// for about as long as a long stop: (plate, the parking's start, the ignition-on). Whether a
+/// report in it said "off" is for the caller to say ([`Context::with_off_unreported`]).
+pub fn parkings_into_a_shift(
+    truth: &[TruthEvent],
+    config: &DetectionConfig,
+    now_utc: i64,
+) -> Vec<(String, i64, i64)> {
+    let ctx = Context::new(config, now_utc, truth);
+    let long = (config.parada_prolongada_min * 60.0).round() as i64;
+    truth_stops(truth)
+        .into_iter()
+        .filter(|s| s.reason == crate::sim::StopReason::FinDeTurno)
+        .filter_map(|s| {
+            let on = ctx.ignition_on_within(s.plate, s.start, s.end)?;
+            (ctx.duration(on, s.end) >= long - LONG_BAND_S)
+                .then(|| (s.plate.to_owned(), s.start, on))
+        })
+        .collect()
+}
+
+/// The truth stops as the data can show them: chains of one unit's stops joined across moves
+/// no report showed ([`Context::with_unseen_moves`]), each a list of indices into
+/// [`truth_stops`] in time order, in the order of their first stop in the log. A stop no move
+/// joins is a chain of one.
+fn stop_chains(stops: &[TruthStop<'_>], ctx: &Context<'_>) -> Vec<Vec<usize>> {
+    let mut by_plate: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, stop) in stops.iter().enumerate() {
+        by_plate.entry(stop.plate).or_default().push(i);
+    }
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for (plate, mut indices) in by_plate {
+        indices.sort_by_key(|i| stops[*i].start);
+        let mut chain: Vec<usize> = Vec::new();
+        for i in indices {
+            let joined = chain.last().is_some_and(|last| {
+                stops[*last].end.is_some_and(|end| {
+                    ctx.unseen_moves
+                        .contains(&(plate.to_owned(), end, stops[i].start))
+                })
+            });
+            if !joined && !chain.is_empty() {
+                chains.push(std::mem::take(&mut chain));
+            }
+            chain.push(i);
+        }
+        if !chain.is_empty() {
+            chains.push(chain);
+        }
+    }
+    chains.sort_by_key(|c| c[0]);
+    chains
+}
+
+/// A chain's union: from its first stop's start to its last stop's end. It ends the shift when
+/// one of its stops does (the data show one stop, and its end the day's parking).
+fn union<'t>(stops: &[TruthStop<'t>], chain: &[usize]) -> TruthStop<'t> {
+    let (first, last) = (stops[chain[0]], stops[chain[chain.len() - 1]]);
+    let ends_shift = chain
+        .iter()
+        .any(|i| stops[*i].reason == crate::sim::StopReason::FinDeTurno);
+    TruthStop {
+        end: last.end,
+        reason: if ends_shift {
+            crate::sim::StopReason::FinDeTurno
+        } else {
+            first.reason
+        },
+        ..first
+    }
+}
+
+/// Stops. Truth stops the data show as one (a move of a few metres no report fell in) are
+/// scored as their union, which a detector must find, and each of them is don't-care: no
+/// report dates the move between them.
+fn stops<'d>(
+    truth: &[TruthEvent],
+    found: impl Iterator<Item = &'d Detected>,
+    ctx: &Context<'_>,
+) -> (Vec<Interval>, Vec<Interval>) {
+    let short = |duration: i64| duration < ctx.config.parada_min_s as i64 + STOP_BAND_S;
+    let as_interval = |stop: &TruthStop<'_>, dont_care: bool| {
+        ctx.truth(
+            stop.plate,
+            "",
+            (!stop.from_data_start).then_some(stop.start),
+            stop.end,
+            dont_care || short(ctx.duration(stop.start, stop.end)),
+        )
+    };
+    let stops = truth_stops(truth);
+    let mut intervals = Vec::new();
+    for chain in stop_chains(&stops, ctx) {
+        intervals.push(as_interval(&union(&stops, &chain), false));
+        if chain.len() > 1 {
+            intervals.extend(chain.iter().map(|i| as_interval(&stops[*i], true)));
+        }
+    }
     let found = found
         .map(|d| detected(d, short(ctx.duration(d.start, d.end))))
         .collect();
-    (truth, found)
+    (intervals, found)
 }
 
 /// Long stops: not the parking that ends a day. Unless no report showed the day end: a
 /// parking whose ignition went off inside a loss of the GNSS fix or of the signal that
 /// outlasted the ignition-off reports looks, in the data, like a stop with the engine on
 /// followed by a silence. Calling it a long stop is then neither a hit nor a false alarm.
+/// Stops the data show as one are judged as their union, as for stops.
 fn long_stops<'d>(
     truth: &[TruthEvent],
     found: impl Iterator<Item = &'d Detected>,
@@ -349,52 +556,60 @@ fn long_stops<'d>(
 ) -> (Vec<Interval>, Vec<Interval>) {
     let long = (ctx.config.parada_prolongada_min * 60.0).round() as i64;
     let near_threshold = |duration: i64| (duration - long).abs() < LONG_BAND_S;
-    let truth = truth
-        .iter()
-        .filter_map(|e| match e {
-            TruthEvent::Parada {
-                placa,
-                inicio_utc,
-                fin_utc,
-                motivo,
-                desde_inicio_datos,
-                ..
-            } if *motivo != crate::sim::StopReason::FinDeTurno => {
-                let interval = ctx.truth(
-                    placa,
-                    "",
-                    (!desde_inicio_datos).then_some(*inicio_utc),
-                    *fin_utc,
-                    false,
-                );
-                // Judged on what the data can show: a stop whose end is unknown lasts until now.
-                let duration = ctx.duration(*inicio_utc, interval.end);
-                (duration >= long - LONG_BAND_S).then(|| Interval {
-                    dont_care: interval.dont_care || near_threshold(duration),
+    let as_interval = |stop: &TruthStop<'_>| -> Option<Interval> {
+        let start = (!stop.from_data_start).then_some(stop.start);
+        if stop.reason != crate::sim::StopReason::FinDeTurno {
+            let interval = ctx.truth(stop.plate, "", start, stop.end, false);
+            // Judged on what the data can show: a stop whose end is unknown lasts until now.
+            let duration = ctx.duration(stop.start, interval.end);
+            // A stop that arrived or left inside a loss may, as far as the reports go, have
+            // lasted as long as a long stop: whether it did is no detector's to know (an
+            // arrival during a 13-minute loss dated 4 minutes early made 39 minutes 43).
+            let maybe_long = interval.dont_care
+                && ctx.longest_seen(stop.plate, stop.start, interval.end) >= long - LONG_BAND_S;
+            (duration >= long - LONG_BAND_S || maybe_long).then(|| Interval {
+                dont_care: interval.dont_care || near_threshold(duration),
+                ..interval
+            })
+        } else if ctx.unseen_ignition_off(stop.plate, stop.start, stop.end) {
+            Some(ctx.truth(stop.plate, "", start, stop.end, true))
+        } else {
+            // The day's parking went on for as long as a long stop after the ignition came
+            // on: an hour standing with the engine on into the shift (a long stop injected at
+            // a delivery at the depot). When no report in it said "off" (a tracker silent
+            // while off, the data beginning in the night), the data show a stop with the
+            // engine on, which is a long stop. When one did, they show the day's parking as
+            // well, which the engine reports whole: either is no error.
+            let on = ctx.ignition_on_within(stop.plate, stop.start, stop.end)?;
+            let interval = ctx.truth(stop.plate, "", start, stop.end, false);
+            let standing = ctx.duration(on, interval.end);
+            let engine_on = ctx
+                .off_unreported
+                .contains(&(stop.plate.to_owned(), stop.start));
+            (standing >= long - LONG_BAND_S).then(|| Interval {
+                dont_care: interval.dont_care || !engine_on || near_threshold(standing),
+                ..interval
+            })
+        }
+    };
+    let stops = truth_stops(truth);
+    let mut intervals = Vec::new();
+    for chain in stop_chains(&stops, ctx) {
+        intervals.extend(as_interval(&union(&stops, &chain)));
+        if chain.len() > 1 {
+            intervals.extend(chain.iter().filter_map(|i| {
+                as_interval(&stops[*i]).map(|interval| Interval {
+                    dont_care: true,
                     ..interval
                 })
-            }
-            TruthEvent::Parada {
-                placa,
-                inicio_utc,
-                fin_utc,
-                desde_inicio_datos,
-                ..
-            } if ctx.unseen_ignition_off(placa, *inicio_utc, *fin_utc) => Some(ctx.truth(
-                placa,
-                "",
-                (!desde_inicio_datos).then_some(*inicio_utc),
-                *fin_utc,
-                true,
-            )),
-            _ => None,
-        })
-        .collect();
+            }));
+        }
+    }
     let found = found
         .filter(|d| !d.end_of_day && ctx.duration(d.start, d.end) >= long)
         .map(|d| detected(d, near_threshold(ctx.duration(d.start, d.end))))
         .collect();
-    (truth, found)
+    (intervals, found)
 }
 
 fn overspeeds<'d>(
@@ -656,6 +871,197 @@ mod tests {
             inicio_utc: start,
             fin_utc: (end <= NOW).then_some(end),
         }
+    }
+
+    fn stop_at(plate: &str, start: i64, end: i64, lat: f64) -> TruthEvent {
+        let TruthEvent::Parada {
+            lon,
+            lugar,
+            motivo,
+            motor_encendido,
+            desde_inicio_datos,
+            inyectada,
+            ..
+        } = stop(plate, start, Some(end))
+        else {
+            unreachable!("stop() makes a stop")
+        };
+        TruthEvent::Parada {
+            placa: plate.into(),
+            inicio_utc: start,
+            fin_utc: Some(end),
+            duracion_s: end - start,
+            lat,
+            lon,
+            lugar,
+            motivo,
+            motor_encendido,
+            desde_inicio_datos,
+            inyectada,
+        }
+    }
+
+    /// Two deliveries 11 m apart with a 3 s move between them that no report fell in are one
+    /// stop in the data: their union is what a detector must find (a stop, and a long stop when
+    /// the union is long), and each of them is don't-care. When a report showed the move, the
+    /// truth's stops stand as they are.
+    #[test]
+    fn close_stops_no_report_separates_are_scored_as_one() {
+        let config = DetectionConfig::default();
+        let events = vec![
+            stop_at("A", 1000, 2800, 0.0),
+            stop_at("A", 2803, 4600, 0.0001),
+            stop_at("A", 5000, 5600, 0.01),
+            stop_at("B", 2803, 4600, 0.0001),
+        ];
+        let pairs = close_stop_pairs(&events, &config);
+        assert_eq!(pairs, [("A".to_owned(), 2800, 2803)]);
+        let shown = |kind: Scored, ctx: &Context<'_>| -> Vec<Shown> {
+            of_kind(kind, &events, &[], ctx)
+                .0
+                .iter()
+                .filter(|i| i.plate == "A")
+                .map(|i| (i.start, i.end, i.dont_care))
+                .collect()
+        };
+        let unseen = Context::new(&config, NOW, &events).with_unseen_moves(pairs);
+        assert_eq!(
+            shown(Scored::Event(EventKind::Stop), &unseen),
+            [
+                (Some(1000), Some(4600), false),
+                (Some(1000), Some(2800), true),
+                (Some(2803), Some(4600), true),
+                (Some(5000), Some(5600), false),
+            ]
+        );
+        assert_eq!(
+            shown(Scored::LongStop, &unseen),
+            [(Some(1000), Some(4600), false)]
+        );
+        // The engine's one stop over both is a hit; the misses are the far stop and B's.
+        let union = Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 1002,
+            end: Some(4601),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let (truth, found) = of_kind(
+            Scored::Event(EventKind::Stop),
+            &events,
+            std::slice::from_ref(&union),
+            &unseen,
+        );
+        let score = crate::evaluation::matching::score(&truth, &found, rules);
+        assert_eq!((score.true_positives, score.false_positives), (1, 0));
+        let misses: Vec<(&str, Option<i64>)> = score
+            .misses
+            .iter()
+            .map(|m| (m.plate.as_str(), m.start))
+            .collect();
+        assert_eq!(misses, [("A", Some(5000)), ("B", Some(2803))]);
+        let seen = Context::new(&config, NOW, &events);
+        assert_eq!(
+            shown(Scored::Event(EventKind::Stop), &seen),
+            [
+                (Some(1000), Some(2800), false),
+                (Some(2803), Some(4600), false),
+                (Some(5000), Some(5600), false),
+            ]
+        );
+        assert_eq!(shown(Scored::LongStop, &seen), []);
+    }
+
+    /// A day's parking that went on for an hour after the ignition came on (a long stop
+    /// injected at a delivery at the depot, joined to the night's parking in the truth) is a
+    /// long stop when no report in it said "off": the data show a unit standing with the
+    /// engine on. When a report did, the engine's day's parking is no error either. A
+    /// morning's usual few minutes' wait is no long stop.
+    #[test]
+    fn an_hour_with_the_engine_on_after_the_night_is_a_long_stop() {
+        let config = DetectionConfig::default();
+        let parking = |start: i64, end: i64, from_data_start: bool| {
+            let TruthEvent::Parada {
+                placa,
+                lat,
+                lon,
+                lugar,
+                motor_encendido,
+                inyectada,
+                ..
+            } = stop("A", start, Some(end))
+            else {
+                unreachable!("stop() makes a stop")
+            };
+            TruthEvent::Parada {
+                placa,
+                inicio_utc: start,
+                fin_utc: Some(end),
+                duracion_s: end - start,
+                lat,
+                lon,
+                lugar,
+                motivo: crate::sim::StopReason::FinDeTurno,
+                motor_encendido,
+                desde_inicio_datos: from_data_start,
+                inyectada,
+            }
+        };
+        let shift = |on: i64, off: Option<i64>| TruthEvent::Jornada {
+            placa: "A".into(),
+            fecha: String::new(),
+            inicio_utc: on,
+            fin_utc: off,
+            fin_previsto_utc: off.unwrap_or(NOW),
+        };
+        let events = vec![
+            // Parked since before the data; on at 30,000, off at 60,000.
+            parking(0, 33_600, true),
+            shift(30_000, Some(60_000)),
+            // Parked from 60,100; on at 80,000, away 600 s later.
+            parking(60_100, 80_600, false),
+            shift(80_000, None),
+        ];
+        let found = parkings_into_a_shift(&events, &config, NOW);
+        assert_eq!(found, [("A".to_owned(), 0, 30_000)]);
+        let long = |ctx: &Context<'_>| -> Vec<Shown> {
+            of_kind(Scored::LongStop, &events, &[], ctx)
+                .0
+                .iter()
+                .map(|i| (i.start, i.end, i.dont_care))
+                .collect()
+        };
+        let on_only =
+            Context::new(&config, NOW, &events).with_off_unreported([("A".to_owned(), 0)]);
+        assert_eq!(long(&on_only), [(None, Some(33_600), false)]);
+        let off_seen = Context::new(&config, NOW, &events);
+        assert_eq!(long(&off_seen), [(None, Some(33_600), true)]);
+    }
+
+    /// A 39-minute stop whose arrival fell inside a 13-minute loss could have begun at the
+    /// loss's start as far as the reports go: a long stop reported there is no false alarm.
+    /// One whose both ends the reports show is no long stop.
+    #[test]
+    fn a_stop_begun_in_a_loss_may_be_long() {
+        let config = DetectionConfig::default();
+        let events = vec![
+            loss("A", 1000, 1780),
+            stop("A", 1727, Some(1727 + 2360)),
+            stop("A", 10_000, Some(10_000 + 2360)),
+        ];
+        let ctx = Context::new(&config, NOW, &events);
+        let (truth, _) = of_kind(Scored::LongStop, &events, &[], &ctx);
+        let shown: Vec<Shown> = truth
+            .iter()
+            .map(|i| (i.start, i.end, i.dont_care))
+            .collect();
+        assert_eq!(shown, [(Some(1727), Some(1727 + 2360), true)]);
     }
 
     /// The truth log and the detections name a kind with the same word: the simulator cannot

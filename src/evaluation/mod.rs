@@ -136,7 +136,10 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     let zone_of = |plate: &str| zones.get(plate).copied().unwrap_or(meta.zone);
     let found = detections(&store, &plates)?;
 
-    let ctx = Context::new(&meta.config, now, truth);
+    let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
+    let ctx = Context::new(&meta.config, now, truth)
+        .with_unseen_moves(unseen_moves(&store, &ids, truth, &meta.config)?)
+        .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?);
     let rules = Rules {
         tolerance_s: i64::from(options.tolerance_s),
         now_utc: now,
@@ -183,7 +186,6 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         })
         .flatten()
         .collect();
-    let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
     let phantom = km::phantom_m(&store, truth, &ids, &meta.config, now)?;
 
     Ok(Evaluation {
@@ -197,6 +199,65 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
         paradas_revisadas_km_fantasma: phantom.stops,
         horas_revisadas_km_fantasma: phantom.seconds as f64 / 3600.0,
     })
+}
+
+/// The moves between two close truth stops of a unit ([`intervals::close_stop_pairs`]) that
+/// nothing in the data shows: no report in the move of a unit moving (a report at a standing
+/// speed, taken as the unit set off or a phone's invalid zero, shows none), and no odometer
+/// that advanced more than a stop's radius (`parada_radio_m`) from the last report before
+/// the move to the first after it (two stops 50 m apart by the chord were 70 m apart by the
+/// road, which the odometer shows).
+fn unseen_moves(
+    store: &Store,
+    ids: &HashMap<String, i64>,
+    truth: &[crate::sim::TruthEvent],
+    config: &crate::engine::DetectionConfig,
+) -> anyhow::Result<Vec<(String, i64, i64)>> {
+    // How far around the move the reports bounding it are looked for: a silence longer than
+    // a signal loss is a loss, which dates nothing either way.
+    let around = config.perdida_senal_s.round() as i64;
+    let mut unseen = Vec::new();
+    for (plate, end, next_start) in intervals::close_stop_pairs(truth, config) {
+        let Some(id) = ids.get(&plate) else { continue };
+        let fixes = store.fixes(*id, end - around, next_start + around + 1)?;
+        // Strictly between: a report at the first stop's last second or the next one's first
+        // shows the unit standing.
+        let moving = fixes.iter().any(|f| {
+            end < f.ts_utc && f.ts_utc < next_start && f.speed_kmh >= config.velocidad_detenida_kmh
+        });
+        let before = fixes.iter().rev().find(|f| f.ts_utc <= end);
+        let after = fixes.iter().find(|f| f.ts_utc >= next_start);
+        let driven = before
+            .and_then(|b| b.odometer_m)
+            .zip(after.and_then(|a| a.odometer_m))
+            .is_some_and(|(b, a)| (a - b) as f64 > config.parada_radio_m);
+        if !moving && !driven {
+            unseen.push((plate, end, next_start));
+        }
+    }
+    Ok(unseen)
+}
+
+/// The days' parkings that went on into a shift for as long as a long stop
+/// ([`intervals::parkings_into_a_shift`]) in which no report of the unit said the ignition was
+/// off before it came on: the data show a stop with the engine on.
+fn off_unreported(
+    store: &Store,
+    ids: &HashMap<String, i64>,
+    truth: &[crate::sim::TruthEvent],
+    config: &crate::engine::DetectionConfig,
+    now_utc: i64,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    let mut on_only = Vec::new();
+    for (plate, start, on) in intervals::parkings_into_a_shift(truth, config, now_utc) {
+        let Some(id) = ids.get(&plate) else { continue };
+        let mut off = false;
+        store.for_each_fix(*id, start, on, |fix| off |= !fix.ignition)?;
+        if !off {
+            on_only.push((plate, start));
+        }
+    }
+    Ok(on_only)
 }
 
 /// `plate`'s local days (in `zone`) from `from_utc` to `to_utc`, as (plate, date).
