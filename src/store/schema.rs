@@ -37,7 +37,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// 12: GPS km: no chord across a stop of a tracker silent while standing (adaptive recording).
 /// 13: the odometer of a tracker recording a moving unit a minute or more apart is trusted
 /// between the GPS distance (a lower bound there) and the unit's reach (top speed × time moving).
-pub const ANALYSIS_VERSION: i64 = 13;
+/// 14: GPS km: a straight stretch's chord fused with its speeds (ending at a halt the unit
+/// moves off from the way it arrived), on units whose roads mostly run straight.
+pub const ANALYSIS_VERSION: i64 = 14;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
