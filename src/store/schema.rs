@@ -38,7 +38,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// 13: the odometer of a tracker recording a moving unit a minute or more apart is trusted
 /// between the GPS distance (a lower bound there) and the unit's reach (top speed × time moving).
 /// 14: a geofence crossing shown by one fix after a silence waits for the next fix: back on the
-/// old side farther than the speeds allow, that fix was a jump and nothing crossed.
+/// old side farther than the speeds allow, that fix was a jump and nothing crossed; and GPS km:
+/// a straight stretch's chord fused with its speeds (ending at a halt the unit moves off from
+/// the way it arrived), on units whose roads mostly run straight.
 pub const ANALYSIS_VERSION: i64 = 14;
 
 pub const DDL: &str = "
