@@ -5,6 +5,7 @@
 //! exactly the same numbers.
 
 use crate::engine::Fix;
+use crate::geometry::rounding::round;
 use crate::sim::Report;
 
 /// The stored columns of one report (besides the vehicle, fix time and sequence).
@@ -40,16 +41,17 @@ impl StoredRow {
     /// 0.1 km/h (the simulator's and most trackers' resolution, so a speed that travelled in
     /// knots comes back as sent), whole degrees and metres.
     pub fn encode(r: &Reading, delay_s: i64) -> StoredRow {
+        // `f64::round`'s answers without its library call (five per row).
         StoredRow {
             delay_s,
-            lat_e6: (r.lat * 1e6).round() as i64,
-            lon_e6: (r.lon * 1e6).round() as i64,
-            speed_kmh: (r.speed_kmh * 10.0).round() / 10.0,
-            heading_deg: r.heading_deg.round() as i64 % 360,
+            lat_e6: round(r.lat * 1e6) as i64,
+            lon_e6: round(r.lon * 1e6) as i64,
+            speed_kmh: round(r.speed_kmh * 10.0) / 10.0,
+            heading_deg: round(r.heading_deg) as i64 % 360,
             ignition: r.ignition,
             odometer_m: r
                 .odometer_m
-                .map_or(NO_ODOMETER, |m| (m.round() as i64).max(0)),
+                .map_or(NO_ODOMETER, |m| (round(m) as i64).max(0)),
         }
     }
 }
@@ -130,7 +132,15 @@ impl From<&Report> for PositionRow {
 /// [`fixes_of`] for rows already encoded (and, like the table's, holding only records with a
 /// fix): fix-time order, duplicates dropped; the same fixes, without encoding again.
 pub fn fixes_of_rows(rows: &[PositionRow]) -> Vec<Fix> {
-    let mut firsts: Vec<&PositionRow> = rows.iter().filter(|r| r.sequence == 0).collect();
+    let firsts = rows.iter().filter(|r| r.sequence == 0);
+    // Rows in key order, as `flota simular` hands them over, are in fix-time order already:
+    // the sort below would leave them as they are.
+    if rows.is_sorted_by_key(|r| r.ts_utc) {
+        let mut fixes = Vec::with_capacity(rows.len());
+        fixes.extend(firsts.map(|r| r.row.to_fix(r.ts_utc)));
+        return fixes;
+    }
+    let mut firsts: Vec<&PositionRow> = firsts.collect();
     // Stable, as in `fixes_of`; linear on rows already in key order.
     firsts.sort_by_key(|r| r.ts_utc);
     firsts.iter().map(|r| r.row.to_fix(r.ts_utc)).collect()
@@ -193,5 +203,9 @@ mod tests {
         );
         assert_eq!(rows.len(), 5);
         assert_eq!(rows[1].row, StoredRow::from(&stored[1]));
+        // Rows out of key order (another caller's) take the sorting path: the same fixes.
+        let mut reversed = rows.clone();
+        reversed.reverse();
+        assert_eq!(fixes_of_rows(&reversed), fixes);
     }
 }
