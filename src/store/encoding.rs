@@ -132,15 +132,7 @@ impl From<&Report> for PositionRow {
 /// [`fixes_of`] for rows already encoded (and, like the table's, holding only records with a
 /// fix): fix-time order, duplicates dropped; the same fixes, without encoding again.
 pub fn fixes_of_rows(rows: &[PositionRow]) -> Vec<Fix> {
-    let firsts = rows.iter().filter(|r| r.sequence == 0);
-    // Rows in key order, as `flota simular` hands them over, are in fix-time order already:
-    // the sort below would leave them as they are.
-    if rows.is_sorted_by_key(|r| r.ts_utc) {
-        let mut fixes = Vec::with_capacity(rows.len());
-        fixes.extend(firsts.map(|r| r.row.to_fix(r.ts_utc)));
-        return fixes;
-    }
-    let mut firsts: Vec<&PositionRow> = firsts.collect();
+    let mut firsts: Vec<&PositionRow> = rows.iter().filter(|r| r.sequence == 0).collect();
     // Stable, as in `fixes_of`; linear on rows already in key order.
     firsts.sort_by_key(|r| r.ts_utc);
     firsts.iter().map(|r| r.row.to_fix(r.ts_utc)).collect()
@@ -203,7 +195,7 @@ mod tests {
         );
         assert_eq!(rows.len(), 5);
         assert_eq!(rows[1].row, StoredRow::from(&stored[1]));
-        // Rows out of key order (another caller's) take the sorting path: the same fixes.
+        // Rows out of key order (another caller's): the same fixes.
         let mut reversed = rows.clone();
         reversed.reverse();
         assert_eq!(fixes_of_rows(&reversed), fixes);
