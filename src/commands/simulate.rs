@@ -723,13 +723,22 @@ fn write_units(
             let (sender, receiver) = sync_channel::<anyhow::Result<UnitPart>>(2 * AHEAD);
             receivers.push(receiver);
             scope.spawn(move || {
+                // One unit's reports, kept from unit to unit: grown once, not doubled and
+                // copied from empty for every unit (2.3 % of a worker's instructions).
+                let mut reports = Vec::new();
                 for unit in (first..units).step_by(workers) {
                     if interrupt.asked() {
                         return;
                     }
                     let rows = |rows| sender.send(Ok(UnitPart::Rows(rows))).is_ok();
-                    let output = match simulate_unit(simulation, config, unit, keep_delivered, rows)
-                    {
+                    let output = match simulate_unit(
+                        simulation,
+                        config,
+                        unit,
+                        keep_delivered,
+                        &mut reports,
+                        rows,
+                    ) {
                         Ok(Some(output)) => Ok(UnitPart::Rest(Box::new(output))),
                         // The writer hung up.
                         Ok(None) => return,
@@ -785,16 +794,22 @@ fn write_units(
 /// will hold them, and its truth written out: everything the writer needs, made here on a
 /// worker. Its rows go to `rows` before the engine runs (unless the scenario is refused for
 /// the unit); `None` when `rows` says the writer is gone. `keep_delivered`: also keep the
-/// reports as delivered (for `--emitir`).
+/// reports as delivered (for `--emitir`). `reports` lends the unit its buffer (whatever it
+/// holds is cleared) and gets it back empty.
 fn simulate_unit(
     simulation: &Simulation,
     config: &DetectionConfig,
     unit: usize,
     keep_delivered: bool,
+    reports: &mut Vec<Report>,
     rows: impl FnOnce(Vec<PositionRow>) -> bool,
 ) -> anyhow::Result<Option<UnitOutput>> {
     let world = &simulation.world;
-    let mut run = UnitRun::default();
+    let mut run = UnitRun {
+        reports: std::mem::take(reports),
+        truth: Vec::new(),
+    };
+    run.reports.clear();
     let unhonoured = simulation.run_unit(unit, &mut run);
     if !unhonoured.is_empty() {
         return Ok(Some(UnitOutput {
@@ -824,7 +839,10 @@ fn simulate_unit(
         zone: world.units[unit].zone,
     };
     // Encoded once, here: the engine reads its fixes from the values the writer stores.
-    let stored: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
+    let rows_of_unit: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
+    stored.clear();
+    *reports = stored;
+    let stored = rows_of_unit;
     let fixes = fixes_of_rows(&stored);
     if !rows(stored) {
         return Ok(None);

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use crate::geometry::earth::{LatLon, offset_m};
+use crate::geometry::rounding;
 use crate::scenario::NoiseFile;
 
 /// The true state of a vehicle at a report instant.
@@ -60,7 +61,8 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 pub(super) fn round(value: f64, decimals: i32) -> f64 {
     let factor = 10f64.powi(decimals);
-    (value * factor).round() / factor
+    // `f64::round`'s answer without its library call (five per record).
+    rounding::round(value * factor) / factor
 }
 
 impl Tracker {

@@ -403,7 +403,13 @@ impl<'a, S: Sink> Agent<'a, S> {
             let start_ms = (shift.first_start_utc + minute * 60) * 1000;
             self.schedule(start_ms, Event::ShiftStart(index));
         }
-        while let Some(Reverse((at_ms, _, event))) = self.queue.pop() {
+        // Every shift's start is known now and waits apart, in order, so that the heap the
+        // day's events go through holds a handful of them and not also every shift still to
+        // come (each pop sifts through its depth). Keys are unique (the sequence number), so
+        // taking the earlier of the two heads gives the single queue's order exactly.
+        let mut shift_starts = std::mem::take(&mut self.queue).into_sorted_vec();
+        while let Some(Reverse((at_ms, _, event))) = next_event(&mut self.queue, &mut shift_starts)
+        {
             if at_ms > self.end_ms {
                 break;
             }
@@ -944,6 +950,71 @@ impl<'a, S: Sink> Agent<'a, S> {
                 fecha: day.date.to_string(),
                 km: (km * 1000.0).round() / 1000.0,
             });
+        }
+    }
+}
+
+/// The earliest of the events waiting in `queue` and in `early` (sorted latest first, as
+/// `BinaryHeap::into_sorted_vec` leaves `Reverse` keys), taken from where it waits.
+fn next_event(
+    queue: &mut BinaryHeap<Reverse<(i64, u64, Event)>>,
+    early: &mut Vec<Reverse<(i64, u64, Event)>>,
+) -> Option<Reverse<(i64, u64, Event)>> {
+    match (queue.peek(), early.last()) {
+        // `Reverse`: the greater holds the earlier (time, sequence).
+        (Some(queued), Some(waiting)) if waiting > queued => early.pop(),
+        (Some(_), _) => queue.pop(),
+        (None, _) => early.pop(),
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Events set apart before the run and events scheduled during it come out in the
+        /// single queue's order, whatever their times (ties broken by the sequence number).
+        #[test]
+        fn two_queues_give_the_single_queue_order(
+            early in proptest::collection::vec(0i64..50, 0..40),
+            during in proptest::collection::vec((0i64..50, 0usize..3), 0..60),
+        ) {
+            let mut seq = 0u64;
+            let mut key = |at: i64, event: Event| {
+                seq += 1;
+                Reverse((at, seq, event))
+            };
+            let mut single = BinaryHeap::new();
+            let mut queue = BinaryHeap::new();
+            for (i, at) in early.iter().enumerate() {
+                let k = key(*at, Event::ShiftStart(i));
+                single.push(k);
+                queue.push(k);
+            }
+            let mut apart = std::mem::take(&mut queue).into_sorted_vec();
+            // Events scheduled while others are taken, as the run does.
+            let (mut expected, mut got) = (Vec::new(), Vec::new());
+            let mut pending = during.iter();
+            loop {
+                if let Some((at, pops)) = pending.next() {
+                    let k = key(*at, Event::Report);
+                    single.push(k);
+                    queue.push(k);
+                    for _ in 0..*pops {
+                        expected.extend(single.pop());
+                        got.extend(next_event(&mut queue, &mut apart));
+                    }
+                } else {
+                    expected.extend(single.pop());
+                    got.extend(next_event(&mut queue, &mut apart));
+                    if single.is_empty() && queue.is_empty() && apart.is_empty() {
+                        break;
+                    }
+                }
+            }
+            prop_assert_eq!(got, expected);
         }
     }
 }

@@ -123,8 +123,11 @@ impl<S: Sink> Agent<'_, S> {
             }
         }
         self.reports.clear();
-        for event in self.tracker_truth.drain(..) {
-            self.sink.truth(event);
+        // Most records bring no truth: no drain to set up and drop for them.
+        if !self.tracker_truth.is_empty() {
+            for event in self.tracker_truth.drain(..) {
+                self.sink.truth(event);
+            }
         }
     }
 
