@@ -216,9 +216,12 @@ fn date(answer: &str) -> Result<Value, Refusal> {
     match dates::parse(answer) {
         Some(DateText::Day(day)) => Ok(Value::String(day.format("%Y-%m-%d").to_string())),
         Some(_) => Ok(Value::String(answer.to_owned())),
-        None => Err(Refusal::new(format!(
-            "'{answer}' no es una fecha: escriba AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana"
-        ))),
+        None => Err(Refusal::new(match dates::missing_day(answer) {
+            Some(missing) => missing,
+            None => format!(
+                "'{answer}' no es una fecha: escriba AAAA-MM-DD, DD/MM/AAAA, hoy, ayer, anteayer o un día de la semana"
+            ),
+        })),
     }
 }
 
@@ -384,10 +387,15 @@ mod tests {
         assert_eq!(fecha.convert("2026-08-19"), Ok(json!("2026-08-19")));
         assert_eq!(fecha.convert(" Ayer "), Ok(json!("Ayer")));
         assert_eq!(fecha.convert("el miércoles"), Ok(json!("el miércoles")));
-        for wrong in ["31/02/2026", "19.08.2026", "mañana"] {
+        for wrong in ["32/02/2026", "19.08.2026", "mañana"] {
             let refusal = fecha.convert(wrong).unwrap_err();
             assert!(refusal.message.contains("DD/MM/AAAA"), "{wrong}");
         }
+        let refusal = fecha.convert("31/02/2026").unwrap_err();
+        assert_eq!(
+            refusal.message,
+            "el día '31/02/2026' no existe: febrero de 2026 tiene 28 días"
+        );
         let dated = field("dia", json!({"type": "string", "format": "date"}));
         assert_eq!(dated.kind, Kind::Date);
         assert_eq!(field("placa", json!({"type": "string"})).kind, Kind::Text);

@@ -65,6 +65,13 @@ pub fn parse(text: &str) -> Option<DateText> {
 /// `AAAA-MM-DD` or `DD/MM/AAAA`: digits only, a four-digit year, one or two digits for day
 /// and month (as chrono's `%Y-%m-%d` took them before).
 fn calendar(text: &str) -> Option<NaiveDate> {
+    let (year, month, day) = calendar_parts(text)?;
+    NaiveDate::from_ymd_opt(year, month, day)
+}
+
+/// Year, month and day of a text shaped like a calendar date, before checking that the day
+/// exists.
+fn calendar_parts(text: &str) -> Option<(i32, u32, u32)> {
     let (separator, year_first) = if text.contains('-') {
         ('-', true)
     } else {
@@ -81,11 +88,52 @@ fn calendar(text: &str) -> Option<NaiveDate> {
     if !digits(year, &[4]) || !digits(month, &[1, 2]) || !digits(day, &[1, 2]) {
         return None;
     }
-    NaiveDate::from_ymd_opt(year.parse().ok()?, month.parse().ok()?, day.parse().ok()?)
+    Some((year.parse().ok()?, month.parse().ok()?, day.parse().ok()?))
+}
+
+/// When `text` is written as a calendar date whose day is not in its month (`31/09/2026`,
+/// `2027-02-29`), the Spanish phrase saying so: a generic "use AAAA-MM-DD" would leave the
+/// operator looking for a typo in the format.
+pub fn missing_day(text: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+    ];
+    let text = text.trim();
+    let (year, month, day) = calendar_parts(text)?;
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    if NaiveDate::from_ymd_opt(year, month, day).is_some() {
+        return None;
+    }
+    let next = if month == 12 {
+        NaiveDate::from_ymd_opt(year + 1, 1, 1)
+    } else {
+        NaiveDate::from_ymd_opt(year, month + 1, 1)
+    }?;
+    let last = next.pred_opt()?.day();
+    let name = MONTHS.get(usize::try_from(month - 1).ok()?)?;
+    Some(format!(
+        "el día '{text}' no existe: {name} de {year} tiene {last} días"
+    ))
 }
 
 /// The Spanish sentence for a date argument that [`parse`] refuses.
 pub fn syntax_error(argument: &str, text: &str) -> String {
+    if let Some(missing) = missing_day(text) {
+        return format!("el argumento '{argument}': {missing}");
+    }
     format!(
         "el argumento '{argument}' debe ser una fecha AAAA-MM-DD o DD/MM/AAAA, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '{text}'"
     )
@@ -203,8 +251,23 @@ mod tests {
                 "el argumento 'fecha' debe ser una fecha AAAA-MM-DD o DD/MM/AAAA, 'hoy', 'ayer', 'anteayer' o un día de la semana; se recibió '{text}'"
             )
         };
+        check(
+            "31/09/2026",
+            "el argumento 'fecha': el día '31/09/2026' no existe: septiembre de 2026 tiene 30 días",
+        );
+        check(
+            "2027-02-29",
+            "el argumento 'fecha': el día '2027-02-29' no existe: febrero de 2027 tiene 28 días",
+        );
+        check(
+            " 29/2/2026 ",
+            "el argumento 'fecha': el día '29/2/2026' no existe: febrero de 2026 tiene 28 días",
+        );
+        check("29/02/2028", "2028-02-29");
+        check("31/12/2026", "2026-12-31");
         for text in [
-            "31/02/2026",
+            "32/01/2026",
+            "00/01/2026",
             "08/18/2026",
             "18/08/26",
             "2026-008-18",

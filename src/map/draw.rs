@@ -760,12 +760,19 @@ fn draw_offline_base(
     while lon < bottom_right.lon {
         let (x, _) = view.project(LatLon::new(top_left.lat, lon));
         canvas.thin_line(&[(x, 0.0), (x, f64::from(HEIGHT))], grid, 1.0)?;
-        let label = format!(
-            "{:.*}° {}",
-            decimals,
-            lon.abs(),
-            if lon < 0.0 { "O" } else { "E" }
-        );
+        // A view across the antimeridian runs past 180°: label the meridian as on the globe.
+        let shown = super::projection::wrap_lon(lon);
+        let label = if shown.abs() > 180.0 - step / 2.0 {
+            // The antimeridian itself is neither east nor west.
+            "180°".to_owned()
+        } else {
+            format!(
+                "{:.*}° {}",
+                decimals,
+                shown.abs(),
+                if shown < 0.0 { "O" } else { "E" }
+            )
+        };
         labels.push((label, (x + 3.0, TITLE_BAND + 12.0)));
         lon += step;
     }
@@ -789,7 +796,7 @@ fn draw_offline_base(
         .roads
         .iter()
         .map(|road| {
-            let px: Vec<(f64, f64)> = road.iter().map(|p| view.project(*p)).collect();
+            let px: Vec<(f64, f64)> = view.project_path(road);
             rdp_indices(&px, 0.5).into_iter().map(|i| px[i]).collect()
         })
         .collect();
@@ -813,7 +820,7 @@ fn draw_offline_base(
 
 fn draw_fences(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
     for fence in &scene.fences {
-        let outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| view.project(*p)).collect();
+        let outline: Vec<(f64, f64)> = view.project_path(&fence.outline);
         if outline.len() < 3 {
             continue;
         }

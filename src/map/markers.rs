@@ -460,9 +460,9 @@ fn fence_labels(
 
 fn centroid(outline: &[LatLon], view: &View) -> (f64, f64) {
     let n = outline.len().max(1) as f64;
-    let (sx, sy) = outline
-        .iter()
-        .map(|p| view.project(*p))
+    let (sx, sy) = view
+        .project_path(outline)
+        .into_iter()
         .fold((0.0, 0.0), |(x, y), p| (x + p.0, y + p.1));
     (sx / n, sy / n)
 }
@@ -480,7 +480,7 @@ fn clamp_to_picture((x, y): (f64, f64)) -> (f64, f64) {
 /// marker still shows where it is.
 pub fn draw_fence_edges(canvas: &mut Canvas<'_>, scene: &Scene, view: &View) -> DrawResult {
     for fence in &scene.fences {
-        let mut outline: Vec<(f64, f64)> = fence.outline.iter().map(|p| view.project(*p)).collect();
+        let mut outline: Vec<(f64, f64)> = view.project_path(&fence.outline);
         if let Some(first) = outline.first().copied() {
             outline.push(first);
             canvas.thin_line(&outline, rgba(palette::FENCE, 0.9), 1.2)?;

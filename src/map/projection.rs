@@ -31,6 +31,27 @@ pub fn world_to_latlon(x: f64, y: f64, zoom: u8) -> LatLon {
     LatLon::new(n.sinh().atan().to_degrees(), lon)
 }
 
+/// `lon` brought back into [−180, 180] when a view's continuous longitudes (east of 180° or
+/// west of −180° across the antimeridian) are reported to a user; values inside are returned
+/// untouched, bit for bit.
+pub fn wrap_lon(lon: f64) -> f64 {
+    if lon > 180.0 {
+        lon - 360.0 * ((lon + 180.0) / 360.0).floor()
+    } else if lon < -180.0 {
+        lon + 360.0 * ((180.0 - lon) / 360.0).floor()
+    } else {
+        lon
+    }
+}
+
+/// `x` moved by whole worlds (`size` pixels) to the copy nearest `near`: the same place on
+/// the other side of the antimeridian. Zero shift, bit for bit, when already within half a
+/// world.
+fn nearest_copy(x: f64, near: f64, size: f64) -> f64 {
+    let turns = ((near - x) / size).round();
+    if turns == 0.0 { x } else { x + turns * size }
+}
+
 /// Room the picture keeps free around the data: title on top, legend and scale below.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Margins {
@@ -93,10 +114,43 @@ impl View {
         }
     }
 
-    /// Picture pixel coordinates of `p`.
+    /// Picture pixel coordinates of `p`, on the copy of the world nearest the picture's
+    /// centre: a view across the antimeridian shows 179.9° E and 179.9° W side by side (at
+    /// zoom ≥ 3 the world is wider than the picture, so the nearest copy is the visible one).
     pub fn project(&self, p: LatLon) -> (f64, f64) {
         let (x, y) = world_px(p, self.zoom);
-        (x - self.left, y - self.top)
+        let centre = self.left + f64::from(self.width) / 2.0;
+        (
+            nearest_copy(x, centre, self.world_size()) - self.left,
+            y - self.top,
+        )
+    }
+
+    /// Picture pixel coordinates of a line's vertices: the first as [`View::project`], each
+    /// next one on the copy nearest its predecessor, so a road or a fence across the
+    /// antimeridian stays one short line instead of a stroke across the whole world.
+    pub fn project_path(&self, points: &[LatLon]) -> Vec<(f64, f64)> {
+        let size = self.world_size();
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(points.len());
+        for p in points {
+            let at = match out.last() {
+                None => self.project(*p),
+                Some(&(previous_x, _)) => {
+                    let (x, y) = world_px(*p, self.zoom);
+                    (
+                        nearest_copy(x, previous_x + self.left, size) - self.left,
+                        y - self.top,
+                    )
+                }
+            };
+            out.push(at);
+        }
+        out
+    }
+
+    /// Width of the whole world in pixels at this zoom.
+    fn world_size(&self) -> f64 {
+        TILE_PX * f64::from(1u32 << self.zoom)
     }
 
     /// The position under picture pixel `(x, y)`.

@@ -192,6 +192,10 @@ impl Scene {
     }
 
     /// South-west and north-east corners of what must be visible: the track and its stops.
+    /// Longitudes are taken on the shortest arc that holds them all: data either side of
+    /// the antimeridian (Fiji, Chukotka, the Aleutians) gets a box whose east longitude is
+    /// past 180° (`ne.lon − sw.lon` is the span; the projection is linear in longitude, and
+    /// tiles wrap), not one across the whole world.
     pub fn bounds(&self) -> Option<(LatLon, LatLon)> {
         let mut points = self
             .track
@@ -201,12 +205,34 @@ impl Scene {
             .chain(self.units.iter().map(|u| u.p));
         let first = points.next()?;
         let (mut sw, mut ne) = (first, first);
+        let mut lons = vec![first.lon];
         for p in points {
             sw = LatLon::new(sw.lat.min(p.lat), sw.lon.min(p.lon));
             ne = LatLon::new(ne.lat.max(p.lat), ne.lon.max(p.lon));
+            lons.push(p.lon);
+        }
+        if let Some((west, east)) = antimeridian_window(&mut lons) {
+            sw.lon = west;
+            ne.lon = east;
         }
         Some((sw, ne))
     }
+}
+
+/// The shortest arc holding every longitude in `lons` (degrees in [−180, 180]) when it
+/// crosses the antimeridian: `(west, east)` with `west` in [−180, 180] and `east` past 180.
+/// `None` when the plain min–max box is already the shortest (the widest empty gap is the
+/// one across ±180°), so every other map keeps its frame bit for bit.
+fn antimeridian_window(lons: &mut [f64]) -> Option<(f64, f64)> {
+    lons.sort_by(f64::total_cmp);
+    let (&min, &max) = (lons.first()?, lons.last()?);
+    let across = min + 360.0 - max;
+    let (gap, after) = lons
+        .windows(2)
+        .map(|w| (w[1] - w[0], w[1]))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    // Only a strictly wider gap inside moves the window: ties keep today's box.
+    (gap > across).then_some((after, after + (360.0 - gap)))
 }
 
 /// The positions in time order, each with the limit that applied there and marked when it

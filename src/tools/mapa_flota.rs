@@ -203,10 +203,6 @@ impl TypedTool for MapaFlota {
         let cancelled = || ctx.is_cancelled();
         let rendered = map::render(&scene, &self.tiles, &progress, &cancelled)
             .map_err(|e| ToolError::Failed(format!("{e}.")))?;
-        let nw = rendered.view.unproject(0.0, 0.0);
-        let se = rendered
-            .view
-            .unproject(f64::from(rendered.width), f64::from(rendered.height));
         let grupos = groups(&snapshot, &unidades, &states, &rendered.unit_markers);
         let total = cap(&mut unidades);
         let output = Output {
@@ -232,13 +228,7 @@ impl TypedTool for MapaFlota {
                 alto_px: rendered.height,
                 bytes: rendered.png.len(),
             },
-            encuadre: FrameOut {
-                zoom: rendered.view.zoom,
-                norte: coord(nw.lat),
-                sur: coord(se.lat),
-                este: coord(se.lon),
-                oeste: coord(nw.lon),
-            },
+            encuadre: FrameOut::of(&rendered),
             nota_para_el_asistente: "La imagen PNG del mapa va adjunta en este mismo resultado. \
                  Dígale al usuario que el mapa está en la tarjeta de la herramienta. Para cifras \
                  exactas use los campos de este resultado."

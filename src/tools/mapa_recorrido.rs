@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::common::{AVISO, coord, round1};
 use crate::fleet::{DayTrack, Fleet, Snapshot, dates};
+use crate::map::projection::wrap_lon;
 use crate::map::{self, Background, Scene, TileFetcher};
 use crate::mcp::{Annotations, CallContext, Content, Reply, TaskSupport, ToolError, TypedTool};
 use crate::ui::{
@@ -48,8 +49,29 @@ pub struct FrameOut {
     pub zoom: u8,
     pub norte: f64,
     pub sur: f64,
+    #[schemars(
+        description = "Longitudes en [-180, 180]; un mapa que cruza el antimeridiano (180°) tiene oeste > este"
+    )]
     pub este: f64,
     pub oeste: f64,
+}
+
+impl FrameOut {
+    /// The picture's corners; longitudes brought back into [−180, 180], so a picture across
+    /// the antimeridian reads `oeste > este` (as GeoJSON's bbox, RFC 7946 §5.2).
+    pub fn of(rendered: &map::Rendered) -> FrameOut {
+        let nw = rendered.view.unproject(0.0, 0.0);
+        let se = rendered
+            .view
+            .unproject(f64::from(rendered.width), f64::from(rendered.height));
+        FrameOut {
+            zoom: rendered.view.zoom,
+            norte: coord(nw.lat),
+            sur: coord(se.lat),
+            este: coord(wrap_lon(se.lon)),
+            oeste: coord(wrap_lon(nw.lon)),
+        }
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -149,10 +171,6 @@ impl TypedTool for MapaRecorrido {
         let cancelled = || ctx.is_cancelled();
         let rendered = map::render(&scene, &self.tiles, &progress, &cancelled)
             .map_err(|e| ToolError::Failed(format!("{e}.")))?;
-        let corner_nw = rendered.view.unproject(0.0, 0.0);
-        let corner_se = rendered
-            .view
-            .unproject(f64::from(rendered.width), f64::from(rendered.height));
         let output = Output {
             placa: track.vehicle.plate.clone(),
             conductor: track.vehicle.driver.clone(),
@@ -187,13 +205,7 @@ impl TypedTool for MapaRecorrido {
                 alto_px: rendered.height,
                 bytes: rendered.png.len(),
             },
-            encuadre: FrameOut {
-                zoom: rendered.view.zoom,
-                norte: coord(corner_nw.lat),
-                sur: coord(corner_se.lat),
-                este: coord(corner_se.lon),
-                oeste: coord(corner_nw.lon),
-            },
+            encuadre: FrameOut::of(&rendered),
             nota_para_el_asistente: "La imagen PNG del mapa va adjunta en este mismo resultado. \
                  Dígale al usuario que el mapa está en la tarjeta de la herramienta, justo encima \
                  de su respuesta, y que puede hacer clic en ella para ampliarla. Para cifras \

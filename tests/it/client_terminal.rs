@@ -169,7 +169,7 @@ fn an_operator_session_answers_first_and_saves_the_map() {
     t.expect("fecha_inicio: ");
     // A date that does not exist is refused here, before anything is sent.
     t.line("31/02/2026");
-    t.expect("'31/02/2026' no es una fecha");
+    t.expect("el día '31/02/2026' no existe");
     t.expect("fecha_inicio: ");
     t.line("19/08/2026");
     t.expect("fecha_fin: ");
