@@ -94,6 +94,66 @@ fn is_jump(lone: &Fix, next: &Fix, confirm_s: i64, noise_m: f64) -> bool {
     dt < confirm_s && distance_m(lone.point(), next.point()) > reach_m
 }
 
+/// A crossing shown by a lone fix after a silence (`track.lone`), decided by the fix after it,
+/// `fix`: when that one is back on the old side, a lone fix farther than the speeds reach was a
+/// position jump and the crossing is dropped (`true`: nothing more to do with `fix`); one the
+/// unit could have reached stands at the lone fix's time, and `fix` is then a crossing back.
+fn settle_lone(
+    track: &mut Track,
+    index: usize,
+    fix: &Fix,
+    now_inside: bool,
+    noise_m: f64,
+    visits: &mut Vec<Visit>,
+    limits: Limits,
+) -> bool {
+    let Some(lone) = track.lone.take() else {
+        return false;
+    };
+    if now_inside != track.inside {
+        return false;
+    }
+    if is_jump(&lone, fix, limits.confirm_s, noise_m) {
+        // The side never changed: the lone fix was a position jump.
+        track.pending = None;
+        track.pending_evidence = None;
+        return true;
+    }
+    // The unit was there: the crossing stands as the lone fix showed it, and this fix is a
+    // crossing back (unless parked since: the caller's next rule).
+    confirm(track, index, !now_inside, lone.ts_utc, visits, limits);
+    false
+}
+
+/// The crossing `fix`, the first on a fence's new side, begins on `track`: when it happened
+/// (back-dated between `prev` and `fix`, or to a retry's earlier try), `fix`'s time, and when
+/// the unit reached the new side; stored as the track's pending crossing.
+fn begin_crossing(
+    track: &mut Track,
+    fence: &Geofence,
+    prev: &Fix,
+    fix: &Fix,
+    now_inside: bool,
+    parked_since: Option<i64>,
+) -> (i64, i64, i64) {
+    let crossed = crossing(fence, prev, fix);
+    let at = match track.cancelled {
+        Some((earlier, when)) if now_inside && fix.ts_utc - when <= RETRY_S => earlier,
+        _ => crossed,
+    };
+    track.pending_parked = parked_since.is_some();
+    let at = parked_since.map_or(at, |since| at.min(since));
+    // A parked unit's centre crossed when it moved, not when it halted: its time on the new
+    // side counts from its first fix there.
+    let reached = if parked_since.is_some() {
+        fix.ts_utc
+    } else {
+        crossed
+    };
+    track.pending = Some((at, fix.ts_utc, reached));
+    (at, fix.ts_utc, reached)
+}
+
 #[derive(Clone)]
 pub struct FenceDetector {
     confirm_s: i64,
@@ -233,6 +293,11 @@ impl FenceDetector {
             .iter()
             .any(|inside| *inside)
             .then(|| crate::geometry::earth::cos_lat(fix.point()));
+        // A moving fix after a silence longer than a signal loss (see `settle_lone`).
+        let after_silence = parked_since.is_none()
+            && self
+                .prev
+                .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
             // Only called for a fix inside fence `index`, so `cos_lat` is known.
@@ -252,25 +317,16 @@ impl FenceDetector {
             {
                 evidence.add(fix.ts_utc, depth_m());
             }
-            if let Some(lone) = track.lone.take()
-                && now_inside == track.inside
-            {
-                if is_jump(&lone, fix, self.confirm_s, self.noise_m) {
-                    // The side never changed: the lone fix was a position jump.
-                    track.pending = None;
-                    track.pending_evidence = None;
-                    continue;
-                }
-                // The unit was there: the crossing stands as the lone fix showed it, and
-                // this fix is a crossing back (unless parked since, below).
-                confirm(
-                    track,
-                    index,
-                    !now_inside,
-                    lone.ts_utc,
-                    &mut self.visits,
-                    limits,
-                );
+            if settle_lone(
+                track,
+                index,
+                fix,
+                now_inside,
+                self.noise_m,
+                &mut self.visits,
+                limits,
+            ) {
+                continue;
             }
             // A side confirmed during this very stop stands: the centre wobbles across the
             // edge as it settles, the unit did not move.
@@ -285,24 +341,13 @@ impl FenceDetector {
                 }
                 continue;
             }
-            let (_, first_new, reached) = *track.pending.get_or_insert_with(|| {
-                let prev = self.prev.unwrap_or(*fix);
-                let crossed = crossing(&fences[index], &prev, fix);
-                let at = match track.cancelled {
-                    Some((earlier, when)) if now_inside && fix.ts_utc - when <= RETRY_S => earlier,
-                    _ => crossed,
-                };
-                track.pending_parked = parked_since.is_some();
-                let at = parked_since.map_or(at, |since| at.min(since));
-                // A parked unit's centre crossed when it moved, not when it halted: its time
-                // on the new side counts from its first fix there.
-                let reached = if parked_since.is_some() {
-                    fix.ts_utc
-                } else {
-                    crossed
-                };
-                (at, fix.ts_utc, reached)
-            });
+            let (_, first_new, reached) = match track.pending {
+                Some(pending) => pending,
+                None => {
+                    let prev = self.prev.unwrap_or(*fix);
+                    begin_crossing(track, &fences[index], &prev, fix, now_inside, parked_since)
+                }
+            };
             if now_inside {
                 match &mut track.pending_evidence {
                     Some(evidence) if fix.ts_utc != first_new => {
@@ -318,12 +363,7 @@ impl FenceDetector {
                 // The crossing's only fix on the new side came after a silence: it is the
                 // silence that lasted the debounce, not the unit's time there. The next fix
                 // says whether that fix was the unit or a jump.
-                let after_silence = fix.ts_utc == first_new
-                    && parked_since.is_none()
-                    && self
-                        .prev
-                        .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
-                if after_silence {
+                if fix.ts_utc == first_new && after_silence {
                     track.lone = Some(*fix);
                     continue;
                 }
