@@ -56,7 +56,8 @@ const WEEKDAY_NAMES: [&str; 7] = [
     "domingo",
 ];
 
-const MONTH_NAMES: [&str; 12] = [
+/// The months' Spanish names, January first (a date's `month0()` indexes it).
+pub(crate) const MONTH_NAMES: [&str; 12] = [
     "enero",
     "febrero",
     "marzo",

@@ -11,7 +11,7 @@ use chrono::{Datelike, Duration, NaiveDate, Weekday};
 use chrono_tz::Tz;
 
 use super::text::fold;
-use crate::calendar::weekday_named;
+use crate::calendar::{MONTH_NAMES, weekday_named};
 pub use crate::calendar::{local, local_date, long_es, weekday_es};
 
 /// Longest range `fecha_fin − fecha_inicio`, days (so at most 93 calendar days).
@@ -95,20 +95,6 @@ fn calendar_parts(text: &str) -> Option<(i32, u32, u32)> {
 /// `2027-02-29`), the Spanish phrase saying so: a generic "use AAAA-MM-DD" would leave the
 /// operator looking for a typo in the format.
 pub fn missing_day(text: &str) -> Option<String> {
-    const MONTHS: [&str; 12] = [
-        "enero",
-        "febrero",
-        "marzo",
-        "abril",
-        "mayo",
-        "junio",
-        "julio",
-        "agosto",
-        "septiembre",
-        "octubre",
-        "noviembre",
-        "diciembre",
-    ];
     let text = text.trim();
     let (year, month, day) = calendar_parts(text)?;
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
@@ -123,7 +109,7 @@ pub fn missing_day(text: &str) -> Option<String> {
         NaiveDate::from_ymd_opt(year, month + 1, 1)
     }?;
     let last = next.pred_opt()?.day();
-    let name = MONTHS.get(usize::try_from(month - 1).ok()?)?;
+    let name = MONTH_NAMES.get(usize::try_from(month - 1).ok()?)?;
     Some(format!(
         "el día '{text}' no existe: {name} de {year} tiene {last} días"
     ))
