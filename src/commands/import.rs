@@ -48,7 +48,7 @@ pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result
     let mut next = 0usize;
     session::run(&store, &clock, |session| {
         while let Some(path) = args.archivos.get(next) {
-            match prepare(path, &args, zone, &devices) {
+            match prepare(path, &args, zone, &devices, clock.now_utc()) {
                 Err(e) => {
                     lines.push(format!("error: {e}"));
                     failed = true;
@@ -81,6 +81,7 @@ fn prepare(
     args: &ImportArgs,
     zone: Tz,
     devices: &Devices,
+    now_utc: i64,
 ) -> Result<(Vec<Position>, Summary), FileError> {
     let format = match args.formato {
         Some(ImportFormat::Gpx) => Format::Gpx,
@@ -95,7 +96,7 @@ fn prepare(
             )
         })?,
     };
-    let read = import::read(path, format, zone)?;
+    let read = import::read(path, format, zone, now_utc)?;
     let mut summary = Summary {
         read: read.points.len(),
         skipped: read.skipped.iter().map(|(s, n)| (s.reason(), *n)).collect(),
