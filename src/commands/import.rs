@@ -31,6 +31,9 @@ struct Summary {
     repeated: usize,
     skipped: Vec<(&'static str, usize)>,
     units: BTreeMap<String, usize>,
+    /// Units the database did not have, added by this file (named in its line, so that a
+    /// device id never seen, or a plate written another way, does not pass unnoticed).
+    new_units: std::collections::BTreeSet<String>,
     span: Option<(i64, i64)>,
 }
 
@@ -48,7 +51,7 @@ pub fn run(args: ImportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result
     let mut next = 0usize;
     session::run(&store, &clock, |session| {
         while let Some(path) = args.archivos.get(next) {
-            match prepare(path, &args, zone, &devices) {
+            match prepare(path, &args, zone, &devices, clock.now_utc()) {
                 Err(e) => {
                     lines.push(format!("error: {e}"));
                     failed = true;
@@ -81,6 +84,7 @@ fn prepare(
     args: &ImportArgs,
     zone: Tz,
     devices: &Devices,
+    now_utc: i64,
 ) -> Result<(Vec<Position>, Summary), FileError> {
     let format = match args.formato {
         Some(ImportFormat::Gpx) => Format::Gpx,
@@ -95,7 +99,7 @@ fn prepare(
             )
         })?,
     };
-    let read = import::read(path, format, zone)?;
+    let read = import::read(path, format, zone, now_utc)?;
     let mut summary = Summary {
         read: read.points.len(),
         skipped: read.skipped.iter().map(|(s, n)| (s.reason(), *n)).collect(),
@@ -164,6 +168,7 @@ fn tally(
         let name = match &position.unit {
             Unit::Register(plate) => {
                 devices.add(plate, id);
+                summary.new_units.insert(plate.clone());
                 plate.clone()
             }
             Unit::Vehicle(id) => format!("id {id}"),
@@ -198,8 +203,17 @@ fn describe(path: &Path, s: &Summary, zone: Tz) -> String {
     } else {
         format!("; omitidas: {}", skipped.join(", "))
     };
+    let added = if s.new_units.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = s.new_units.iter().map(String::as_str).collect();
+        format!(
+            "; unidades dadas de alta (no estaban en la base, tipo desconocido): {}",
+            names.join(", ")
+        )
+    };
     format!(
-        "{}: {} posiciones{span}, {} unidades; {} nuevas, {} ya estaban{skipped}",
+        "{}: {} posiciones{span}, {} unidades; {} nuevas, {} ya estaban{skipped}{added}",
         path.display(),
         s.read,
         s.units.len(),

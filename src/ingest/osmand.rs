@@ -22,8 +22,14 @@ use serde_json::Value;
 const SECONDS_LIMIT: i64 = 2_147_483_647;
 /// 2000-01-01T00:00:00Z: anything earlier is a tracker without a clock, not a position.
 pub const EARLIEST_UTC: i64 = 946_684_800;
-/// Fix times this far after receipt are refused (Traccar's `filter.future` default).
-pub const FUTURE_S: i64 = 86_400;
+/// Fix times more than this after receipt are refused. A fix's time comes from the satellites,
+/// so a tracker is ahead of the receiver's clock only by its own clock's error (a minute or
+/// two); hours ahead is a tracker sending its local time as UTC. Such a fix stored would be the
+/// unit's latest for hours: its real reports would all arrive "late" behind it, and the tools
+/// would show a stop begun in the future. (Traccar's optional `filter.future` is usually set
+/// to a day; ten minutes keeps any plausible clock error and refuses every zone mistake, the
+/// smallest of which is an hour.)
+pub const FUTURE_S: i64 = 600;
 const KNOT_KMH: f64 = 1.852;
 const MPH_KMH: f64 = 1.609_344;
 
@@ -108,8 +114,16 @@ pub enum Refusal {
     Time(String),
     #[error("la hora del fix es anterior al año 2000: el rastreador no tiene reloj")]
     Before2000,
-    #[error("la hora del fix está más de un día en el futuro")]
-    Future,
+    #[error(
+        "la hora del fix va {} por delante del reloj del receptor (se admiten {} min): el reloj del rastreador está mal o envía la hora local como UTC",
+        ahead(*ahead_s),
+        FUTURE_S / 60
+    )]
+    Future { ahead_s: i64 },
+    #[error(
+        "la posición es 0, 0 (en el golfo de Guinea): así la envía un rastreador sin fix; no se guarda"
+    )]
+    NullIsland,
     #[error("el cuerpo no es texto UTF-8")]
     NotText,
     #[error("el cuerpo no es JSON válido (línea {line}, columna {column})")]
@@ -327,15 +341,72 @@ pub fn parse_time(text: &str, zone: Tz) -> Result<i64, Refusal> {
         .ok_or_else(bad)
 }
 
-/// A fix time the receiver takes: not before 2000, not more than a day after `now_utc`.
+/// A fix time the receiver takes: not before 2000, not more than [`FUTURE_S`] after `now_utc`.
 pub fn check_time(ts_utc: i64, now_utc: i64) -> Result<(), Refusal> {
     if ts_utc < EARLIEST_UTC {
         Err(Refusal::Before2000)
     } else if ts_utc > now_utc + FUTURE_S {
-        Err(Refusal::Future)
+        Err(Refusal::Future {
+            ahead_s: ts_utc - now_utc,
+        })
     } else {
         Ok(())
     }
+}
+
+/// A position the receiver stores: not 0, 0 (to the microdegree it is stored at), which
+/// trackers without a fix send and which, stored, would be a jump of thousands of kilometres.
+pub fn check_position(lat: f64, lon: f64) -> Result<(), Refusal> {
+    if lat.abs() < 5e-7 && lon.abs() < 5e-7 {
+        Err(Refusal::NullIsland)
+    } else {
+        Ok(())
+    }
+}
+
+/// How far ahead, for a message: "95 s", "12 min", "6 h 0 min", "3 días".
+fn ahead(seconds: i64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        s => format!("{} días", s / 86_400),
+    }
+}
+
+/// The device a request names, if it names one (for the message refusing it): `id` or
+/// `deviceid` of the query form, `device_id` of the JSON form; at most 60 characters.
+pub fn device_of(request: &Request<'_>) -> Option<String> {
+    let json = request.content_type.is_some_and(|c| {
+        c.trim()
+            .to_ascii_lowercase()
+            .starts_with("application/json")
+    });
+    let device = if json {
+        match serde_json::from_slice::<Value>(request.body)
+            .ok()?
+            .get("device_id")?
+        {
+            Value::String(s) => s.trim().to_owned(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        }
+    } else {
+        let query = request.query.unwrap_or("");
+        let source = if form_urlencoded::parse(query.as_bytes()).next().is_some() {
+            query.as_bytes()
+        } else {
+            request.body
+        };
+        // A body that is not text names no device worth showing.
+        std::str::from_utf8(source).ok()?;
+        let fields: HashMap<String, String> = form_urlencoded::parse(source)
+            .map(|(k, v)| (k.into_owned(), v.trim().to_owned()))
+            .collect();
+        let get = |key: &str| fields.get(key).filter(|v| !v.is_empty());
+        get("id").or_else(|| get("deviceid"))?.clone()
+    };
+    (!device.is_empty()).then(|| device.chars().take(60).collect())
 }
 
 #[cfg(test)]
@@ -534,6 +605,48 @@ mod tests {
         assert_eq!(check_time(EARLIEST_UTC, now), Ok(()));
         assert_eq!(check_time(EARLIEST_UTC - 1, now), Err(Refusal::Before2000));
         assert_eq!(check_time(now + FUTURE_S, now), Ok(()));
-        assert_eq!(check_time(now + FUTURE_S + 1, now), Err(Refusal::Future));
+        // A tracker's clock 90 s ahead is taken; one sending its local time as UTC is not.
+        assert_eq!(check_time(now + 90, now), Ok(()));
+        let six_hours = check_time(now + 6 * 3600, now);
+        assert_eq!(six_hours, Err(Refusal::Future { ahead_s: 21_600 }));
+        let said = six_hours.unwrap_err().to_string();
+        assert!(
+            said.starts_with("la hora del fix va 6 h 0 min por delante"),
+            "{said}"
+        );
+        assert_eq!(
+            check_time(now + FUTURE_S + 1, now),
+            Err(Refusal::Future {
+                ahead_s: FUTURE_S + 1
+            })
+        );
+    }
+
+    #[test]
+    fn a_position_at_zero_zero_is_refused_and_nothing_near_it() {
+        assert_eq!(check_position(0.0, 0.0), Err(Refusal::NullIsland));
+        assert_eq!(check_position(-0.0, 0.000_000_1), Err(Refusal::NullIsland));
+        assert_eq!(check_position(0.0, 0.000_001), Ok(()));
+        assert_eq!(check_position(0.000_001, 0.0), Ok(()));
+        assert_eq!(check_position(47.53, -52.76), Ok(()));
+    }
+
+    #[test]
+    fn the_device_a_refused_request_names() {
+        let query = |q: &'static str| Request {
+            query: Some(q),
+            content_type: None,
+            body: b"",
+        };
+        assert_eq!(device_of(&query("id=SJ-01&lat=x")), Some("SJ-01".into()));
+        assert_eq!(device_of(&query("deviceid=77&lat=x")), Some("77".into()));
+        assert_eq!(device_of(&query("lat=x")), None);
+        let body = br#"{"device_id":"SJ-02","location":{"coords":{"latitude":"x"}}}"#;
+        let json = Request {
+            query: None,
+            content_type: Some("application/json"),
+            body,
+        };
+        assert_eq!(device_of(&json), Some("SJ-02".into()));
     }
 }

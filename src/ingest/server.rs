@@ -217,16 +217,28 @@ async fn decode(
             .and_then(|v| v.to_str().ok()),
         body: &bytes,
     };
-    let report = osmand::decode(&request, &app.protocol.decode).map_err(bad)?;
+    // A refusal names the device when the request names one, so that the log line says
+    // which tracker to fix (a wrong clock, garbage in a field).
+    let named = |device: Option<&str>, why: Refusal| match device {
+        Some(device) => (
+            StatusCode::BAD_REQUEST,
+            format!("dispositivo '{device}': {why}"),
+        ),
+        None => bad(why),
+    };
+    let report = osmand::decode(&request, &app.protocol.decode)
+        .map_err(|why| named(osmand::device_of(&request).as_deref(), why))?;
+    let device: String = report.device.chars().take(60).collect();
     let received_utc = app.clock.now_utc();
     let ts_utc = report.ts_utc.unwrap_or(received_utc);
-    osmand::check_time(ts_utc, received_utc).map_err(bad)?;
+    osmand::check_time(ts_utc, received_utc).map_err(|why| named(Some(&device), why))?;
     if !report.valid {
         // The tracker itself says it has no fix: acknowledged, not stored (Traccar would
         // store it flagged; flota has no flag, and its coordinates are stale).
         crate::log_debug!("{method} sin fix válido de {}: no se guarda", report.device);
         return Ok(None);
     }
+    osmand::check_position(report.lat, report.lon).map_err(|why| named(Some(&device), why))?;
     let found = app
         .devices
         .read()

@@ -507,6 +507,10 @@ pub struct UnitFile {
     pub odometro_inicial_km: Option<f64>,
     /// The unit's tracker profile (`[rastreadores.<nombre>]`); else its type's; else fixed.
     pub rastreador: Option<String>,
+    /// Dates it does not work although its calendar says so: dates, `"desde..hasta"` ranges or
+    /// `{ fechas, motivo }` tables, read (with messages naming the entry) in `absences`.
+    #[serde(default)]
+    pub ausencias: Vec<toml::Value>,
 }
 
 fn default_true() -> bool {
@@ -554,6 +558,7 @@ impl FlotillaFile {
                 zona_horaria: self.zona_horaria.clone(),
                 odometro_inicial_km: None,
                 rastreador: self.rastreador.clone(),
+                ausencias: Vec::new(),
             })
             .collect()
     }

@@ -96,8 +96,15 @@ impl Frame<'_> {
         let unit = &self.units[index];
         let date = self.date(check, what, unit, fecha, dia)?;
         let Some(plan) = unit.day(date).and_then(|d| d.shift) else {
+            let why = match unit.absence_on(date) {
+                Some(absence) => match &absence.reason {
+                    Some(reason) => format!(": está ausente ({reason}, 'ausencias')"),
+                    None => ": está ausente ('ausencias')".to_owned(),
+                },
+                None => String::new(),
+            };
             return check.fail(format!(
-                "{what}: la unidad no trabaja el {} ({date})",
+                "{what}: la unidad no trabaja el {} ({date}){why}",
                 weekday_es(date)
             ));
         };

@@ -5,6 +5,7 @@
 //! simulator consumes; nothing here simulates, writes, or reads the clock (the caller passes
 //! "now" in). Format reference: docs/escenarios.md.
 
+mod absences;
 mod checker;
 mod error;
 mod file;
@@ -126,11 +127,12 @@ pub struct World {
 }
 
 impl World {
-    /// Whether `unit` works on `date` (active, a working weekday, not a holiday).
+    /// Whether `unit` works on `date` (active, a working weekday, not a holiday, not absent).
     pub fn works(&self, unit: &Unit, date: NaiveDate) -> bool {
         unit.active
             && unit.workdays[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
             && !self.holidays.contains(&date)
+            && unit.absence_on(date).is_none()
     }
 
     /// The zones of the fleet: the scenario's first, then the units' others, each once.
@@ -166,9 +168,21 @@ pub struct Unit {
     pub odometer_start_km: Option<f64>,
     /// How its tracker records and delivers.
     pub tracker: TrackerProfile,
+    /// Dates it does not work although its calendar says so (`ausencias`), sorted, disjoint.
+    pub absences: Vec<Absence>,
     /// The unit's local days: the period's first date to its date at `ahora`, with the shift
     /// each working day allows.
     pub days: Vec<UnitDay>,
+}
+
+/// Days a unit does not work although its calendar says so (`ausencias`): a driver off sick,
+/// on leave, the vehicle in the workshop. Both ends included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Absence {
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+    /// `motivo`, when written.
+    pub reason: Option<String>,
 }
 
 impl Unit {
@@ -179,6 +193,13 @@ impl Unit {
     /// The unit's date at `ahora` (its last day).
     pub fn today(&self) -> Option<NaiveDate> {
         self.days.last().map(|d| d.date)
+    }
+
+    /// The absence covering `date`, if any.
+    pub fn absence_on(&self, date: NaiveDate) -> Option<&Absence> {
+        self.absences
+            .iter()
+            .find(|a| a.first <= date && date <= a.last)
     }
 
     /// The unit's day `date`, if in its period.

@@ -13,6 +13,7 @@ use std::path::Path;
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 
+use super::absences;
 use super::checker::Checker;
 use super::file::{
     BehaviourFile, General, GeofenceFile, NoiseFile, ScenarioFile, UnitFile, VehicleTypeFile,
@@ -149,6 +150,7 @@ pub(super) fn works(unit: &Unit, holidays: &[NaiveDate], date: NaiveDate) -> boo
     unit.active
         && unit.workdays[chrono::Datelike::weekday(&date).num_days_from_monday() as usize]
         && !holidays.contains(&date)
+        && unit.absence_on(date).is_none()
 }
 
 fn zone_named(check: Checker, what: &str, name: &str) -> Result<Tz, ScenarioError> {
@@ -490,6 +492,7 @@ fn unit(
         None => setting.default_workdays,
     };
     let shifts = unit_rules(check, &what, setting.shift_rules, u.turno.as_ref())?;
+    let absences = absences::absences(check, &what, &u.ausencias)?;
     let zone = match &u.zona_horaria {
         Some(name) => zone_named(
             check.key("zona_horaria"),
@@ -530,6 +533,7 @@ fn unit(
         limit_kmh: kind.limite_kmh.unwrap_or(setting.fleet_limit_kmh),
         odometer_start_km: u.odometro_inicial_km,
         tracker,
+        absences,
         days: Vec::new(),
     };
     if unit.active {

@@ -108,6 +108,14 @@ pub enum TruthEvent {
         fin_utc: Option<i64>,
         fin_previsto_utc: i64,
     },
+    /// A day of the unit's period it does not work although its calendar says so
+    /// (`ausencias`): no shift starts on it and the unit stays parked. `motivo` is the
+    /// scenario's reason, null when none was written.
+    Ausencia {
+        placa: String,
+        fecha: String,
+        motivo: Option<String>,
+    },
     /// A maximal interval at speed zero. Overnight parking is one stop from the evening
     /// arrival to the next departure; `fin_utc` is null when still stopped at `ahora`.
     Parada {
@@ -289,6 +297,7 @@ impl TruthEvent {
     pub fn plate(&self) -> &str {
         match self {
             TruthEvent::Jornada { placa, .. }
+            | TruthEvent::Ausencia { placa, .. }
             | TruthEvent::Parada { placa, .. }
             | TruthEvent::ExcesoVelocidad { placa, .. }
             | TruthEvent::PerdidaSenal { placa, .. }

@@ -93,6 +93,9 @@ fn cases() -> Vec<Case> {
         ("nmea_sin_sentencias", vec![("b.nmea", "hola\n".to_owned())], vec!["b.nmea", "--placa", "P-789GHJ"]),
         ("extension_desconocida", vec![("a.xyz", "x".to_owned())], vec!["a.xyz", "--placa", "P-789GHJ"]),
         ("archivo_inexistente", vec![], vec!["no-existe.gpx", "--placa", "P-789GHJ"]),
+        // A tracker's file with points it should not have written: at 0, 0 (no fix), in the
+        // future, before 2000. Those are left out and counted; the good ones come in.
+        ("csv_puntos_imposibles_omitidos", vec![("i.csv", format!("{csv_head}P-456DEF,2026-08-19 18:00:00,14.6,-90.5,30\nP-456DEF,2026-08-19 18:00:15,0,0,0\nP-456DEF,2099-08-19 18:00:30,14.6,-90.5,30\nP-456DEF,1970-01-01 00:00:00,14.6,-90.5,30\nP-456DEF,2026-08-19 18:00:45,14.601,-90.5,30\n"))], vec!["i.csv"]),
         ("uno_malo_entre_dos_buenos", vec![("f.csv", format!("{csv_head}P-456DEF,2026-08-19 17:00:00,14.6,-90.5,30\n")), ("g.csv", "x\n".to_owned()), ("h.csv", format!("{csv_head}P-456DEF,2026-08-19 17:00:15,14.6,-90.5,30\n"))], vec!["f.csv", "g.csv", "h.csv"]),
     ]
 }

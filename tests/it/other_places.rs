@@ -1,7 +1,8 @@
 //! Places and clocks the shipped scenarios never see (docs/escenarios.md, "Other places and
 //! clocks"): a fleet in Santiago de Chile, whose clocks change at local midnight, simulated
 //! over both changes, and one in Sydney (the southern spring change) and Kathmandu (+5:45),
-//! questioned through `flota servir` as a client would.
+//! questioned through `flota servir` as a client would; and one in St John's (−3:30) over its
+//! autumn change, with units absent on given dates (`ausencias`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -286,4 +287,144 @@ fn the_southern_spring_change_and_a_quarter_hour_zone_in_the_tools() {
         }
         drop(server);
     }
+}
+
+/// The truth log's lines of one `tipo`.
+fn truth_lines(path: &std::path::Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|fact| fact["tipo"] == kind)
+        .collect()
+}
+
+/// St John's (−3:30 in winter) over its autumn change, with units absent (`ausencias`): an
+/// absent day is in the truth (one `ausencia` line each, with its reason), has no shift and no
+/// kilometres, and the unit stays parked through it (one stop from its last return to its next
+/// departure); the tools, which only see the tracker, answer that it has no reports those days
+/// and count only the days it drove. The night shift's 30-minute loss from the first 01:40
+/// (NDT) ends at 01:10 (NST): shown with both offsets and lasting 30 minutes, not −30.
+#[test]
+fn absent_units_stay_parked_and_the_autumn_change_at_minus_three_thirty() {
+    let ahora = "2026-11-02T12:00";
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, stderr, db, truth) =
+        simulate_file(&place("st_johns"), dir.path(), &["--ahora", ahora]);
+    assert!(ok, "{stderr}");
+    let absent: Vec<(String, String, Value)> = truth_lines(&truth, "ausencia")
+        .into_iter()
+        .map(|a| {
+            (
+                a["placa"].as_str().unwrap().to_owned(),
+                a["fecha"].as_str().unwrap().to_owned(),
+                a["motivo"].clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("SJ-01", "2026-10-31", json!("baja médica")),
+        ("SJ-01", "2026-11-01", json!("baja médica")),
+        ("SJ-LARGO", "2026-10-30", Value::Null),
+    ];
+    let expected: Vec<(String, String, Value)> = expected
+        .into_iter()
+        .map(|(p, d, m)| (p.to_owned(), d.to_owned(), m))
+        .collect();
+    assert_eq!(absent, expected);
+    let km = truth_km(&truth);
+    let shifts = truth_lines(&truth, "jornada");
+    for (plate, date, _) in &absent {
+        assert_eq!(km[&(plate.clone(), date.clone())], 0.0, "{plate} {date}");
+        assert!(
+            !shifts
+                .iter()
+                .any(|j| j["placa"] == *plate && j["fecha"] == *date),
+            "{plate} works on {date}, an absent day"
+        );
+    }
+    // SJ-01 works Friday and Monday: it parks on Friday evening and leaves on Monday morning,
+    // one stop across both absent days.
+    let friday = shifts
+        .iter()
+        .find(|j| j["placa"] == "SJ-01" && j["fecha"] == "2026-10-30")
+        .expect("SJ-01 works on Friday");
+    let monday = shifts
+        .iter()
+        .find(|j| j["placa"] == "SJ-01" && j["fecha"] == "2026-11-02")
+        .expect("SJ-01 works on Monday");
+    let parked = truth_lines(&truth, "parada").into_iter().find(|s| {
+        s["placa"] == "SJ-01"
+            && s["inicio_utc"].as_i64() < monday["inicio_utc"].as_i64()
+            && s["fin_utc"].as_i64() > friday["fin_utc"].as_i64()
+    });
+    let parked = parked.expect("SJ-01 parked from Friday to Monday");
+    assert!(
+        parked["inicio_utc"].as_i64() <= friday["fin_utc"].as_i64(),
+        "{parked}"
+    );
+    assert!(
+        parked["fin_utc"].as_i64() >= monday["inicio_utc"].as_i64(),
+        "{parked}"
+    );
+    assert_eq!(parked["motivo"], "fin_de_turno", "{parked}");
+
+    let mut server = Server::spawn(
+        flota_bin(),
+        &["servir", "--db", db.to_str().unwrap(), "--ahora", ahora],
+    );
+    server.initialize("2025-06-18");
+    let mut id = 0;
+    let mut call = |server: &mut Server, name: &str, arguments: Value| {
+        id += 1;
+        server.call(id, name, arguments)["result"].clone()
+    };
+    for date in ["2026-10-31", "2026-11-01"] {
+        let day = call(
+            &mut server,
+            "resumen_recorrido",
+            json!({"placa": "SJ-01", "fecha": date}),
+        );
+        assert_eq!(day["isError"], true, "{day}");
+        let text = day["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("no tiene reportes") && text.contains(date),
+            "{text}"
+        );
+    }
+    let report = call(
+        &mut server,
+        "reporte_kilometraje",
+        json!({"fecha_inicio": "2026-10-30", "fecha_fin": "hoy"}),
+    );
+    let ranking = report["structuredContent"]["ranking"].as_array().unwrap();
+    for row in ranking {
+        let plate = row["placa"].as_str().unwrap();
+        let driven: Vec<f64> = km
+            .iter()
+            .filter(|((p, _), km)| p == plate && **km > 0.0)
+            .map(|(_, km)| *km)
+            .collect();
+        let total: f64 = driven.iter().sum();
+        let shown = row["kilometros"].as_f64().unwrap();
+        assert!((shown - total).abs() <= 0.2, "{plate}: {shown} vs {total}");
+        assert_eq!(row["dias_operados"], driven.len(), "{plate}: {row}");
+    }
+    assert_eq!(ranking.len(), 3, "{report}");
+    let sunday = call(
+        &mut server,
+        "resumen_recorrido",
+        json!({"placa": "SJ-NOCHE", "fecha": "2026-11-01"}),
+    );
+    let gaps = sunday["structuredContent"]["perdidas_de_senal"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(gaps.len(), 1, "{sunday}");
+    let gap = &gaps[0];
+    assert!(gap["desde"].as_str().unwrap().ends_with("-02:30"), "{gap}");
+    assert!(gap["hasta"].as_str().unwrap().ends_with("-03:30"), "{gap}");
+    let minutes = gap["minutos"].as_f64().unwrap();
+    assert!((29.0..=32.0).contains(&minutes), "{gap}");
+    drop(server);
 }

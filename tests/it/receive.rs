@@ -170,8 +170,16 @@ fn cases(t: i64) -> Vec<(&'static str, Vec<u8>)> {
         ("longitud_no_numerica", get(&format!("id=P-123BCD&timestamp={t}&lat=14.6&lon=oeste"))),
         ("velocidad_no_numerica", get(&format!("id=P-123BCD&timestamp={t}&lat=14.6&lon=-90.5&speed=NaN"))),
         ("hora_ilegible", get("id=P-123BCD&timestamp=manana&lat=14.6&lon=-90.5")),
-        ("hora_futura", get(&format!("id=P-123BCD&timestamp={}&lat=14.6&lon=-90.5", t + 3 * 86_400))),
+        ("hora_futura", get(&format!("id=P-123BCD&timestamp={}&lat=14.6&lon=-90.5", t + 3 * 86_400 + 120))),
         ("antes_de_2000", get("id=P-123BCD&timestamp=86400&lat=14.6&lon=-90.5")),
+        // What real trackers send: a clock 90 s ahead of the receiver's (t is a minute ago),
+        // local time sent as UTC (six hours ahead; the half minute over keeps the figure whole
+        // whatever the request takes), no fix sent as 0, 0, a day-old backlog.
+        ("reloj_90_s_adelantado", get(&format!("id=P-456DEF&timestamp={}&lat=14.6&lon=-90.5", t + 150))),
+        ("hora_local_como_utc", get(&format!("id=P-456DEF&timestamp={}&lat=14.6&lon=-90.5", t + 90 + 6 * 3600))),
+        ("posicion_cero", get(&format!("id=P-456DEF&timestamp={}&lat=0&lon=0", t - 10))),
+        ("json_posicion_cero", post_json(&format!(r#"{{"device_id":"P-456DEF","location":{{"timestamp":{},"coords":{{"latitude":0.0,"longitude":0.0}}}}}}"#, t - 20))),
+        ("atrasada_un_dia", get(&format!("id=P-456DEF&timestamp={}&lat=14.6&lon=-90.5", t - 86_400))),
         ("sin_fix_valido", get(&format!("id=P-123BCD&timestamp={}&lat=14.6&lon=-90.5&valid=false", t - 5))),
         ("formulario_valido", post_form(format!("id=P-789GHJ&timestamp={t}&lat=14.6&lon=-90.5").as_bytes())),
         ("formulario_no_utf8", post_form(&[b'i', b'd', b'=', 0xff, 0xfe])),
@@ -217,17 +225,26 @@ fn bad_input_matrix() {
         shown.push('\n');
     }
     insta::assert_snapshot!(shown);
-    // Four positions stored: the valid ones (the repeat and the one without a fix are not).
-    assert_eq!(rows(&db), 4, "{shown}");
-    // One Spanish log line per refusal, and the receiver still answers.
+    // Six positions stored: the valid ones, the clock 90 s ahead and the day-old one included
+    // (the repeat, the one without a fix, 0, 0 and six hours ahead are not).
+    assert_eq!(rows(&db), 6, "{shown}");
+    // One Spanish log line per refusal (past 20 in a second, the rest counted in one line),
+    // and the receiver still answers.
+    let logged = |log: Vec<String>| -> usize {
+        log.iter()
+            .map(|l| {
+                if l.contains("rechazada (") {
+                    1
+                } else if let Some(rest) = l.split("… y ").nth(1) {
+                    rest.split(' ').next().unwrap().parse().unwrap()
+                } else {
+                    0
+                }
+            })
+            .sum()
+    };
     let deadline = Instant::now() + TIMEOUT;
-    while receiver
-        .log()
-        .iter()
-        .filter(|l| l.contains("rechazada ("))
-        .count()
-        < refused
-    {
+    while logged(receiver.log()) < refused {
         assert!(Instant::now() < deadline, "{:#?}", receiver.log());
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -372,6 +372,60 @@ fn weekday_words_with_or_without_accents() {
     );
 }
 
+/// A unit's `ausencias` (sick, leave, workshop): an injection on an absent day is refused
+/// saying why, and every entry the loader cannot use is named with what is wrong with it.
+#[test]
+fn absences_are_read_and_checked() {
+    let unit = "[[unidades]]\nplaca = \"P-789GHJ\"";
+    let with = |absences: &'static str| {
+        move |text: String| {
+            assert!(text.contains(unit), "fixture lacks {unit:?}");
+            text.replacen(
+                unit,
+                &format!("[[unidades]]\nausencias = {absences}\nplaca = \"P-789GHJ\""),
+                1,
+            )
+        }
+    };
+    // P-789GHJ's long stop is injected on Tuesday 18 August.
+    check(
+        with("[\"2026-08-18\"]"),
+        "la unidad no trabaja el martes (2026-08-18): está ausente ('ausencias')",
+    );
+    check(
+        with("[{ fechas = \"2026-08-17..2026-08-18\", motivo = \"taller\" }]"),
+        "la unidad no trabaja el martes (2026-08-18): está ausente (taller, 'ausencias')",
+    );
+    check(
+        with("[2026-08-18]"),
+        "la unidad no trabaja el martes (2026-08-18): está ausente ('ausencias')",
+    );
+    check(
+        with("[\"2026-08-31..2026-08-20\"]"),
+        "unidad 'P-789GHJ' ausencias[1]: el intervalo '2026-08-31..2026-08-20' termina antes de empezar",
+    );
+    check(
+        with("[\"2026-08-10\", \"2026-09-31\"]"),
+        "unidad 'P-789GHJ' ausencias[2]: '2026-09-31' no es una fecha AAAA-MM-DD: ese mes tiene 30 días",
+    );
+    check(
+        with("[\"2026-08-10..2026-08-14\", { fechas = \"2026-08-14\" }]"),
+        "unidad 'P-789GHJ' ausencias[2] (2026-08-14) se solapa con otra ausencia de la unidad (2026-08-10..2026-08-14)",
+    );
+    check(
+        with("[{ fecha = \"2026-08-10\" }]"),
+        "unidad 'P-789GHJ' ausencias[1]: clave desconocida 'fecha'; las aceptadas son: fechas, motivo",
+    );
+    check(
+        with("[{ motivo = \"vacaciones\" }]"),
+        "unidad 'P-789GHJ' ausencias[1]: falta 'fechas'",
+    );
+    check(
+        with("[17]"),
+        "unidad 'P-789GHJ' ausencias[1]: se esperaba una fecha AAAA-MM-DD o un intervalo",
+    );
+}
+
 #[test]
 fn bad_command_lines_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();

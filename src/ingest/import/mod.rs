@@ -79,6 +79,13 @@ pub enum Skip {
     NoFix,
     Checksum,
     NotAPosition,
+    /// At 0, 0: what a tracker without a fix writes.
+    NullIsland,
+    /// Before 2000: a tracker without a clock.
+    Before2000,
+    /// Ahead of the importer's clock by more than the receiver allows: a wrong clock or a
+    /// local time written as UTC.
+    Future,
 }
 
 impl Skip {
@@ -88,6 +95,11 @@ impl Skip {
             Skip::NoFix => "sin fix válido",
             Skip::Checksum => "suma de control errónea",
             Skip::NotAPosition => "no son posiciones",
+            Skip::NullIsland => "en la posición 0, 0 (sin fix)",
+            Skip::Before2000 => "con hora anterior al año 2000 (rastreador sin reloj)",
+            Skip::Future => {
+                "con hora en el futuro (más de 10 min por delante del reloj: hora local escrita como UTC o reloj mal)"
+            }
         }
     }
 }
@@ -134,8 +146,11 @@ impl FileError {
     }
 }
 
-/// Reads `path` as `format`; `zone` is the zone of times written without one (CSV).
-pub fn read(path: &Path, format: Format, zone: Tz) -> Result<Read, FileError> {
+/// Reads `path` as `format`; `zone` is the zone of times written without one (CSV). Points
+/// the receiver would refuse although the file is readable — at 0, 0, before 2000, or
+/// ahead of `now_utc` by more than it allows — are left out and counted, so that one bad
+/// point does not cost the good ones.
+pub fn read(path: &Path, format: Format, zone: Tz, now_utc: i64) -> Result<Read, FileError> {
     let bytes = std::fs::read(path).map_err(|e| {
         FileError::new(
             path,
@@ -157,8 +172,30 @@ pub fn read(path: &Path, format: Format, zone: Tz) -> Result<Read, FileError> {
     for p in &read.points {
         check_coordinates(path, p)?;
     }
+    let mut kept = Vec::with_capacity(read.points.len());
+    for point in std::mem::take(&mut read.points) {
+        match implausible(&point, now_utc) {
+            Some(why) => read.skip(why),
+            None => kept.push(point),
+        }
+    }
+    read.points = kept;
+    // After leaving out what is implausible, so that no speed comes from a jump to 0, 0.
     derive_motion(&mut read.points);
     Ok(read)
+}
+
+/// Why the receiver would refuse `point` (its rules, `ingest::osmand`), if it would.
+fn implausible(point: &Point, now_utc: i64) -> Option<Skip> {
+    use crate::ingest::osmand::{Refusal, check_position, check_time};
+    if check_position(point.lat, point.lon).is_err() {
+        return Some(Skip::NullIsland);
+    }
+    match check_time(point.ts_utc, now_utc) {
+        Ok(()) => None,
+        Err(Refusal::Before2000) => Some(Skip::Before2000),
+        Err(_) => Some(Skip::Future),
+    }
 }
 
 fn check_coordinates(path: &Path, p: &Point) -> Result<(), FileError> {
@@ -221,6 +258,37 @@ pub fn derive_motion(points: &mut [Point]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn implausible_points_are_left_out_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.csv");
+        let now = 1_796_181_287;
+        let rows = [
+            format!("{},47.53,-52.76", now - 60),
+            format!("{},0,0", now - 50),
+            format!("{},0.000000,0.000000", now - 40),
+            format!("{},47.5301,-52.7601", now - 30),
+            format!("{},47.5302,-52.7602", now + 90),
+            format!("{},47.5303,-52.7603", now + 6 * 3600),
+            "1970-01-01T00:00:00Z,47.5304,-52.7604".to_owned(),
+        ];
+        std::fs::write(&path, format!("ts_utc,lat,lon\n{}\n", rows.join("\n"))).unwrap();
+        let read = read(&path, Format::Csv, chrono_tz::UTC, now).unwrap();
+        let times: Vec<i64> = read.points.iter().map(|p| p.ts_utc).collect();
+        assert_eq!(times, [now - 60, now - 30, now + 90]);
+        let skipped: Vec<(Skip, usize)> = read.skipped.into_iter().collect();
+        assert_eq!(
+            skipped,
+            [
+                (Skip::NullIsland, 2),
+                (Skip::Before2000, 1),
+                (Skip::Future, 1)
+            ]
+        );
+        // No speed from a jump to 0, 0: the kept points are metres apart.
+        assert!(read.points.iter().all(|p| p.speed_kmh.unwrap() < 10.0));
+    }
 
     #[test]
     fn missing_speed_and_heading_come_from_the_positions() {

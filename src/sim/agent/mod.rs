@@ -388,6 +388,15 @@ impl<'a, S: Sink> Agent<'a, S> {
                 parametros: plan::parameters(&planned.kind, self.unit.zone),
             });
         }
+        for day in &self.unit.days {
+            if let Some(absence) = self.unit.absence_on(day.date) {
+                self.sink.truth(TruthEvent::Ausencia {
+                    placa: self.unit.plate.clone(),
+                    fecha: day.date.to_string(),
+                    motivo: absence.reason.clone(),
+                });
+            }
+        }
         // Parked at the depot, engine off, since before the data starts.
         let start_ms = self.now_ms;
         self.heading_deg = self.routes[self.route].at(0.0).1;
