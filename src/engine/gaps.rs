@@ -3,7 +3,10 @@
 //!
 //! Owns gap detection. Bounds are exact: the last fix before the silence and the first after
 //! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss (and
-//! so is one after a lone "on" between two "off" reports: the ignition line flickered) —
+//! so is one after a lone "on" between two "off" reports: the ignition line flickered, or
+//! after a lone "on" following "off" reports when the unit is found on where it stood before
+//! the tracker's sleep between heartbeats was over: the heartbeat flickered and the engine
+//! started later) —
 //! unless the unit is found on after it and its odometer advanced: it drove, so the "off"
 //! flickered; one
 //! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
@@ -49,8 +52,8 @@ pub struct GapDetector {
     /// Intervals between consecutive still fixes in one place with the engine on.
     stopped_cadence: RayleighScale,
     prev: Option<Fix>,
-    /// Whether the fix before `prev` had its ignition off.
-    off_before_prev: bool,
+    /// When the fix before `prev` was made, if its ignition was off.
+    off_before_prev_utc: Option<i64>,
     /// When the fix before `prev` was made, if its ignition was on.
     on_before_prev_utc: Option<i64>,
     /// The run of "off" reports under way since the last "on" one: its first fix time.
@@ -73,7 +76,7 @@ impl GapDetector {
             radius_m: config.parada_radio_m,
             stopped_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
             prev: None,
-            off_before_prev: false,
+            off_before_prev_utc: None,
             on_before_prev_utc: None,
             off_run_from: None,
             shutdowns_reporting: 0,
@@ -120,11 +123,21 @@ impl GapDetector {
             let silent = silence_s > self.threshold_s;
             // A lone "on" between two "off" reports is the ignition line flickering: the
             // silence after it is the tracker asleep with the engine off.
-            let flicker = self.off_before_prev && !fix.ignition;
+            let flicker = self.off_before_prev_utc.is_some() && !fix.ignition;
+            // A lone "on" after "off" reports, then a silence no longer than the tracker slept
+            // between those reports, ending "on" where the unit stood: the "on" was a
+            // heartbeat's flicker and the tracker slept on until the engine really started
+            // (no heartbeat fell due in the silence, so none went missing).
+            let slept_on = self.off_before_prev_utc.is_some_and(|off_utc| {
+                silence_s <= prev.ts_utc - off_utc
+                    && fix.ignition
+                    && both_still
+                    && self.same_place(&prev, fix)
+            });
             // And an "off" report followed by a silence the unit drove through (found on,
             // elsewhere) was the line flickering too: a unit does not drive asleep.
             let drove_after_off = !prev.ignition && fix.ignition && self.odometer_moved(&prev, fix);
-            let on = (prev.ignition && !flicker) || drove_after_off;
+            let on = (prev.ignition && !flicker && !slept_on) || drove_after_off;
             let gap = || Gap {
                 from_utc: prev.ts_utc,
                 to_utc: Some(fix.ts_utc),
@@ -145,7 +158,7 @@ impl GapDetector {
                 self.after_lone_off.push(gap());
             }
             self.learn_shutdown(&prev, fix, silent);
-            self.off_before_prev = !prev.ignition;
+            self.off_before_prev_utc = (!prev.ignition).then_some(prev.ts_utc);
             self.on_before_prev_utc = prev.ignition.then_some(prev.ts_utc);
         }
         self.prev = Some(*fix);
@@ -193,7 +206,7 @@ impl GapDetector {
         // Still silent after a lone "on" that followed an "off": as likely the flicker.
         if let Some(prev) = &self.prev
             && prev.ignition
-            && !self.off_before_prev
+            && self.off_before_prev_utc.is_none()
             && now_utc - prev.ts_utc > self.threshold_s
         {
             let evidence = self.evidence(prev.ts_utc, now_utc);

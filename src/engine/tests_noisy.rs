@@ -741,6 +741,47 @@ fn a_heartbeat_that_flickers_on_does_not_make_the_night_a_signal_loss() {
     assert!(a.gaps.is_empty(), "{:?}", a.gaps);
 }
 
+/// The last heartbeat of the night reads "on" and the engine really starts ten minutes later,
+/// the unit still where it slept: the tracker slept on until then, no signal loss (the
+/// `rastreadores` scenario, seed 101: a 5.5-min "loss" at a depot before the shift). Had a
+/// heartbeat due in that silence gone missing, the silence would be one.
+#[test]
+fn a_flickered_last_heartbeat_before_the_morning_start_is_no_signal_loss() {
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(600),
+        Leg::Stand {
+            secs: 4 * 3600 + 600,
+            ignition: false,
+        },
+        stand(600),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let night = starts[3];
+    let heartbeat =
+        |f: &Fix| (night..starts[4]).contains(&f.ts_utc) && (f.ts_utc - night) % 1800 == 0;
+    let mut fixes: Vec<Fix> = noisy(&legs, DENSE, 13)
+        .into_iter()
+        .filter(|f| f.ignition || heartbeat(f))
+        .collect();
+    let last = fixes.iter().rposition(heartbeat).unwrap();
+    assert_eq!(fixes[last].ts_utc, night + 8 * 1800);
+    fixes[last].ignition = true;
+    let now = starts[5] + 600;
+    let a = run(&fixes, &[], now);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+    // The heartbeat before reads "on" and the last one never came: the silence spans a
+    // heartbeat that was due, a loss.
+    fixes[last].ignition = false;
+    fixes[last - 1].ignition = true;
+    fixes.remove(last);
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.gaps.len(), 1, "{:?}", a.gaps);
+    assert_eq!(a.gaps[0].from_utc, night + 7 * 1800);
+}
+
 #[test]
 fn a_tracker_that_sleeps_while_stopped_shows_the_unit_stopped_now() {
     // Its last record is the braking; forty minutes later ("now") it is still silent.
