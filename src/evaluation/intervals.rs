@@ -299,6 +299,16 @@ impl<'a> Context<'a> {
             .is_some_and(|list| list.iter().any(|(a, b)| *a < t && t < *b))
     }
 
+    /// Whether a detection's start or end fell inside one of its unit's losses: the engine
+    /// estimated it across a silence (a halt seen going into a loss, its departure dated
+    /// inside it), so no report bounds how long it lasted. Such a detection with no truth
+    /// event to match is no false alarm: the halt may be one the truth does not log (under
+    /// `MIN_TRUTH_STOP_S`) that lasted into the loss for all the reports can tell.
+    fn estimated_in_loss(&self, d: &Detected) -> bool {
+        self.unseen(&d.plate, (!d.from_data_start).then_some(d.start))
+            || self.unseen(&d.plate, d.end)
+    }
+
     /// The longest `start`–`end` could have lasted as the reports show it: a start or end
     /// inside one of `plate`'s losses is known only to lie within it, so it may have been at
     /// the loss's far side.
@@ -545,7 +555,12 @@ fn stops<'d>(
         }
     }
     let found = found
-        .map(|d| detected(d, short(ctx.duration(d.start, d.end))))
+        .map(|d| {
+            detected(
+                d,
+                short(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d),
+            )
+        })
         .collect();
     (intervals, found)
 }
@@ -613,7 +628,11 @@ fn long_stops<'d>(
     }
     let found = found
         .filter(|d| !d.end_of_day && ctx.duration(d.start, d.end) >= long)
-        .map(|d| detected(d, near_threshold(ctx.duration(d.start, d.end))))
+        .map(|d| {
+            let dont_care =
+                near_threshold(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d);
+            detected(d, dont_care)
+        })
         .collect();
     (intervals, found)
 }
@@ -1148,6 +1167,64 @@ mod tests {
         for (name, events, expected) in cases {
             assert_eq!(truth_stops(&events), expected, "{name}");
         }
+    }
+
+    /// A halt the truth does not log (under a minute) seen going into a signal loss: the engine
+    /// dates its departure inside the loss, and no report says it left sooner. Neither a
+    /// false alarm nor, for a stop the truth has, anything but a match; a detection whose ends
+    /// both lie outside the loss is judged as ever (the unit drove through it).
+    #[test]
+    fn a_stop_the_engine_ends_inside_a_loss_is_no_false_alarm() {
+        let config = DetectionConfig::default();
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let found = |start: i64, end: i64| Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start,
+            end: Some(end),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let check = |name: &str,
+                     events: &[TruthEvent],
+                     detections: &[Detected],
+                     expected: (usize, usize, usize)| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) =
+                of_kind(Scored::Event(EventKind::Stop), events, detections, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            assert_eq!(
+                (s.true_positives, s.false_positives, s.false_negatives),
+                expected,
+                "{name}"
+            );
+        };
+        let lost = [loss("A", 5000, 5600)];
+        check(
+            "ends inside the loss",
+            &lost,
+            &[found(4950, 5180)],
+            (0, 0, 0),
+        );
+        check(
+            "begins inside the loss",
+            &lost,
+            &[found(5400, 5800)],
+            (0, 0, 0),
+        );
+        check("no loss", &[], &[found(4950, 5180)], (0, 1, 0));
+        check("across the loss", &lost, &[found(4800, 5700)], (0, 1, 0));
+        let with_stop = [loss("A", 5000, 5600), stop("A", 1000, Some(2000))];
+        check(
+            "a real stop still matched",
+            &with_stop,
+            &[found(1000, 2000), found(4950, 5180)],
+            (1, 0, 0),
+        );
     }
 
     /// A silence still going on at "now" is open in the truth (`fin_utc` null) and scored
