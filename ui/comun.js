@@ -336,6 +336,42 @@ function dibujarMapaBase(mapa, base, alPulsarGeocerca) {
   return grupo;
 }
 
+/**
+ * Moves a longitude to the world copy nearest the middle of the shortest arc that holds every
+ * longitude in `lons`. Leaflet draws a longitude where it is: a day from 179.9° to −179.9° (an
+ * operator in Fiji) would be drawn across the whole Pacific and framed as the whole world. The
+ * shortest arc is the circle less the widest gap between neighbouring longitudes, as the PNG
+ * maps frame it (src/map/scene.rs); data that does not cross ±180° keeps its longitudes.
+ */
+function mundoCercano(lons) {
+  const orden = lons
+    .filter((x) => Number.isFinite(x))
+    .map((x) => ((((x + 180) % 360) + 360) % 360) - 180)
+    .sort((a, b) => a - b);
+  if (orden.length === 0) return (lon) => lon;
+  // The gap across ±180° first: when no gap inside is wider, the plain range is the arc.
+  let hueco = orden[0] + 360 - orden[orden.length - 1];
+  let desde = orden[0];
+  for (let i = 1; i < orden.length; i++) {
+    if (orden[i] - orden[i - 1] > hueco) {
+      hueco = orden[i] - orden[i - 1];
+      desde = orden[i];
+    }
+  }
+  const centro = desde + (360 - hueco) / 2;
+  return (lon) => lon - 360 * Math.round((lon - centro) / 360);
+}
+
+/** The basemap's routes, fences and places on the world copy that `cerca` picks. */
+function mapaBaseCercano(base, cerca) {
+  const par = (p) => [p[0], cerca(p[1])];
+  return Object.assign({}, base, {
+    rutas: (base.rutas || []).map((r) => (Array.isArray(r.puntos) ? Object.assign({}, r, { puntos: r.puntos.map(par) }) : r)),
+    geocercas: (base.geocercas || []).map((g) => (Array.isArray(g.contorno) ? Object.assign({}, g, { contorno: g.contorno.map(par) }) : g)),
+    lugares: (base.lugares || []).map((l) => Object.assign({}, l, { lon: cerca(l.lon) })),
+  });
+}
+
 /** A marker whose icon is an element we build (classes, data attributes, keyboard access). */
 function marcadorDom(latlon, elemento, tamano, opciones) {
   const icono = L.divIcon({ className: elemento.className, html: elemento.innerHTML, iconSize: tamano, iconAnchor: tamano && [tamano[0] / 2, tamano[1] / 2] });
@@ -386,8 +422,10 @@ function muestra(clase, estilo) {
 function exponerMapa(mapa) {
   window.flotaVista = {
     mapa,
+    /** On the world copy nearest the map's centre, where the views draw every point. */
     proyectar(lat, lon) {
-      const p = mapa.latLngToContainerPoint([lat, lon]);
+      const centro = mapa.getCenter().lng;
+      const p = mapa.latLngToContainerPoint([lat, lon - 360 * Math.round((lon - centro) / 360)]);
       const caja = mapa.getContainer().getBoundingClientRect();
       return [caja.left + p.x, caja.top + p.y];
     },

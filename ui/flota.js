@@ -66,7 +66,10 @@ function mostrarFlota(puente, resultado) {
 function dibujarFlota(sc, unidades) {
   const base = (sc.vista && typeof sc.vista === "object" && sc.vista.version === 1 && sc.vista) || {};
   const mapa = crearMapa(base.teselas);
-  dibujarMapaBase(mapa, base, (g) => {
+  // Each unit drawn on the world copy nearest the fleet's middle (a fleet across ±180° in one
+  // piece); `u` itself, shown in the evidence, keeps its longitude.
+  const cerca = mundoCercano(unidades.map((u) => u.lon));
+  dibujarMapaBase(mapa, mapaBaseCercano(base, cerca), (g) => {
     const campos = { tipo: g.tipo };
     if (g.limite_kmh !== null && g.limite_kmh !== undefined) campos.limite_kmh = g.limite_kmh;
     Evidencia.mostrar("Geocerca " + g.nombre, campos);
@@ -85,12 +88,13 @@ function dibujarFlota(sc, unidades) {
       '<span class="rotulo" style="position:absolute;left:22px;top:0;white-space:nowrap;font-size:11px;line-height:18px;padding:0 4px;border-radius:3px;background:rgba(255,255,255,.88);color:#1a1a1a;border-left:3px solid ' + e.color + '">' +
       escaparHtml(u.placa) + (typeof u.minutos_en_estado === "number" ? " · " + escaparHtml(minutosTexto(u.minutos_en_estado)) : "") +
       "</span>";
-    const marcador = marcadorDom([u.lat, u.lon], nodo, [18, 18], { title: nodo.title, zIndexOffset: e.clase === "en-movimiento" ? 0 : 200 });
+    const lugar = [u.lat, cerca(u.lon)];
+    const marcador = marcadorDom(lugar, nodo, [18, 18], { title: nodo.title, zIndexOffset: e.clase === "en-movimiento" ? 0 : 200 });
     const seleccionar = () => Evidencia.mostrar(u.placa + " · " + e.estado, u);
     marcador.on("click", seleccionar);
     marcador.addTo(mapa);
-    marcadores.push({ marcador, u });
-    limites.extend([u.lat, u.lon]);
+    marcadores.push({ marcador, u, lugar });
+    limites.extend(lugar);
   }
   const filas = ESTADOS.map((e) => {
     const n = sc.por_estado && typeof sc.por_estado[e.clave] === "number" ? sc.por_estado[e.clave] : unidades.filter((u) => u.estado === e.estado).length;
@@ -205,6 +209,7 @@ function agrupar(puntos) {
 /** A cluster's marker: its count on white, in a ring split by its units' state colours. */
 function marcadorGrupo(mapa, marcadores, miembros) {
   const unidades = miembros.map((i) => marcadores[i].u);
+  const lugares = miembros.map((i) => marcadores[i].lugar);
   const n = unidades.length;
   const cuentas = ESTADOS.concat([ESTADO_DESCONOCIDO])
     .map((e) => [e, unidades.filter((u) => estadoDe(u) === e).length])
@@ -225,11 +230,11 @@ function marcadorGrupo(mapa, marcadores, miembros) {
     '<span class="anillo" style="position:absolute;left:0;top:0;width:' + 2 * r + "px;height:" + 2 * r + "px;box-sizing:border-box;border-radius:50%;background:conic-gradient(" + tramos.join(", ") + ');box-shadow:0 0 0 1.5px #1a1a1a"></span>' +
     '<span class="cuenta" style="position:absolute;left:4px;top:4px;width:' + (2 * r - 8) + "px;height:" + (2 * r - 8) + "px;border-radius:50%;background:#ffffff;color:#1a1a1a;font:bold 11px/" + (2 * r - 8) + 'px sans-serif;text-align:center">' + n + "</span>";
   // The middle of their positions, as the PNG's cluster (near enough the mean of their pixels).
-  const centro = [unidades.reduce((a, u) => a + u.lat, 0) / n, unidades.reduce((a, u) => a + u.lon, 0) / n];
+  const centro = [lugares.reduce((a, p) => a + p[0], 0) / n, lugares.reduce((a, p) => a + p[1], 0) / n];
   const marcador = marcadorDom(centro, nodo, [2 * r, 2 * r], { title: nodo.title, zIndexOffset: 400 });
   marcador.on("click", () => {
     // Closer in, the cluster opens; at the closest zoom its units are listed.
-    if (mapa.getZoom() < mapa.getMaxZoom()) mapa.fitBounds(L.latLngBounds(unidades.map((u) => [u.lat, u.lon])), { padding: [48, 48] });
+    if (mapa.getZoom() < mapa.getMaxZoom()) mapa.fitBounds(L.latLngBounds(lugares), { padding: [48, 48] });
     else {
       const campos = {};
       for (const [e, c] of cuentas) campos[e.estado] = c;
@@ -248,7 +253,7 @@ function marcadorGrupo(mapa, marcadores, miembros) {
  */
 function abanico(mapa, marcadores, capaGrupos) {
   capaGrupos.clearLayers();
-  const puntos = marcadores.map(({ u }) => mapa.latLngToLayerPoint([u.lat, u.lon]));
+  const puntos = marcadores.map(({ lugar }) => mapa.latLngToLayerPoint(lugar));
   for (const g of agrupar(puntos)) {
     const n = g.miembros.length;
     const agrupado = n > MAX_ABANICO;

@@ -109,7 +109,8 @@ function navegacion(puente, sc) {
   nav.hidden = false;
 }
 
-function dibujar(v) {
+function dibujar(original) {
+  const v = vistaCercana(original);
   const mapa = crearMapa(v.teselas);
   const hora = formateadorHora(v.zona_horaria, v.desfase_utc_s);
   const pts = v.reportes;
@@ -207,6 +208,16 @@ function dibujar(v) {
 
   exponerMapa(mapa);
   return { mapa, detener: () => reproduccion.detener() };
+}
+
+/** The day with every longitude on one world copy (a day across ±180° drawn in one piece). */
+function vistaCercana(v) {
+  const eventos = Array.isArray(v.eventos) ? v.eventos : [];
+  const cerca = mundoCercano(v.reportes.map((p) => p[2]).concat(eventos.map((e) => e.lon)));
+  return Object.assign(mapaBaseCercano(v, cerca), {
+    reportes: v.reportes.map((p) => [p[0], p[1], cerca(p[2]), p[3], p[4], p[5]]),
+    eventos: eventos.map((e) => Object.assign({}, e, { lon: cerca(e.lon), hasta: Array.isArray(e.hasta) ? [e.hasta[0], cerca(e.hasta[1])] : e.hasta })),
+  });
 }
 
 function marcadorDeEvento(e, indice, colorExceso) {

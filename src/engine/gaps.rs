@@ -3,7 +3,10 @@
 //!
 //! Owns gap detection. Bounds are exact: the last fix before the silence and the first after
 //! it. A silence that follows an ignition-off report is the tracker sleeping, not a loss (and
-//! so is one after a lone "on" between two "off" reports: the ignition line flickered) —
+//! so is one after a lone "on" between two "off" reports: the ignition line flickered, or
+//! after a lone "on" following "off" reports when the unit is found on where it stood before
+//! the tracker's sleep between heartbeats was over: the heartbeat flickered and the engine
+//! started later) —
 //! unless the unit is found on after it and its odometer advanced: it drove, so the "off"
 //! flickered; one
 //! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
@@ -13,7 +16,11 @@
 //! learned from the unit's own reports — the median interval between consecutive still fixes
 //! in one place with the engine on — and applied when the analysis is finished, so every
 //! silence is judged against all the data (a tracker never seen reporting twice in a row
-//! while stopped is one that sleeps when stopped). The engine never reads a tracker profile.
+//! while stopped is one that sleeps when stopped, for as long as its heartbeats while parked
+//! are apart when it beats: an adaptive tracker's "on stop" period is one setting, engine on
+//! or off). Silences while moving are judged likewise against the unit's cadence moving: a
+//! tracker recording every five minutes is silent five minutes between records. The engine
+//! never reads a tracker profile.
 //! Likewise for a lone "off" report of a unit that was reporting with the engine on (an "on"
 //! report within the loss threshold before it), followed by a silence and then "on" again: it
 //! is the tracker asleep with the engine off (a short shutdown) unless the unit's own
@@ -48,9 +55,17 @@ pub struct GapDetector {
     radius_m: f64,
     /// Intervals between consecutive still fixes in one place with the engine on.
     stopped_cadence: RayleighScale,
+    /// Intervals between consecutive fixes with the engine on that are not both still in one
+    /// place: a tracker recording every five minutes is silent five minutes between records
+    /// while it drives, halts and sets off, which is no loss.
+    moving_cadence: RayleighScale,
+    /// Intervals between consecutive "off" fixes in one place: the heartbeats of a parked
+    /// tracker. Its period while parked bounds its sleep while stopped with the engine on
+    /// when no stop showed that (an adaptive tracker's "on stop" period is one setting).
+    parked_cadence: RayleighScale,
     prev: Option<Fix>,
-    /// Whether the fix before `prev` had its ignition off.
-    off_before_prev: bool,
+    /// When the fix before `prev` was made, if its ignition was off.
+    off_before_prev_utc: Option<i64>,
     /// When the fix before `prev` was made, if its ignition was on.
     on_before_prev_utc: Option<i64>,
     /// The run of "off" reports under way since the last "on" one: its first fix time.
@@ -72,8 +87,10 @@ impl GapDetector {
             still_kmh: config.velocidad_detenida_kmh,
             radius_m: config.parada_radio_m,
             stopped_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
+            moving_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
+            parked_cadence: RayleighScale::new(CADENCE_BIN_S, CADENCE_MIN_SAMPLES),
             prev: None,
-            off_before_prev: false,
+            off_before_prev_utc: None,
             on_before_prev_utc: None,
             off_run_from: None,
             shutdowns_reporting: 0,
@@ -114,17 +131,36 @@ impl GapDetector {
         if let Some(prev) = self.prev {
             let silence_s = fix.ts_utc - prev.ts_utc;
             let both_still = prev.speed_kmh < self.still_kmh && fix.speed_kmh < self.still_kmh;
-            if both_still && prev.ignition && fix.ignition && self.same_place(&prev, fix) {
-                self.stopped_cadence.learn(silence_s as f64);
+            if prev.ignition && fix.ignition {
+                if both_still && self.same_place(&prev, fix) {
+                    self.stopped_cadence.learn(silence_s as f64);
+                } else {
+                    // Moving, halting or setting off: a fixed-interval tracker's every
+                    // interval; an adaptive one's many short ones outnumber its few halts.
+                    self.moving_cadence.learn(silence_s as f64);
+                }
+            }
+            if both_still && !prev.ignition && !fix.ignition && self.same_place(&prev, fix) {
+                self.parked_cadence.learn(silence_s as f64);
             }
             let silent = silence_s > self.threshold_s;
             // A lone "on" between two "off" reports is the ignition line flickering: the
             // silence after it is the tracker asleep with the engine off.
-            let flicker = self.off_before_prev && !fix.ignition;
+            let flicker = self.off_before_prev_utc.is_some() && !fix.ignition;
+            // A lone "on" after "off" reports, then a silence no longer than the tracker slept
+            // between those reports, ending "on" where the unit stood: the "on" was a
+            // heartbeat's flicker and the tracker slept on until the engine really started
+            // (no heartbeat fell due in the silence, so none went missing).
+            let slept_on = self.off_before_prev_utc.is_some_and(|off_utc| {
+                silence_s <= prev.ts_utc - off_utc
+                    && fix.ignition
+                    && both_still
+                    && self.same_place(&prev, fix)
+            });
             // And an "off" report followed by a silence the unit drove through (found on,
             // elsewhere) was the line flickering too: a unit does not drive asleep.
             let drove_after_off = !prev.ignition && fix.ignition && self.odometer_moved(&prev, fix);
-            let on = (prev.ignition && !flicker) || drove_after_off;
+            let on = (prev.ignition && !flicker && !slept_on) || drove_after_off;
             let gap = || Gap {
                 from_utc: prev.ts_utc,
                 to_utc: Some(fix.ts_utc),
@@ -145,7 +181,7 @@ impl GapDetector {
                 self.after_lone_off.push(gap());
             }
             self.learn_shutdown(&prev, fix, silent);
-            self.off_before_prev = !prev.ignition;
+            self.off_before_prev_utc = (!prev.ignition).then_some(prev.ts_utc);
             self.on_before_prev_utc = prev.ignition.then_some(prev.ts_utc);
         }
         self.prev = Some(*fix);
@@ -193,7 +229,7 @@ impl GapDetector {
         // Still silent after a lone "on" that followed an "off": as likely the flicker.
         if let Some(prev) = &self.prev
             && prev.ignition
-            && !self.off_before_prev
+            && self.off_before_prev_utc.is_none()
             && now_utc - prev.ts_utc > self.threshold_s
         {
             let evidence = self.evidence(prev.ts_utc, now_utc);
@@ -216,24 +252,38 @@ impl GapDetector {
             self.gaps.sort_by_key(|gap| gap.from_utc);
         }
         // A silence while stopped within the tracker's own cadence there is no loss; a
-        // tracker never seen reporting while stopped has no such cadence to miss.
+        // tracker never seen reporting while stopped, nor beating while parked, has no such
+        // cadence to miss. Likewise while moving: a silence is a loss beyond the threshold
+        // and beyond the tracker's own cadence when moving.
+        let threshold_s = self.threshold_s as f64;
+        let beyond = |cadence_s: f64| (CADENCE_FACTOR * cadence_s).max(threshold_s);
         let allowed_s = self
             .stopped_cadence
             .median()
-            .map(|cadence_s| (CADENCE_FACTOR * cadence_s).max(self.threshold_s as f64));
+            .or_else(|| self.parked_cadence.median())
+            .map(beyond);
+        let allowed_moving_s = self.moving_cadence.median().map_or(threshold_s, beyond);
         let is_loss = |from_utc: i64, to_utc: Option<i64>, stopped: bool| {
-            let silence_s = to_utc.unwrap_or(now_utc) - from_utc;
-            !stopped || allowed_s.is_some_and(|allowed| silence_s as f64 > allowed)
+            let silence_s = (to_utc.unwrap_or(now_utc) - from_utc) as f64;
+            if stopped {
+                allowed_s.is_some_and(|allowed| silence_s > allowed)
+            } else {
+                silence_s > allowed_moving_s
+            }
         };
         let asleep_now = self.prev.is_some_and(|prev| {
             prev.ignition && prev.speed_kmh < SLOW_KMH && !is_loss(prev.ts_utc, None, true)
         });
         self.gaps
             .retain(|gap| is_loss(gap.from_utc, gap.to_utc, gap.stopped));
-        // A loss while stopped was judged against the unit's cadence: its evidence says so.
-        if let Some(allowed) = allowed_s {
-            for gap in self.gaps.iter_mut().filter(|gap| gap.stopped) {
-                gap.evidence.threshold.value = allowed;
+        // A loss was judged against the unit's cadence: its evidence says so.
+        for gap in &mut self.gaps {
+            if gap.stopped {
+                if let Some(allowed) = allowed_s {
+                    gap.evidence.threshold.value = allowed;
+                }
+            } else {
+                gap.evidence.threshold.value = allowed_moving_s;
             }
         }
         asleep_now

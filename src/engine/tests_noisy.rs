@@ -523,6 +523,85 @@ fn a_tracker_that_sleeps_while_stopped_has_stops_and_no_signal_losses() {
     }
 }
 
+/// A tracker recording every five minutes, moving or not: its five-minute silences are its
+/// cadence, not losses (one such unit had 107–130 "losses" in three days); twenty minutes
+/// without a record while driving still is one.
+#[test]
+fn a_five_minute_trackers_cadence_is_no_signal_loss() {
+    let quiet = Noise {
+        sigma_m: 5.0,
+        drift_m: 0.0,
+        tau_s: 120.0,
+        jump_p: 0.0,
+        jump_m: 0.0,
+    };
+    let every_five_minutes = |legs: &[Leg]| -> Vec<Fix> {
+        noisy(legs, quiet, 21)
+            .into_iter()
+            .filter(|f| (f.ts_utc - T0) % 300 == 0)
+            .collect()
+    };
+    let day = [
+        drive(3600),
+        stand(1800),
+        drive(3600),
+        stand(1800),
+        drive(3600),
+    ];
+    let fixes = every_five_minutes(&day);
+    let now = fixes.last().unwrap().ts_utc;
+    let a = run(&fixes, &[], now);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+    let lost = [
+        drive(3600),
+        stand(1800),
+        drive(1800),
+        Leg::Silent {
+            kmh: 36.0,
+            secs: 1200,
+        },
+        drive(1800),
+    ];
+    let fixes = every_five_minutes(&lost);
+    let a = run(&fixes, &[], fixes.last().unwrap().ts_utc);
+    let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+    let silent = starts_of(&lost)[3];
+    assert_eq!(found, vec![(silent - 300, Some(silent + 1200))]);
+}
+
+/// An adaptive tracker records once an hour while the unit stands, engine on or off, and
+/// beats hourly through the night. Halted with the engine on and silent since: asleep for
+/// forty minutes, but three hours is past anything its cadence explains — the signal was
+/// lost (a `comercial` unit at a depot under a loss still going on at "now" was shown
+/// stopped instead).
+#[test]
+fn an_adaptive_tracker_silent_hours_after_a_halt_lost_its_signal() {
+    let legs = [
+        drive(600),
+        stand(1200),
+        drive(600),
+        Leg::Stand {
+            secs: 8 * 3600,
+            ignition: false,
+        },
+        drive(600),
+        stand(1200),
+        drive(600),
+        stand(4 * 3600),
+    ];
+    let starts = starts_of(&legs);
+    let halt = starts[7];
+    let until_halt: Vec<Fix> = adaptive(&legs, 7)
+        .into_iter()
+        .filter(|f| f.ts_utc <= halt)
+        .collect();
+    let asleep = run(&until_halt, &[], halt + 2400);
+    assert!(asleep.gaps.is_empty(), "{:?}", asleep.gaps);
+    let lost = run(&until_halt, &[], halt + 3 * 3600);
+    let found: Vec<_> = lost.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+    assert_eq!(found, vec![(halt, None)]);
+}
+
 #[test]
 fn a_departure_at_walking_pace_is_dated_by_its_speed_not_the_drift() {
     // An adaptive tracker records the halt and then the departure, at walking pace, twenty
@@ -739,6 +818,47 @@ fn a_heartbeat_that_flickers_on_does_not_make_the_night_a_signal_loss() {
     fixes[flicker].ignition = true;
     let a = run(&fixes, &[], starts[4] + 600);
     assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+}
+
+/// The last heartbeat of the night reads "on" and the engine really starts ten minutes later,
+/// the unit still where it slept: the tracker slept on until then, no signal loss (the
+/// `rastreadores` scenario, seed 101: a 5.5-min "loss" at a depot before the shift). Had a
+/// heartbeat due in that silence gone missing, the silence would be one.
+#[test]
+fn a_flickered_last_heartbeat_before_the_morning_start_is_no_signal_loss() {
+    let legs = [
+        drive(600),
+        stand(600),
+        drive(600),
+        Leg::Stand {
+            secs: 4 * 3600 + 600,
+            ignition: false,
+        },
+        stand(600),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let night = starts[3];
+    let heartbeat =
+        |f: &Fix| (night..starts[4]).contains(&f.ts_utc) && (f.ts_utc - night) % 1800 == 0;
+    let mut fixes: Vec<Fix> = noisy(&legs, DENSE, 13)
+        .into_iter()
+        .filter(|f| f.ignition || heartbeat(f))
+        .collect();
+    let last = fixes.iter().rposition(heartbeat).unwrap();
+    assert_eq!(fixes[last].ts_utc, night + 8 * 1800);
+    fixes[last].ignition = true;
+    let now = starts[5] + 600;
+    let a = run(&fixes, &[], now);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+    // The heartbeat before reads "on" and the last one never came: the silence spans a
+    // heartbeat that was due, a loss.
+    fixes[last].ignition = false;
+    fixes[last - 1].ignition = true;
+    fixes.remove(last);
+    let a = run(&fixes, &[], now);
+    assert_eq!(a.gaps.len(), 1, "{:?}", a.gaps);
+    assert_eq!(a.gaps[0].from_utc, night + 7 * 1800);
 }
 
 #[test]

@@ -10,10 +10,11 @@
 //! as a loss that records still in transit at "now" left between records received (the reports
 //! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
 //! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
-//! visits a few seconds apart are merged first (roads hug some fence edges), and truth stops a
-//! few metres apart whose move between no report showed are scored as their union (the caller
-//! says which moves the reports showed). The bands are about the thresholds, not about the
-//! matching tolerance.
+//! visits a few seconds apart are merged first (roads hug some fence edges), those apart by an
+//! exit near the debounce or up to a minute and a half are scored as the detections split
+//! them, and truth stops a few metres apart whose move between no report showed are scored as
+//! their union (the caller says which moves the reports showed). The bands are about the
+//! thresholds, not about the matching tolerance.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -30,8 +31,13 @@ const LONG_BAND_S: i64 = 60;
 const OVERSPEED_BAND_S: i64 = 15;
 /// Visits this much above the fence debounce are the least the detector must find.
 const VISIT_BAND_S: i64 = 30;
-/// Truth visits separated by less than this are one visit.
-const VISIT_MERGE_S: i64 = 60;
+/// Truth visits separated by an exit this much shorter than the fence debounce are one visit.
+const VISIT_EXIT_BAND_S: i64 = 20;
+/// Truth visits separated by a longer exit, up to this long, are what the detections say (one
+/// visit across it, or two): the debounce counts from crossings the noise moves, and the
+/// fixes bound an exit only to a report interval either side (a 62 s exit seen by 15 s
+/// reports as 60 s between the first fix out and the first back in), seconds.
+const VISIT_MERGE_S: i64 = 90;
 
 /// One stored detection, with its unit's plate and its fence's name.
 #[derive(Debug, Clone, PartialEq)]
@@ -293,6 +299,16 @@ impl<'a> Context<'a> {
             .is_some_and(|list| list.iter().any(|(a, b)| *a < t && t < *b))
     }
 
+    /// Whether a detection's start or end fell inside one of its unit's losses: the engine
+    /// estimated it across a silence (a halt seen going into a loss, its departure dated
+    /// inside it), so no report bounds how long it lasted. Such a detection with no truth
+    /// event to match is no false alarm: the halt may be one the truth does not log (under
+    /// `MIN_TRUTH_STOP_S`) that lasted into the loss for all the reports can tell.
+    fn estimated_in_loss(&self, d: &Detected) -> bool {
+        self.unseen(&d.plate, (!d.from_data_start).then_some(d.start))
+            || self.unseen(&d.plate, d.end)
+    }
+
     /// The longest `start`–`end` could have lasted as the reports show it: a start or end
     /// inside one of `plate`'s losses is known only to lie within it, so it may have been at
     /// the loss's far side.
@@ -539,7 +555,12 @@ fn stops<'d>(
         }
     }
     let found = found
-        .map(|d| detected(d, short(ctx.duration(d.start, d.end))))
+        .map(|d| {
+            detected(
+                d,
+                short(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d),
+            )
+        })
         .collect();
     (intervals, found)
 }
@@ -607,7 +628,11 @@ fn long_stops<'d>(
     }
     let found = found
         .filter(|d| !d.end_of_day && ctx.duration(d.start, d.end) >= long)
-        .map(|d| detected(d, near_threshold(ctx.duration(d.start, d.end))))
+        .map(|d| {
+            let dont_care =
+                near_threshold(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d);
+            detected(d, dont_care)
+        })
         .collect();
     (intervals, found)
 }
@@ -770,7 +795,9 @@ fn visits<'d>(
     found: impl Iterator<Item = &'d Detected>,
     ctx: &Context<'_>,
 ) -> (Vec<Interval>, Vec<Interval>) {
-    let brief = ctx.config.geocerca_confirmacion_s as i64 + VISIT_BAND_S;
+    let debounce_s = ctx.config.geocerca_confirmacion_s as i64;
+    let brief = debounce_s + VISIT_BAND_S;
+    let found: Vec<&Detected> = found.collect();
     let mut by_key: BTreeMap<(&str, &str), Stays> = BTreeMap::new();
     for e in truth {
         if let TruthEvent::VisitaGeocerca {
@@ -788,7 +815,20 @@ fn visits<'d>(
     }
     let mut intervals = Vec::new();
     for ((plate, fence), stays) in by_key {
-        for (entry, exit, longest) in merge_stays(stays) {
+        // An exit near the debounce or a little longer is joined when a detection of this
+        // unit and fence spans it (reported as one visit), kept when none does.
+        let joined = |exit: i64, entry: i64| {
+            let gap_s = entry - exit;
+            gap_s < debounce_s - VISIT_EXIT_BAND_S
+                || (gap_s < VISIT_MERGE_S.max(debounce_s + VISIT_EXIT_BAND_S)
+                    && found.iter().any(|d| {
+                        d.plate == plate
+                            && d.fence == fence
+                            && d.start < exit
+                            && d.end.is_none_or(|end| end > entry)
+                    }))
+        };
+        for (entry, exit, longest) in merge_stays(stays, joined) {
             // Judged on its longest stay, not on the merged span: a road that crosses a fence
             // twice within a minute (a concave outline, or a corner) is one merged visit of a
             // minute or more made of stays of a few seconds, which no debounce can confirm.
@@ -798,6 +838,7 @@ fn visits<'d>(
         }
     }
     let found = found
+        .into_iter()
         .map(|d| {
             let short = !d.from_data_start && ctx.duration(d.start, d.end) < brief;
             detected(d, short)
@@ -821,10 +862,10 @@ fn longer(a: Option<Stay>, b: Option<Stay>) -> Option<Stay> {
     }
 }
 
-/// Stays in time order, joined across exits shorter than [`VISIT_MERGE_S`], each with its
+/// Stays in time order, joined across the exits `joined(exit, entry)` accepts, each with its
 /// longest stay among those it joined (`None` when one of them has no entry time: inside
 /// since before the data, never short).
-fn merge_stays(mut stays: Stays) -> Vec<Merged> {
+fn merge_stays(mut stays: Stays, joined: impl Fn(i64, i64) -> bool) -> Vec<Merged> {
     stays.sort_by_key(|v| v.0.unwrap_or(i64::MIN));
     let mut merged: Vec<Merged> = Vec::new();
     for v in stays {
@@ -833,7 +874,7 @@ fn merge_stays(mut stays: Stays) -> Vec<Merged> {
             Some(last)
                 if last
                     .1
-                    .is_some_and(|exit| v.0.is_some_and(|entry| entry - exit < VISIT_MERGE_S)) =>
+                    .is_some_and(|exit| v.0.is_some_and(|entry| joined(exit, entry))) =>
             {
                 last.1 = v.1;
                 last.2 = longer(last.2, stay);
@@ -1126,6 +1167,64 @@ mod tests {
         for (name, events, expected) in cases {
             assert_eq!(truth_stops(&events), expected, "{name}");
         }
+    }
+
+    /// A halt the truth does not log (under a minute) seen going into a signal loss: the engine
+    /// dates its departure inside the loss, and no report says it left sooner. Neither a
+    /// false alarm nor, for a stop the truth has, anything but a match; a detection whose ends
+    /// both lie outside the loss is judged as ever (the unit drove through it).
+    #[test]
+    fn a_stop_the_engine_ends_inside_a_loss_is_no_false_alarm() {
+        let config = DetectionConfig::default();
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let found = |start: i64, end: i64| Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start,
+            end: Some(end),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let check = |name: &str,
+                     events: &[TruthEvent],
+                     detections: &[Detected],
+                     expected: (usize, usize, usize)| {
+            let ctx = Context::new(&config, NOW, events);
+            let (truth, detected) =
+                of_kind(Scored::Event(EventKind::Stop), events, detections, &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            assert_eq!(
+                (s.true_positives, s.false_positives, s.false_negatives),
+                expected,
+                "{name}"
+            );
+        };
+        let lost = [loss("A", 5000, 5600)];
+        check(
+            "ends inside the loss",
+            &lost,
+            &[found(4950, 5180)],
+            (0, 0, 0),
+        );
+        check(
+            "begins inside the loss",
+            &lost,
+            &[found(5400, 5800)],
+            (0, 0, 0),
+        );
+        check("no loss", &[], &[found(4950, 5180)], (0, 1, 0));
+        check("across the loss", &lost, &[found(4800, 5700)], (0, 1, 0));
+        let with_stop = [loss("A", 5000, 5600), stop("A", 1000, Some(2000))];
+        check(
+            "a real stop still matched",
+            &with_stop,
+            &[found(1000, 2000), found(4950, 5180)],
+            (1, 0, 0),
+        );
     }
 
     /// A silence still going on at "now" is open in the truth (`fin_utc` null) and scored
@@ -1485,9 +1584,91 @@ mod tests {
             ("from before the data", vec![(None, Some(500)), (Some(520), None)], vec![(None, None)]),
         ];
         for (name, stays, expected) in cases {
-            let spans: Stays = merge_stays(stays).into_iter().map(|m| (m.0, m.1)).collect();
+            let under_a_minute = |exit: i64, entry: i64| entry - exit < 60;
+            let spans: Stays = merge_stays(stays, under_a_minute)
+                .into_iter()
+                .map(|m| (m.0, m.1))
+                .collect();
             assert_eq!(spans, expected, "{name}");
         }
+    }
+
+    /// An exit well under the fence debounce is no exit; one well over it is; one near it is
+    /// what the detections say — the debounce counts from crossings the noise moves, and the
+    /// fixes see an exit only to a report interval.
+    #[test]
+    fn an_exit_near_the_debounce_is_scored_as_the_detections_split_it() {
+        let config = DetectionConfig::default();
+        let debounce = config.geocerca_confirmacion_s as i64;
+        let stay = |entry: i64, exit: i64| TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "CEDIS".into(),
+            entrada_utc: Some(entry),
+            salida_utc: Some(exit),
+        };
+        let found = |start: i64, end: i64| Detected {
+            plate: "A".into(),
+            kind: EventKind::Visit,
+            start,
+            end: Some(end),
+            fence: "CEDIS".into(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let check =
+            |name: &str, exit_s: i64, detections: &[Detected], expected: (usize, usize, usize)| {
+                let events = [stay(1000, 2000), stay(2000 + exit_s, 3000)];
+                let ctx = Context::new(&config, NOW, &events);
+                let (truth, detected) =
+                    of_kind(Scored::Event(EventKind::Visit), &events, detections, &ctx);
+                let s = super::super::matching::score(&truth, &detected, rules);
+                let got = (s.true_positives, s.false_positives, s.false_negatives);
+                assert_eq!(got, expected, "{name}: exit of {exit_s} s");
+            };
+        let near = debounce + 10;
+        let one = [found(1000, 3000)];
+        check("brief exit, one visit", debounce / 4, &one, (1, 0, 0));
+        check(
+            "brief exit, two visits",
+            debounce / 4,
+            &[found(1000, 2000), found(2000 + debounce / 4, 3000)],
+            (0, 2, 1),
+        );
+        check("near the debounce, one visit", near, &one, (1, 0, 0));
+        check(
+            "near the debounce, two visits",
+            near,
+            &[found(1000, 2000), found(2000 + near, 3000)],
+            (2, 0, 0),
+        );
+        check("near the debounce, none", near, &[], (0, 0, 2));
+        // A minute out, seen by the fixes as less (the first back in within 15 s).
+        let minute = debounce + VISIT_EXIT_BAND_S + 2;
+        check("a minute out, one visit", minute, &one, (1, 0, 0));
+        check(
+            "a minute out, two visits",
+            minute,
+            &[found(1000, 2000), found(2000 + minute, 3000)],
+            (2, 0, 0),
+        );
+        // Past the debounce by more than a report interval either side: two visits.
+        let long = VISIT_MERGE_S.max(debounce + VISIT_EXIT_BAND_S);
+        check(
+            "a real exit, one visit",
+            long,
+            &[found(1000, 3000)],
+            (0, 1, 2),
+        );
+        check(
+            "a real exit, two visits",
+            long,
+            &[found(1000, 2000), found(2000 + long, 3000)],
+            (2, 0, 0),
+        );
     }
 
     /// A shift that ended while the tracker had no GNSS fix, for longer than its ignition-off

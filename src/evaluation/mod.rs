@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::store::{Location, Store};
+use crate::store::{AnalysisState, Location, Store, Unusable};
 use intervals::{Context, Detected, Scored};
 use km::{DayKms, KmScore};
 use matching::Rules;
@@ -109,6 +109,15 @@ pub enum EvaluateError {
         "el registro de verdad {truth} es de otra simulación que {db} (escenario_sha256 o ahora distintos); use el par que escribió flota simular"
     )]
     Mismatch { truth: String, db: String },
+    /// Scoring stale detections would score another engine, or data since changed.
+    #[error(
+        "no hay detecciones confiables en {db} ({why}); ejecute: flota analizar {db} (y evalúe de nuevo)"
+    )]
+    Unanalysed { db: String, why: Unusable },
+    #[error(
+        "hay posiciones escritas en {db} después del análisis ({units} unidades): la evaluación no las cubriría; ejecute: flota analizar {db}"
+    )]
+    Behind { db: String, units: usize },
 }
 
 pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
@@ -124,6 +133,25 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
             db: db.to_string(),
         }
         .into());
+    }
+    match store.analysis_state(&meta)? {
+        // Detections edited after the analysis are scored as they are: grading hand-made or
+        // shifted detections is a use of its own (the tests of the tolerance do it).
+        AnalysisState::Current | AnalysisState::Unusable(Unusable::Modified) => {}
+        AnalysisState::Unusable(why) => {
+            return Err(EvaluateError::Unanalysed {
+                db: db.to_string(),
+                why,
+            }
+            .into());
+        }
+        AnalysisState::Behind(changed) => {
+            return Err(EvaluateError::Behind {
+                db: db.to_string(),
+                units: changed.len(),
+            }
+            .into());
+        }
     }
     let now = log.header.ahora_utc;
     let truth = &log.events;

@@ -240,18 +240,7 @@ impl Store {
         })
     }
 
-    /// Every vehicle's events of `kind` starting in `[from_utc, to_utc)`.
-    pub fn events_starting(
-        &self,
-        kind: EventKind,
-        from_utc: i64,
-        to_utc: i64,
-    ) -> Result<Vec<EventRow>, StoreError> {
-        each!(self, s => s.events_starting(kind, from_utc, to_utc))
-    }
-
-    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, in
-    /// [`Self::events_starting`]'s order.
+    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, by start time.
     pub fn alert_keys(
         &self,
         kind: EventKind,

@@ -539,28 +539,8 @@ impl SqliteStore {
         })
     }
 
-    /// Every vehicle's events of `kind` starting in `[from_utc, to_utc)`.
-    pub fn events_starting(
-        &self,
-        kind: EventKind,
-        from_utc: i64,
-        to_utc: i64,
-    ) -> Result<Vec<EventRow>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = ?1 AND inicio_utc >= ?2 AND inicio_utc < ?3 ORDER BY inicio_utc"
-        );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_map(params![kind, from_utc, to_utc], event)?
-                    .collect()
-            })
-            .map_err(|e| self.err(e))
-    }
-
-    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, in
-    /// [`Self::events_starting`]'s order (speeding and signal losses: a partial covering
-    /// index holds just these).
+    /// The keys of every vehicle's events of `kind` starting in `[from_utc, to_utc)`, by start
+    /// time (speeding and signal losses: a partial covering index holds just these).
     pub fn alert_keys(
         &self,
         kind: EventKind,

@@ -41,7 +41,11 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// old side farther than the speeds allow, that fix was a jump and nothing crossed; and GPS km:
 /// a straight stretch's chord fused with its speeds (ending at a halt the unit moves off from
 /// the way it arrived), on units whose roads mostly run straight.
-pub const ANALYSIS_VERSION: i64 = 14;
+/// 15: a lone "on" after "off" reports followed, within the tracker's sleep between them, by
+/// "on" where the unit stood is a heartbeat's flicker, not the start of a signal loss; and a
+/// silence is judged against the unit's own cadence while moving (a 5-min tracker), and while
+/// stopped, when no stop showed it, against its heartbeats' period while parked.
+pub const ANALYSIS_VERSION: i64 = 15;
 
 pub const DDL: &str = "
 CREATE TABLE meta (

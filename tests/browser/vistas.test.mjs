@@ -346,8 +346,9 @@ after(async () => {
 
 // --- The day view ----------------------------------------------------------------------------
 
-async function comprobarRecorrido(placa, fecha, capturar) {
-  const resultado = await resultadoRecorrido(placa, fecha);
+/** Checks the day view on a result (the real one unless given); returns the map's zoom. */
+async function comprobarRecorrido(placa, fecha, capturar, dado) {
+  const resultado = dado || (await resultadoRecorrido(placa, fecha));
   assert.ok(!resultado.isError, JSON.stringify(resultado.content));
   const sc = resultado.structuredContent;
   const v = sc.vista;
@@ -465,6 +466,7 @@ async function comprobarRecorrido(placa, fecha, capturar) {
   }
   if (capturar && !marcas.includes("exceso_velocidad")) await captura(capturar);
   sinProblemas(`${placa} ${fecha}`);
+  return marco.evaluate(() => window.flotaVista.mapa.getZoom());
 }
 
 test("la vista del día dibuja cada recorrido real con sus eventos", PLAZO_PRUEBA, async () => {
@@ -503,10 +505,51 @@ test("sin el campo vista (un cliente sin la extensión), la vista del día lo di
   sinProblemas("sin vista");
 });
 
+/**
+ * The same result `grados` further east, longitudes wrapped to [−180, 180] as a server
+ * sends them: every place the views draw (reports, events, the basemap, the units).
+ */
+function alEste(resultado, grados) {
+  const movido = JSON.parse(JSON.stringify(resultado));
+  const lon = (x) => ((((x + grados + 180) % 360) + 360) % 360) - 180;
+  const par = (p) => [p[0], lon(p[1])];
+  const sc = movido.structuredContent;
+  const v = sc.vista;
+  for (const r of v.reportes || []) r[2] = lon(r[2]);
+  for (const e of v.eventos || []) {
+    e.lon = lon(e.lon);
+    if (Array.isArray(e.hasta)) e.hasta = par(e.hasta);
+  }
+  for (const r of v.rutas || []) r.puntos = r.puntos.map(par);
+  for (const g of v.geocercas || []) g.contorno = g.contorno.map(par);
+  for (const l of v.lugares || []) l.lon = lon(l.lon);
+  for (const u of sc.unidades || []) if (typeof u.lon === "number") u.lon = lon(u.lon);
+  return movido;
+}
+
+/** Degrees east that put the middle of `lons` on 180°. */
+const hasta180 = (lons) => 180 - (Math.min(...lons) + Math.max(...lons)) / 2;
+
+function cruza180(lons) {
+  assert.ok(lons.some((x) => x > 179) && lons.some((x) => x < -179), `no cruza ±180°: ${Math.min(...lons)}…${Math.max(...lons)}`);
+}
+
+test("un día a ambos lados de ±180° se dibuja en una pieza, encuadrado como el mismo día en otro lugar", PLAZO_PRUEBA, async () => {
+  const real = await resultadoRecorrido("P-456DEF", "ayer");
+  const zoomReal = await comprobarRecorrido("P-456DEF", "ayer", null, real);
+  const movido = alEste(real, hasta180(real.structuredContent.vista.reportes.map((r) => r[2])));
+  cruza180(movido.structuredContent.vista.reportes.map((r) => r[2]));
+  // Every check of the day view holds (each report inside the map, with the track's colour),
+  // and the day is framed as closely as where it really is, not as the whole world.
+  const zoom = await comprobarRecorrido("P-456DEF", "ayer", null, movido);
+  assert.ok(Math.abs(zoom - zoomReal) <= 0.5, `zoom ${zoom}, en su lugar ${zoomReal}`);
+});
+
 // --- The fleet view --------------------------------------------------------------------------
 
-async function comprobarFlota(servidorFlota, capturar) {
-  const resultado = await servidorFlota.llamar("mapa_flota", {});
+/** Checks the fleet view on a result (the server's unless given); returns it and the zoom. */
+async function comprobarFlota(servidorFlota, capturar, dado) {
+  const resultado = dado || (await servidorFlota.llamar("mapa_flota", {}));
   assert.ok(!resultado.isError, JSON.stringify(resultado.content));
   const sc = resultado.structuredContent;
   assert.equal(sc.unidades.length, unidades.length);
@@ -557,16 +600,26 @@ async function comprobarFlota(servidorFlota, capturar) {
   await pagina.evaluate(() => window.anfitrion.notificar("ui/notifications/host-context-changed", { containerDimensions: { width: 860, maxHeight: 320 } }));
   await pagina.waitForFunction(() => window.anfitrion.registro.tamanos.at(-1).height === 320);
   assert.equal(await marco.$eval("#app", (n) => Math.round(n.getBoundingClientRect().height)), 320);
+  const zoom = await marco.evaluate(() => window.flotaVista.mapa.getZoom());
   sinProblemas("flota");
-  return sc;
+  return { sc, zoom };
 }
 
 test("la vista de la flota muestra cada unidad activa con su estado y minutos", PLAZO_PRUEBA, async () => {
   await comprobarFlota(servidor, "mapa_flota_vista.png");
 });
 
+test("una flota a ambos lados de ±180° se dibuja en una pieza", PLAZO_PRUEBA, async () => {
+  const real = await servidor.llamar("mapa_flota", {});
+  const { zoom: zoomReal } = await comprobarFlota(servidor, null, real);
+  const movido = alEste(real, hasta180(real.structuredContent.unidades.map((u) => u.lon)));
+  cruza180(movido.structuredContent.unidades.map((u) => u.lon));
+  const { zoom } = await comprobarFlota(servidor, null, movido);
+  assert.ok(Math.abs(zoom - zoomReal) <= 0.5, `zoom ${zoom}, en su lugar ${zoomReal}`);
+});
+
 test("en la vista de la flota, las unidades en un mismo lugar no se tapan", PLAZO_PRUEBA, async () => {
-  const sc = await comprobarFlota(servidorDeposito, "mapa_flota_deposito.png");
+  const { sc } = await comprobarFlota(servidorDeposito, "mapa_flota_deposito.png");
   // The case this test is for: at least two units reported from one place — one depot, their
   // fixes GPS noise apart (σ 5 m: tens of metres at most, under 5e-4° ≈ 50 m), which at the
   // fleet's zoom is the same pixel or two.

@@ -257,3 +257,40 @@ fn another_platforms_csv_scores_like_the_database_it_came_from() {
     );
     assert_eq!(from_csv["km"]["dias"], 0);
 }
+
+/// Detections left by another engine (an older flota), or behind positions written after the
+/// analysis, are not what this flota detects: scoring them would grade the wrong thing
+/// silently. `evaluar` refuses, naming `flota analizar`, and scores once that has run.
+#[test]
+fn stale_detections_are_refused_until_reanalysed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = simulate("minimo", dir.path());
+    let conn = Connection::open(&db).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE meta SET valor = CAST(valor AS INTEGER) - 1 WHERE clave = 'analisis_version'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let refused = evaluar(&db, &[]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("otra versión del motor"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("flota analizar {}", db.display())),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty());
+
+    let analysed = Command::new(flota_bin())
+        .arg("analizar")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(analysed.status.success(), "{analysed:?}");
+    let scored = evaluar(&db, &["--json"]);
+    assert_eq!(scored.status.code(), Some(0), "{scored:?}");
+    assert!(f1s(&json_of(&scored)).iter().any(|(_, f1)| f1.is_some()));
+}

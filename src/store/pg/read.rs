@@ -512,18 +512,6 @@ impl PgStore {
         )
     }
 
-    pub fn events_starting(
-        &self,
-        kind: EventKind,
-        from_utc: i64,
-        to_utc: i64,
-    ) -> Result<Vec<EventRow>, StoreError> {
-        let sql = format!(
-            "SELECT {EVENT_COLUMNS} FROM eventos WHERE tipo = $1 AND inicio_utc >= $2 AND inicio_utc < $3 ORDER BY inicio_utc, vehiculo_id, desde_inicio_datos, id"
-        );
-        self.map(&sql, &[&kind.name(), &from_utc, &to_utc], event)
-    }
-
     /// Geofence entries or exits per vehicle in `[from_utc, to_utc)`: the whole UTC days
     /// summed from `cruces_por_dia`, the partial days at the ends counted from `eventos`
     /// (src/store/pg/schema.rs, `CROSSINGS_DDL`); all from `eventos` in a database without
