@@ -41,7 +41,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// old side farther than the speeds allow, that fix was a jump and nothing crossed; and GPS km:
 /// a straight stretch's chord fused with its speeds (ending at a halt the unit moves off from
 /// the way it arrived), on units whose roads mostly run straight.
-pub const ANALYSIS_VERSION: i64 = 14;
+/// 15: a still speed between two moving fixes whose chord no path through a halt covers is
+/// invalid (a phone's 0 km/h while driving), decided by the fix after it.
+pub const ANALYSIS_VERSION: i64 = 15;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
