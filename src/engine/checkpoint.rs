@@ -98,7 +98,7 @@ impl<'a> VehicleEngine<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Context, DetectionConfig, Fix};
+    use crate::engine::{Analysis, Context, DetectionConfig, Fix};
     use crate::geometry::earth::{LatLon, offset_m};
 
     /// A day of fixes every 15 s: drives (some over the limit), stops, a silence.
@@ -138,26 +138,25 @@ mod tests {
         fixes
     }
 
-    /// Restoring a checkpoint and pushing the rest, a late fix among them, is the same as
-    /// pushing everything in order.
-    #[test]
-    fn a_replay_from_a_checkpoint_equals_the_batch() {
-        let config = DetectionConfig::default();
-        let ctx = Context {
-            config: &config,
+    fn context(config: &DetectionConfig) -> Context<'_> {
+        Context {
+            config,
             fences: &[],
             limit_kmh: 60.0,
             zone: chrono_tz::America::Guatemala,
-        };
-        let fixes = day_of_fixes();
+        }
+    }
+
+    /// What an incremental analysis makes of `fixes` when the one at `late` arrives after all
+    /// the others: a checkpoint is taken before the first fix at or after `checkpoint_at`, and
+    /// on the late fix the engine goes back to it and replays every fix after it.
+    fn replayed(ctx: &Context<'_>, fixes: &[Fix], late: usize, checkpoint_at: i64) -> Analysis {
         let now = fixes[fixes.len() - 1].ts_utc + 60;
-        let batch = crate::engine::analyze(&ctx, fixes.iter().copied(), now);
-        // Every fix after the first third arrives on time but one, which comes last.
-        let late = fixes[fixes.len() * 2 / 3];
-        let mut engine = VehicleEngine::new(&ctx);
+        let late = fixes[late];
+        let mut engine = VehicleEngine::new(ctx);
         let mut checkpoint = None;
         for fix in fixes.iter().filter(|f| f.ts_utc != late.ts_utc) {
-            if checkpoint.is_none() && fix.ts_utc >= late.ts_utc - 600 {
+            if checkpoint.is_none() && fix.ts_utc >= checkpoint_at {
                 checkpoint = Some(engine.checkpoint());
             }
             engine.push(*fix);
@@ -166,15 +165,77 @@ mod tests {
             panic!("no checkpoint taken");
         };
         let from = checkpoint.last_fix_utc().unwrap_or(i64::MIN);
+        assert!(from < late.ts_utc);
         engine.restore(&checkpoint);
         for fix in fixes.iter().filter(|f| f.ts_utc > from) {
             engine.push(*fix);
         }
-        let replayed = engine.finish(now);
+        engine.finish(now)
+    }
+
+    fn assert_same(replayed: &Analysis, batch: &Analysis) {
         assert_eq!(replayed.stops, batch.stops);
         assert_eq!(replayed.overspeeds, batch.overspeeds);
         assert_eq!(replayed.gaps, batch.gaps);
+        assert_eq!(replayed.visits, batch.visits);
         assert_eq!(replayed.days, batch.days);
+        assert_eq!(replayed.last_fix, batch.last_fix);
+    }
+
+    /// Restoring a checkpoint and pushing the rest, a late fix among them, is the same as
+    /// pushing everything in order.
+    #[test]
+    fn a_replay_from_a_checkpoint_equals_the_batch() {
+        let config = DetectionConfig::default();
+        let ctx = context(&config);
+        let fixes = day_of_fixes();
+        let now = fixes[fixes.len() - 1].ts_utc + 60;
+        let batch = crate::engine::analyze(&ctx, fixes.iter().copied(), now);
+        // Every fix after the first third arrives on time but one, which comes last.
+        let late = fixes.len() * 2 / 3;
+        let replayed = replayed(&ctx, &fixes, late, fixes[late].ts_utc - 600);
+        assert_same(&replayed, &batch);
         assert!(batch.stops.len() >= 2 && !batch.overspeeds.is_empty() && !batch.gaps.is_empty());
+    }
+
+    /// The engine holds a fix back until the next one says whether its speed is valid (a
+    /// phone's 0 km/h while driving): a checkpoint taken while it holds that 0, and the fix
+    /// that decides it arriving late, give the batch's answer — which is the one without
+    /// the invalid 0.
+    #[test]
+    fn a_checkpoint_holding_a_fix_back_replays_to_the_batch() {
+        let config = DetectionConfig::default();
+        let ctx = context(&config);
+        let origin = LatLon::new(40.4, -3.7);
+        let mut t = 1_786_644_000;
+        let mut fixes = Vec::new();
+        // A phone every 10 s: 5 min at 40 km/h, 5 min stopped, 5 min at 40 km/h.
+        let mut x_m = 0.0;
+        for kmh in [40.0, 0.0, 40.0] {
+            for _ in 0..30 {
+                let p = offset_m(origin, x_m, 0.0);
+                fixes.push(Fix {
+                    ts_utc: t,
+                    lat: p.lat,
+                    lon: p.lon,
+                    speed_kmh: kmh,
+                    heading_deg: 90.0,
+                    ignition: true,
+                    odometer_m: None,
+                });
+                x_m += kmh / 3.6 * 10.0;
+                t += 10;
+            }
+        }
+        let now = t + 60;
+        let truthful = crate::engine::analyze(&ctx, fixes.iter().copied(), now);
+        let zero = 70;
+        fixes[zero].speed_kmh = 0.0;
+        let batch = crate::engine::analyze(&ctx, fixes.iter().copied(), now);
+        assert_same(&batch, &truthful);
+        assert_eq!(batch.stops.len(), 1, "{:?}", batch.stops);
+        // The checkpoint is taken after the 0 was pushed, and the fix after it comes last.
+        let replayed = replayed(&ctx, &fixes, zero + 1, fixes[zero + 2].ts_utc);
+        assert_same(&replayed, &batch);
     }
 }

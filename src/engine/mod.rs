@@ -151,7 +151,10 @@ pub struct VehicleEngine<'a> {
     days: daily::DayAccumulator,
     inside: Vec<bool>,
     speeds: speed_check::SpeedCheck,
+    /// The last fix pushed (its speed not decided yet: see `push`).
     last: Option<Fix>,
+    /// The last fix the detectors have seen, its speed checked.
+    analysed: Option<Fix>,
 }
 
 impl<'a> VehicleEngine<'a> {
@@ -169,25 +172,37 @@ impl<'a> VehicleEngine<'a> {
                 GpsDistance::new(ctx.config),
             ),
             inside: vec![false; ctx.fences.len()],
-            speeds: speed_check::SpeedCheck::default(),
+            speeds: speed_check::SpeedCheck::new(ctx.config),
             last: None,
+            analysed: None,
         }
     }
 
     /// Takes the next fix. Fixes must come in fix-time order; a repeat of the last fix time
     /// (a duplicate delivery) is ignored; a speed the positions cannot support is replaced
-    /// by the last valid one (`speed_check.rs`).
+    /// by the last valid one (`speed_check.rs`). Whether a still speed is valid takes the fix
+    /// after it, so the detectors see each fix when the next one is pushed (the last one at
+    /// `finish`): the engine holds one fix back, and a checkpoint holds it too.
     pub fn push(&mut self, fix: Fix) {
         if let Some(last) = &self.last
             && fix.ts_utc <= last.ts_utc
         {
             return;
         }
-        let replaced_before = self.speeds.replaced;
-        let fix = self.speeds.check(fix);
-        // A replaced speed is the last valid one repeated, not a reading: it must not count
-        // twice as evidence of speeding (two absurd readings after one noisy high one).
-        let measured = self.speeds.replaced == replaced_before;
+        self.last = Some(fix);
+        // Two fixes of one place lie this far apart at most, but once in a hundred: three
+        // scales of the difference of two, √2 times the unit's parked noise scale (the stop
+        // radius holds four of those).
+        let noise_m = 3.0 * std::f64::consts::SQRT_2 * self.stops.noise_scale_m();
+        if let Some((checked, measured)) = self.speeds.push(fix, noise_m) {
+            self.analyse(checked, measured);
+        }
+    }
+
+    /// Hands one fix, its speed checked, to the detectors. `measured`: the speed is a reading,
+    /// not the last valid one repeated in place of an invalid one — which must not count twice
+    /// as evidence of speeding (two absurd readings after one noisy high one).
+    fn analyse(&mut self, fix: Fix, measured: bool) {
         self.stops.push(&fix);
         // A parked unit is where its stop's centre is: drift and jumps around it at a fence
         // edge neither cross the fence nor change the limit. Parked means halted for as long
@@ -231,16 +246,19 @@ impl<'a> VehicleEngine<'a> {
         self.fences
             .push(&place, &self.inside, self.ctx.fences, parked.map(|p| p.1));
         self.days.push(&fix);
-        self.last = Some(fix);
+        self.analysed = Some(fix);
     }
 
     /// Closes the analysis at `now_utc`.
     pub fn finish(mut self, now_utc: i64) -> Analysis {
+        if let Some((checked, measured)) = self.speeds.flush() {
+            self.analyse(checked, measured);
+        }
         let asleep_now = self.gaps.finish(now_utc);
         self.stops.finish(now_utc, asleep_now);
         self.overspeed.finish();
         self.fences.finish(now_utc);
-        let last_fix_utc = self.last.map_or(now_utc, |f| f.ts_utc);
+        let last_fix_utc = self.analysed.map_or(now_utc, |f| f.ts_utc);
         let days = self.days.finish(
             &self.stops.stops,
             &self.gaps.gaps,
@@ -253,7 +271,7 @@ impl<'a> VehicleEngine<'a> {
             gaps: self.gaps.gaps,
             visits: self.fences.visits,
             days,
-            last_fix: self.last,
+            last_fix: self.analysed,
         }
     }
 }

@@ -251,6 +251,14 @@ impl StopDetector {
         self.radius_m.max(learned)
     }
 
+    /// The unit's parked position noise scale (one fix's, per axis), metres: learned, or until
+    /// then the configured radius's share ([`NOISE_SCALES`] of them fill it).
+    pub fn noise_scale_m(&mut self) -> f64 {
+        self.spread
+            .scale_m()
+            .unwrap_or(self.radius_m / NOISE_SCALES)
+    }
+
     /// The odometer advanced more than the radius between two fixes: the unit moved.
     fn odometer_moved(a: &Fix, b: &Fix, radius_m: f64) -> bool {
         match (a.odometer_m, b.odometer_m) {

@@ -1061,3 +1061,49 @@ fn a_unit_found_setting_off_elsewhere_after_a_silence_left_in_its_middle() {
         a.stops
     );
 }
+
+/// Quiet noise: σ 5 m, no drift, no jumps.
+const QUIET: Noise = Noise {
+    sigma_m: 5.0,
+    drift_m: 0.0,
+    tau_s: 120.0,
+    jump_p: 0.0,
+    jump_m: 0.0,
+};
+
+#[test]
+fn a_phones_invalid_zero_while_driving_is_caught_by_the_fix_after_it() {
+    // A delivery (ten minutes: the unit's noise is learned there); the unit sets off at
+    // 8 km/h and the phone's next record says 0 while it drives on at 36. That zero, 33 m
+    // from the stop's centre, held the stop open until the fix after it: it ended 16 s late.
+    let legs = [
+        drive(300),
+        stand(600),
+        Leg::Drive { kmh: 8.0, secs: 15 },
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let mut fixes = noisy(&legs, QUIET, 11);
+    let zero = fixes.iter().position(|f| f.ts_utc == starts[3]).unwrap();
+    fixes[zero].speed_kmh = 0.0;
+    let a = run(&fixes, &[], starts[3] + 600);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    let end = a.stops[0].end_utc.unwrap();
+    assert!((end - starts[2]).abs() <= 5, "{end} for {}", starts[2]);
+
+    // After a delivery, thirty minutes at 36 km/h, every eighth record 0: the drive's GPS
+    // kilometres (the zeros cut the speeds' trapezoid on both sides of each).
+    let cruise = [stand(600), drive(1800)];
+    let mut fixes = noisy(&cruise, QUIET, 12);
+    for fix in fixes.iter_mut().skip(44).step_by(8) {
+        fix.speed_kmh = 0.0;
+    }
+    let a = run(&fixes, &[], T0 + 2400);
+    let driven_km = 10.0 * (1800.0 - 15.0) / 1000.0;
+    let km = a.days[0].km_gps;
+    assert!(
+        (km / driven_km - 1.0).abs() < 0.01,
+        "{km} km of {driven_km}"
+    );
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+}

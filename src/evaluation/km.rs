@@ -153,16 +153,23 @@ pub fn phantom_m(
             continue;
         }
         // The engine's distance as the engine computes it: invalid speeds replaced first.
-        let mut speeds = SpeedCheck::default();
+        let mut speeds = SpeedCheck::new(config);
         let mut distance = GpsDistance::new(config);
+        // Inside a parked hour the check's look-ahead has no moving fixes to weigh: the
+        // configured radius stands for the noise the engine learns.
         store.for_each_fix(
             *id,
             start + PHANTOM_MARGIN_S,
             end - PHANTOM_MARGIN_S,
             |fix| {
-                metres += distance.push(&speeds.check(fix));
+                if let Some((fix, _)) = speeds.push(fix, config.parada_radio_m) {
+                    metres += distance.push(&fix);
+                }
             },
         )?;
+        if let Some((fix, _)) = speeds.flush() {
+            metres += distance.push(&fix);
+        }
         checked += 1;
         seconds += end - start - 2 * PHANTOM_MARGIN_S;
     }

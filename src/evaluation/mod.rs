@@ -230,11 +230,7 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
 }
 
 /// The moves between two close truth stops of a unit ([`intervals::close_stop_pairs`]) that
-/// nothing in the data shows: no report in the move of a unit moving (a report at a standing
-/// speed, taken as the unit set off or a phone's invalid zero, shows none), and no odometer
-/// that advanced more than a stop's radius (`parada_radio_m`) from the last report before
-/// the move to the first after it (two stops 50 m apart by the chord were 70 m apart by the
-/// road, which the odometer shows).
+/// nothing in the data shows ([`move_shown`]).
 fn unseen_moves(
     store: &Store,
     ids: &HashMap<String, i64>,
@@ -248,22 +244,54 @@ fn unseen_moves(
     for (plate, end, next_start) in intervals::close_stop_pairs(truth, config) {
         let Some(id) = ids.get(&plate) else { continue };
         let fixes = store.fixes(*id, end - around, next_start + around + 1)?;
-        // Strictly between: a report at the first stop's last second or the next one's first
-        // shows the unit standing.
-        let moving = fixes.iter().any(|f| {
-            end < f.ts_utc && f.ts_utc < next_start && f.speed_kmh >= config.velocidad_detenida_kmh
-        });
-        let before = fixes.iter().rev().find(|f| f.ts_utc <= end);
-        let after = fixes.iter().find(|f| f.ts_utc >= next_start);
-        let driven = before
-            .and_then(|b| b.odometer_m)
-            .zip(after.and_then(|a| a.odometer_m))
-            .is_some_and(|(b, a)| (a - b) as f64 > config.parada_radio_m);
-        if !moving && !driven {
+        if !move_shown(&fixes, end, next_start, config) {
             unseen.push((plate, end, next_start));
         }
     }
     Ok(unseen)
+}
+
+/// A report this fast shows a move by itself: six σ of a parked unit's Doppler noise at
+/// 2.5 km/h (a street canyon's), km/h.
+const SHOWN_BY_ONE_KMH: f64 = 15.0;
+
+/// Whether the reports `fixes` (in time order, around the move) show that the unit moved
+/// between one stop's end at `end` and the next one's start at `next_start`: two reports in a
+/// row strictly inside the move at a moving speed (`velocidad_detenida_kmh` or more), or one
+/// at [`SHOWN_BY_ONE_KMH`], or an odometer that advanced more than a stop's radius
+/// (`parada_radio_m`) from the last report before the move to the first after it (two stops
+/// 50 m apart by the chord were 70 m apart by the road, which the odometer shows). A report
+/// at a standing speed (taken as the unit set off, or a phone's invalid zero) shows nothing;
+/// nor does a single one under that speed: a parked unit's Doppler noise reads 4 km/h or
+/// more in one report of ten at 2.5 km/h, so neither a detector nor an operator can tell
+/// that report from a unit standing — and a shift of a few metres at one address is, to an
+/// operator, still one stop there.
+fn move_shown(
+    fixes: &[crate::engine::Fix],
+    end: i64,
+    next_start: i64,
+    config: &crate::engine::DetectionConfig,
+) -> bool {
+    // Strictly between: a report at the first stop's last second or the next one's first
+    // shows the unit standing.
+    let moving: Vec<_> = fixes
+        .iter()
+        .map(|f| {
+            end < f.ts_utc && f.ts_utc < next_start && f.speed_kmh >= config.velocidad_detenida_kmh
+        })
+        .collect();
+    let in_a_row = moving.windows(2).any(|pair| pair[0] && pair[1]);
+    let fast = fixes
+        .iter()
+        .zip(&moving)
+        .any(|(f, moving)| *moving && f.speed_kmh >= SHOWN_BY_ONE_KMH);
+    let before = fixes.iter().rev().find(|f| f.ts_utc <= end);
+    let after = fixes.iter().find(|f| f.ts_utc >= next_start);
+    let driven = before
+        .and_then(|b| b.odometer_m)
+        .zip(after.and_then(|a| a.odometer_m))
+        .is_some_and(|(b, a)| (a - b) as f64 > config.parada_radio_m);
+    in_a_row || fast || driven
 }
 
 /// The days' parkings that went on into a shift for as long as a long stop
@@ -372,4 +400,45 @@ fn detections(store: &Store, plates: &HashMap<i64, String>) -> anyhow::Result<Ve
             from_data_start: e.from_data_start,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{DetectionConfig, Fix};
+
+    /// A report at `t` seconds reading `kmh`, with an odometer of `odometer_m`.
+    fn report(t: i64, kmh: f64, odometer_m: i64) -> Fix {
+        Fix {
+            ts_utc: t,
+            lat: 41.39,
+            lon: 2.16,
+            speed_kmh: kmh,
+            heading_deg: 0.0,
+            ignition: true,
+            odometer_m: Some(odometer_m),
+        }
+    }
+
+    /// Two deliveries 20 m apart, the move between them from 100 s to 106 s, reports every
+    /// 5 s: what the report(s) inside the move read decides whether it shows.
+    #[test]
+    fn a_move_shows_by_two_reports_or_a_fast_one_not_by_one_slow_report() {
+        let config = DetectionConfig::default();
+        let shown = |inside: &[(i64, f64)]| {
+            let mut fixes = vec![report(95, 0.0, 0), report(100, 0.0, 0)];
+            fixes.extend(inside.iter().map(|&(t, kmh)| report(t, kmh, 10)));
+            fixes.push(report(110, 0.0, 20));
+            move_shown(&fixes, 100, 106, &config)
+        };
+        assert!(!shown(&[]));
+        assert!(!shown(&[(103, 0.0)]));
+        assert!(
+            !shown(&[(103, 9.0)]),
+            "one report at 9 km/h, a parked unit's noise can"
+        );
+        assert!(shown(&[(103, 16.0)]));
+        assert!(shown(&[(102, 6.0), (104, 9.0)]));
+        assert!(!shown(&[(102, 6.0), (104, 0.0)]));
+    }
 }

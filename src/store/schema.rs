@@ -42,9 +42,11 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// a straight stretch's chord fused with its speeds (ending at a halt the unit moves off from
 /// the way it arrived), on units whose roads mostly run straight.
 /// 15: a lone "on" after "off" reports followed, within the tracker's sleep between them, by
-/// "on" where the unit stood is a heartbeat's flicker, not the start of a signal loss; and a
+/// "on" where the unit stood is a heartbeat's flicker, not the start of a signal loss; a
 /// silence is judged against the unit's own cadence while moving (a 5-min tracker), and while
-/// stopped, when no stop showed it, against its heartbeats' period while parked.
+/// stopped, when no stop showed it, against its heartbeats' period while parked; and a still
+/// speed between two moving fixes whose chord no path through a halt covers is invalid (a
+/// phone's 0 km/h while driving), decided by the fix after it.
 pub const ANALYSIS_VERSION: i64 = 15;
 
 pub const DDL: &str = "
