@@ -376,7 +376,9 @@ impl Route {
     }
 
     /// The segment holding `along_m`, searching forward from `hint` (a cursor kept by the
-    /// caller; amortised O(1) for increasing distances).
+    /// caller; amortised O(1) for increasing distances). Inlined: the simulator calls it at
+    /// every integration step and report, mostly to stay on the same segment.
+    #[inline]
     pub fn segment_from(&self, hint: usize, along_m: f64) -> usize {
         let last = self.points.len() - 2;
         let mut index = hint.min(last);

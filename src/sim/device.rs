@@ -77,7 +77,6 @@ pub struct Device {
     fix_lost: bool,
     cold_pending: bool,
     outage: Option<Outage>,
-    delivered: Vec<Report>,
     records: u64,
     invalid: u64,
 }
@@ -101,7 +100,6 @@ impl Device {
             fix_lost: false,
             cold_pending: false,
             outage: None,
-            delivered: Vec::new(),
             records: 0,
             invalid: 0,
         }
@@ -299,12 +297,12 @@ impl Device {
             self.invalid += 1;
         }
         let report = self.faults_on(reading, sample, truth);
-        self.delivered.clear();
-        self.gnss.deliver(report, &mut self.delivered);
-        match &mut self.outage {
-            Some(outage) => outage.held.append(&mut self.delivered),
-            None => out.append(&mut self.delivered),
-        }
+        // Straight to where it goes (held while the network is out), in delivery order.
+        let to = match &mut self.outage {
+            Some(outage) => &mut outage.held,
+            None => out,
+        };
+        self.gnss.deliver(report, to);
     }
 
     /// Cold start, invalid speed, ignition flicker and the odometer model, on one record.

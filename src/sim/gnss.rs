@@ -11,7 +11,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-use crate::geometry::earth::{LatLon, offset_m};
+use crate::geometry::earth::{LatLon, cos_lat, offset_m_at};
 use crate::geometry::rounding;
 use crate::scenario::NoiseFile;
 
@@ -53,6 +53,9 @@ pub struct Tracker {
     drift_m: (f64, f64),
     drift_ts: Option<i64>,
     last_heading_deg: f64,
+    /// The latest true latitude's bits and its cosine: a unit standing still is sampled at
+    /// the same point record after record, and the cosine is most of a record's arithmetic.
+    cos_lat: Option<(u64, f64)>,
 }
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
@@ -74,6 +77,7 @@ impl Tracker {
             drift_m: (0.0, 0.0),
             drift_ts: None,
             last_heading_deg: 0.0,
+            cos_lat: None,
         }
     }
 
@@ -113,7 +117,17 @@ impl Tracker {
             east += n.saltos_m * angle.sin();
             north += n.saltos_m * angle.cos();
         }
-        let position = offset_m(truth.position, east, north);
+        // `offset_m`'s arithmetic, with the cosine reused while the latitude repeats.
+        let bits = truth.position.lat.to_bits();
+        let cos = match self.cos_lat {
+            Some((cached, cos)) if cached == bits => cos,
+            _ => {
+                let cos = cos_lat(truth.position);
+                self.cos_lat = Some((bits, cos));
+                cos
+            }
+        };
+        let position = offset_m_at(truth.position, cos, east, north);
 
         let mut speed_kmh = 0.0;
         if !stationary {

@@ -39,7 +39,9 @@ pub struct Reading {
 impl StoredRow {
     /// The stored form of a reading delivered `delay_s` after its fix: microdegrees, speed to
     /// 0.1 km/h (the simulator's and most trackers' resolution, so a speed that travelled in
-    /// knots comes back as sent), whole degrees and metres.
+    /// knots comes back as sent), whole degrees and metres. Inlined into the simulator's
+    /// loop over a unit's reports, which it is most of.
+    #[inline]
     pub fn encode(r: &Reading, delay_s: i64) -> StoredRow {
         // `f64::round`'s answers without its library call (five per row).
         StoredRow {
@@ -57,6 +59,7 @@ impl StoredRow {
 }
 
 impl From<&Report> for StoredRow {
+    #[inline]
     fn from(r: &Report) -> Self {
         let reading = Reading {
             lat: r.lat,
@@ -120,6 +123,7 @@ pub struct PositionRow {
 }
 
 impl From<&Report> for PositionRow {
+    #[inline]
     fn from(r: &Report) -> Self {
         PositionRow {
             ts_utc: r.ts_utc,

@@ -193,7 +193,7 @@ pub struct Agent<'a, S: Sink> {
     sink: &'a mut S,
     motion: ChaCha8Rng,
     device: Device,
-    queue: BinaryHeap<Reverse<(i64, u64, Event)>>,
+    queue: EventQueue,
     seq: u64,
     now_ms: i64,
     end_ms: i64,
@@ -233,10 +233,14 @@ pub struct Agent<'a, S: Sink> {
     day: Option<Day>,
     /// The unit's local days' first instants, and the end of the last one.
     day_starts_ms: Vec<i64>,
+    /// How many of `day_starts_ms` the latest step had reached (`Agent::day_index`).
+    days_begun: usize,
     km_by_day: Vec<f64>,
 
     stop: Option<OpenStop>,
     speeding_truth: Option<OpenSpeeding>,
+    /// The limit the latest step ended under: (route, along, km/h) ([`Agent::limit_here`]).
+    limit_left: (usize, f64, f64),
     /// Per fence: `Some(entry)` while inside (`entry` None when inside since the data start).
     visits: Vec<Option<Option<i64>>>,
     /// The shift under way: its date, start and planned end.
@@ -306,7 +310,7 @@ impl<'a, S: Sink> Agent<'a, S> {
             sink,
             motion,
             device,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::default(),
             seq: 0,
             now_ms: start_ms,
             end_ms: world.ahora_utc * 1000,
@@ -337,8 +341,10 @@ impl<'a, S: Sink> Agent<'a, S> {
             day: None,
             km_by_day: vec![0.0; unit.days.len()],
             day_starts_ms,
+            days_begun: 0,
             stop: None,
             speeding_truth: None,
+            limit_left: (usize::MAX, f64::NAN, f64::NAN),
             visits: vec![None; world.fences.len()],
             jornada_open: None,
             reports: Vec::new(),
@@ -356,7 +362,7 @@ impl<'a, S: Sink> Agent<'a, S> {
 
     fn schedule(&mut self, at_ms: i64, event: Event) {
         self.seq += 1;
-        self.queue.push(Reverse((at_ms, self.seq, event)));
+        self.queue.push(at_ms, self.seq, event);
     }
 
     fn uniform(&mut self, [lo, hi]: [f64; 2]) -> f64 {
@@ -414,11 +420,9 @@ impl<'a, S: Sink> Agent<'a, S> {
         }
         // Every shift's start is known now and waits apart, in order, so that the heap the
         // day's events go through holds a handful of them and not also every shift still to
-        // come (each pop sifts through its depth). Keys are unique (the sequence number), so
-        // taking the earlier of the two heads gives the single queue's order exactly.
-        let mut shift_starts = std::mem::take(&mut self.queue).into_sorted_vec();
-        while let Some(Reverse((at_ms, _, event))) = next_event(&mut self.queue, &mut shift_starts)
-        {
+        // come (each pop sifts through its depth).
+        self.queue.set_apart_what_waits();
+        while let Some(Reverse((at_ms, _, event))) = self.queue.pop() {
             if at_ms > self.end_ms {
                 break;
             }
@@ -963,17 +967,71 @@ impl<'a, S: Sink> Agent<'a, S> {
     }
 }
 
-/// The earliest of the events waiting in `queue` and in `early` (sorted latest first, as
-/// `BinaryHeap::into_sorted_vec` leaves `Reverse` keys), taken from where it waits.
-fn next_event(
-    queue: &mut BinaryHeap<Reverse<(i64, u64, Event)>>,
-    early: &mut Vec<Reverse<(i64, u64, Event)>>,
-) -> Option<Reverse<(i64, u64, Event)>> {
-    match (queue.peek(), early.last()) {
-        // `Reverse`: the greater holds the earlier (time, sequence).
-        (Some(queued), Some(waiting)) if waiting > queued => early.pop(),
-        (Some(_), _) => queue.pop(),
-        (None, _) => early.pop(),
+/// A unit's pending events, taken earliest first: by time, then by the sequence number they
+/// were scheduled with (unique), so the order is that of a single priority queue. They wait
+/// in three places, because one heap made every event pay for the others' depth:
+/// the tracker's periodic ticks (nearly every event of a run, one or two pending at a time)
+/// in a heap of their own; every shift's start, all known before the run, in a sorted `Vec`
+/// ([`EventQueue::set_apart_what_waits`]); the rest (a handful) in the main heap. Taking the
+/// earliest of the three heads gives the single queue's order exactly.
+#[derive(Default)]
+struct EventQueue {
+    others: BinaryHeap<Reverse<(i64, u64, Event)>>,
+    /// `Event::Report`s, by (time, sequence).
+    ticks: BinaryHeap<Reverse<(i64, u64)>>,
+    /// Sorted latest first, as `BinaryHeap::into_sorted_vec` leaves `Reverse` keys.
+    waiting: Vec<Reverse<(i64, u64, Event)>>,
+}
+
+impl EventQueue {
+    #[inline]
+    fn push(&mut self, at_ms: i64, seq: u64, event: Event) {
+        match event {
+            Event::Report => self.ticks.push(Reverse((at_ms, seq))),
+            _ => self.others.push(Reverse((at_ms, seq, event))),
+        }
+    }
+
+    /// Moves the events scheduled so far (other than ticks) out of the main heap, in order;
+    /// once, before the run (the shift starts).
+    fn set_apart_what_waits(&mut self) {
+        let mut waiting = std::mem::take(&mut self.others).into_sorted_vec();
+        if !self.waiting.is_empty() {
+            // Not how the agent uses it, but keep every event if it were called twice.
+            waiting.extend(std::mem::take(&mut self.waiting));
+            waiting.sort_unstable();
+        }
+        self.waiting = waiting;
+    }
+
+    /// The earliest event, taken from where it waits.
+    #[inline]
+    fn pop(&mut self) -> Option<Reverse<(i64, u64, Event)>> {
+        // (time, sequence) as one number ordered the same way; an empty place compares after
+        // any event (no event is numbered `u64::MAX`).
+        let key = |at: i64, seq: u64| (i128::from(at) << 64) | i128::from(seq);
+        const NONE: i128 = i128::MAX;
+        let other = self
+            .others
+            .peek()
+            .map_or(NONE, |Reverse((at, seq, _))| key(*at, *seq));
+        let tick = self
+            .ticks
+            .peek()
+            .map_or(NONE, |Reverse((at, seq))| key(*at, *seq));
+        let waiting = self
+            .waiting
+            .last()
+            .map_or(NONE, |Reverse((at, seq, _))| key(*at, *seq));
+        if tick < other && tick < waiting {
+            self.ticks
+                .pop()
+                .map(|Reverse((at, seq))| Reverse((at, seq, Event::Report)))
+        } else if other < waiting {
+            self.others.pop()
+        } else {
+            self.waiting.pop()
+        }
     }
 }
 
@@ -983,42 +1041,47 @@ mod queue_tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Events set apart before the run and events scheduled during it come out in the
-        /// single queue's order, whatever their times (ties broken by the sequence number).
+        /// Events set apart before the run, ticks and other events scheduled during it come
+        /// out in the single queue's order, whatever their times (ties broken by the sequence
+        /// number).
         #[test]
-        fn two_queues_give_the_single_queue_order(
+        fn the_event_queue_gives_the_single_queue_order(
             early in proptest::collection::vec(0i64..50, 0..40),
-            during in proptest::collection::vec((0i64..50, 0usize..3), 0..60),
+            during in proptest::collection::vec((0i64..50, 0u8..3, 0usize..3), 0..80),
         ) {
             let mut seq = 0u64;
-            let mut key = |at: i64, event: Event| {
-                seq += 1;
-                Reverse((at, seq, event))
-            };
             let mut single = BinaryHeap::new();
-            let mut queue = BinaryHeap::new();
+            let mut queue = EventQueue::default();
+            let mut push = |at: i64, event: Event, single: &mut BinaryHeap<_>, queue: &mut EventQueue| {
+                seq += 1;
+                single.push(Reverse((at, seq, event)));
+                queue.push(at, seq, event);
+            };
             for (i, at) in early.iter().enumerate() {
-                let k = key(*at, Event::ShiftStart(i));
-                single.push(k);
-                queue.push(k);
+                push(*at, Event::ShiftStart(i), &mut single, &mut queue);
             }
-            let mut apart = std::mem::take(&mut queue).into_sorted_vec();
+            queue.set_apart_what_waits();
             // Events scheduled while others are taken, as the run does.
             let (mut expected, mut got) = (Vec::new(), Vec::new());
             let mut pending = during.iter();
             loop {
-                if let Some((at, pops)) = pending.next() {
-                    let k = key(*at, Event::Report);
-                    single.push(k);
-                    queue.push(k);
+                if let Some((at, kind, pops)) = pending.next() {
+                    let event = match kind {
+                        0 => Event::Report,
+                        1 => Event::DwellEnd,
+                        _ => Event::Heartbeat(*at as u32),
+                    };
+                    push(*at, event, &mut single, &mut queue);
                     for _ in 0..*pops {
                         expected.extend(single.pop());
-                        got.extend(next_event(&mut queue, &mut apart));
+                        got.extend(queue.pop());
                     }
                 } else {
-                    expected.extend(single.pop());
-                    got.extend(next_event(&mut queue, &mut apart));
-                    if single.is_empty() && queue.is_empty() && apart.is_empty() {
+                    let (want, have) = (single.pop(), queue.pop());
+                    let done = want.is_none() && have.is_none();
+                    expected.extend(want);
+                    got.extend(have);
+                    if done {
                         break;
                     }
                 }

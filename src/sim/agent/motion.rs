@@ -90,7 +90,7 @@ impl<S: Sink> Agent<'_, S> {
         } else {
             let compliance = self.world.behaviour.cumplimiento_limite;
             let look_m = (s0 + stopping_m + 30.0).min(halt_along);
-            let limit = self.limit_kmh_at(s0).min(self.limit_kmh_at(look_m));
+            let limit = self.limit_here(s0).min(self.limit_kmh_at(look_m));
             let wanted = match self.episode {
                 Some(episode) => episode.speed_ms,
                 None => self.desired_ms.min(limit * compliance / 3.6),
@@ -164,6 +164,9 @@ impl<S: Sink> Agent<'_, S> {
                 duration_ms,
             } => (speed_ms, duration_ms, t0 >= from_ms),
         };
+        if !due {
+            return;
+        }
         // An open stretch long enough to hold the whole episode: a delivery ahead would cut
         // it short.
         let needed = speed_ms * duration_ms as f64 / 1000.0 + SPEEDING_CLEARANCE_M;
@@ -172,7 +175,7 @@ impl<S: Sink> Agent<'_, S> {
             .iter()
             .find(|h| !matches!(h.kind, HaltKind::Light { .. }))
             .map_or(0.0, |h| h.along_m - self.along_m);
-        let ready = due && clear >= needed;
+        let ready = clear >= needed;
         if !ready || dist_to_halt < 1.0 {
             return;
         }
@@ -215,6 +218,7 @@ impl<S: Sink> Agent<'_, S> {
         }
         let speed_kmh = v1 * 3.6;
         let limit = self.limit_kmh_at(s1);
+        self.limit_left = (self.route, s1, limit);
         match (&mut self.speeding_truth, speed_kmh > limit) {
             (None, true) => {
                 self.speeding_truth = Some(OpenSpeeding {
@@ -261,6 +265,15 @@ impl<S: Sink> Agent<'_, S> {
         });
     }
 
+    /// [`Agent::limit_kmh_at`] where the unit stands: the last step ended there and already
+    /// looked it up ([`Agent::account`]), unless the unit has been moved since.
+    fn limit_here(&self, along_m: f64) -> f64 {
+        match self.limit_left {
+            (route, at, limit) if route == self.route && at == along_m => limit,
+            _ => self.limit_kmh_at(along_m),
+        }
+    }
+
     /// Braking for the halt where the unit stays until `ahora`.
     fn stopping_now(&self) -> bool {
         self.frozen
@@ -294,15 +307,60 @@ impl<S: Sink> Agent<'_, S> {
         }
     }
 
-    fn day_index(&self, t_ms: i64) -> usize {
-        self.day_starts_ms
-            .partition_point(|start| *start <= t_ms)
-            .saturating_sub(1)
+    /// The local day holding `t_ms` (the first if before it): the last day start at or before
+    /// it ([`days_begun`]).
+    fn day_index(&mut self, t_ms: i64) -> usize {
+        self.days_begun = days_begun(&self.day_starts_ms, self.days_begun, t_ms);
+        self.days_begun.saturating_sub(1)
     }
 
     pub(super) fn position(&self) -> LatLon {
         let route = &self.routes[self.route];
         let segment = route.segment_from(self.segment, self.along_m);
         route.at_segment(segment, self.along_m).0
+    }
+}
+
+/// How many of the sorted `starts` are at or before `t_ms` (`partition_point`'s answer),
+/// counted on from `begun`, the answer for an earlier time. Each step asks with a later time
+/// than the one before, so the count only moves forward from where the last step left it
+/// rather than being searched for again; a time before the last start counted (never asked
+/// by the simulator) searches.
+fn days_begun(starts: &[i64], begun: usize, t_ms: i64) -> usize {
+    let mut begun = begun.min(starts.len());
+    if begun > 0 && starts[begun - 1] > t_ms {
+        begun = starts.partition_point(|start| *start <= t_ms);
+    }
+    while starts.get(begun).is_some_and(|start| *start <= t_ms) {
+        begun += 1;
+    }
+    begun
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counted on from the previous answer, as the steps ask, or from a later time's (a
+        /// time going back), the count is the binary search's.
+        #[test]
+        fn days_begun_is_the_search_s_answer(
+            mut starts in proptest::collection::vec(-50i64..50, 0..12),
+            times in proptest::collection::vec(-60i64..60, 1..40),
+            sorted_times in any::<bool>(),
+        ) {
+            starts.sort_unstable();
+            let mut times = times;
+            if sorted_times {
+                times.sort_unstable();
+            }
+            let mut begun = 0;
+            for t in times {
+                begun = days_begun(&starts, begun, t);
+                prop_assert_eq!(begun, starts.partition_point(|s| *s <= t), "at {}", t);
+            }
+        }
     }
 }
