@@ -412,3 +412,69 @@ fn heartbeats_and_invalid_repeats_in_the_simulator() {
         assert!(lost, "{r:?}");
     }
 }
+
+/// A fixed tracker recording every five minutes: the events a halt schedules (a light's or a
+/// delivery's end, the ignition going off) happen when they are due, not at the tracker's next
+/// tick. They used to wait for it: lights lasted until the tick (minutes), and the
+/// ignition-off report fell in the tick's own second and was dropped, so every night read as a
+/// stop with the engine on and a signal loss.
+#[test]
+fn a_five_minute_trackers_halts_end_on_time_and_its_nights_begin_with_an_off_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(crate::simulation::scenario_path("minimo"))
+        .unwrap()
+        .replace(
+            "rutas = \"../rutas\"",
+            &format!("rutas = \"{}/rutas\"", env!("CARGO_MANIFEST_DIR")),
+        )
+        .replace(
+            "[[unidades]]\n",
+            "[[unidades]]\nrastreador = \"cada_5min\"\n",
+        )
+        .replace(
+            "[ruido]",
+            "[rastreadores.cada_5min]\nintervalo_s = 300\n\n[ruido]",
+        );
+    let scenario = dir.path().join("cinco_minutos.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let (ok, stderr, db, truth_path) = crate::simulation::simulate_file(&scenario, dir.path(), &[]);
+    assert!(ok, "{stderr}");
+    let truth = truth_log(&truth_path);
+    let rows = rows_by_plate(&db);
+    let lost_at = |plate: &str, t: i64| {
+        truth.events.iter().any(|e| {
+            matches!(e, TruthEvent::PerdidaSenal { placa, inicio_utc, fin_utc }
+                if placa == plate && *inicio_utc <= t && fin_utc.is_none_or(|f| f >= t))
+        })
+    };
+    let mut nights = 0;
+    for event in &truth.events {
+        match event {
+            TruthEvent::Jornada {
+                placa,
+                fin_utc: Some(end),
+                ..
+            } if !lost_at(placa, *end) => {
+                // The report the tracker sends as the ignition goes off.
+                let off = rows[placa.as_str()]
+                    .iter()
+                    .find(|r| r.ts >= *end && r.ts <= end + 1);
+                assert!(
+                    off.is_some_and(|r| !r.ignition),
+                    "{placa}: no 'off' report at {end}: {off:?}"
+                );
+                nights += 1;
+            }
+            // A light lasts what it was drawn to, 15–75 s, never until a tick minutes later.
+            TruthEvent::Parada {
+                motivo: flota::sim::StopReason::Semaforo,
+                duracion_s,
+                ..
+            } => {
+                assert!(*duracion_s <= 90, "{event:?}");
+            }
+            _ => {}
+        }
+    }
+    assert!(nights >= 3, "{nights}");
+}

@@ -422,14 +422,23 @@ impl<'a, S: Sink> Agent<'a, S> {
         // day's events go through holds a handful of them and not also every shift still to
         // come (each pop sifts through its depth).
         self.queue.set_apart_what_waits();
-        while let Some(Reverse((at_ms, _, event))) = self.queue.pop() {
-            if at_ms > self.end_ms {
+        loop {
+            while let Some(Reverse((at_ms, seq, event))) = self.queue.pop() {
+                if at_ms > self.end_ms {
+                    break;
+                }
+                if !self.advance_to(at_ms) {
+                    // Halted on the way: what the halt scheduled may come first.
+                    self.queue.push(at_ms, seq, event);
+                    continue;
+                }
+                self.handle(event);
+            }
+            // Halted on the way to the end: what the halt scheduled before it comes next.
+            if self.advance_to(self.end_ms) {
                 break;
             }
-            self.advance_to(at_ms);
-            self.handle(event);
         }
-        self.advance_to(self.end_ms);
         self.finish();
         self.unhonoured
     }

@@ -16,15 +16,24 @@ use crate::sim::Sink;
 use crate::sim::truth::TruthEvent;
 
 impl<S: Sink> Agent<'_, S> {
-    pub(super) fn advance_to(&mut self, t_ms: i64) {
+    ///
+    /// Returns `false` when the unit came to a halt before `t_ms`: the clock stays at the halt,
+    /// whose own events (a dwell's end, the ignition off) may fall before `t_ms` and must be
+    /// handled first — a tracker ticking every five minutes would otherwise run them at its
+    /// next tick, up to five minutes late.
+    pub(super) fn advance_to(&mut self, t_ms: i64) -> bool {
         while self.now_ms < t_ms {
             if !self.phase.moving() {
                 self.now_ms = t_ms;
-                return;
+                return true;
             }
             let dt_ms = (t_ms - self.now_ms).min(self.max_step_ms());
             self.step(dt_ms);
+            if !self.phase.moving() && self.now_ms < t_ms {
+                return false;
+            }
         }
+        true
     }
 
     /// One second while anything can change; up to [`CRUISE_STEP_MS`] when cruising at the
