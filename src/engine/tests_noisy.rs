@@ -44,6 +44,15 @@ pub(super) const DENSE: Noise = Noise {
     jump_m: 200.0,
 };
 
+/// Quiet noise: σ 5 m, no drift, no jumps.
+const QUIET: Noise = Noise {
+    sigma_m: 5.0,
+    drift_m: 0.0,
+    tau_s: 120.0,
+    jump_p: 0.0,
+    jump_m: 0.0,
+};
+
 /// The true track: (time, metres east, speed, ignition, reported), one sample every 15 s.
 fn truth(legs: &[Leg]) -> Vec<(i64, f64, f64, bool, bool)> {
     let mut out = Vec::new();
@@ -470,13 +479,7 @@ fn correlated_drift_with_little_white_noise_does_not_split_a_long_stop() {
 /// halts (still rolling at 4.5 km/h), one an hour while it stands with the engine on, and
 /// one as it sets off (7 km/h).
 fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let starts = starts_of(legs);
     let leg_of = |t: i64| starts.iter().rposition(|s| *s <= t).unwrap_or(0);
     let mut out: Vec<Fix> = Vec::new();
@@ -528,13 +531,7 @@ fn a_tracker_that_sleeps_while_stopped_has_stops_and_no_signal_losses() {
 /// without a record while driving still is one.
 #[test]
 fn a_five_minute_trackers_cadence_is_no_signal_loss() {
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let every_five_minutes = |legs: &[Leg]| -> Vec<Fix> {
         noisy(legs, quiet, 21)
             .into_iter()
@@ -903,13 +900,7 @@ fn a_lone_ignition_flicker_does_not_make_a_long_stop_the_days_parking() {
 fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_stood_still() {
     // Evening arrival, asleep all night; the morning's fixes land 80 m off (the drift of the
     // moment) while the odometer has not moved a metre.
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let legs = [
         drive(600),
         Leg::Stand {
@@ -940,13 +931,7 @@ fn a_parked_night_found_drifted_in_the_morning_is_one_stop_when_the_odometer_sto
 /// the tracker slept with the ignition off: the day's parking, not an alert.
 #[test]
 fn a_stop_begun_while_the_tracker_slept_with_the_ignition_off_is_no_long_stop() {
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let legs = [
         drive(600),
         Leg::Stand {
@@ -978,13 +963,7 @@ fn a_stop_begun_while_the_tracker_slept_with_the_ignition_off_is_no_long_stop() 
 /// long stop going on; once a silence follows it is the day's parking.
 #[test]
 fn a_lone_off_as_the_last_report_is_no_day_end_until_a_silence_follows() {
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let legs = [drive(600), stand(3600)];
     let starts = starts_of(&legs);
     let mut fixes = noisy(&legs, quiet, 12);
@@ -1006,13 +985,7 @@ fn a_lone_off_as_the_last_report_is_no_day_end_until_a_silence_follows() {
 /// no long stop going on at "now".
 #[test]
 fn an_off_report_that_jumped_away_still_ends_the_day() {
-    let quiet = Noise {
-        sigma_m: 5.0,
-        drift_m: 0.0,
-        tau_s: 120.0,
-        jump_p: 0.0,
-        jump_m: 0.0,
-    };
+    let quiet = QUIET;
     let legs = [drive(600), stand(300)];
     let mut fixes = noisy(&legs, quiet, 5);
     let last = fixes.len() - 1;
@@ -1061,15 +1034,6 @@ fn a_unit_found_setting_off_elsewhere_after_a_silence_left_in_its_middle() {
         a.stops
     );
 }
-
-/// Quiet noise: σ 5 m, no drift, no jumps.
-const QUIET: Noise = Noise {
-    sigma_m: 5.0,
-    drift_m: 0.0,
-    tau_s: 120.0,
-    jump_p: 0.0,
-    jump_m: 0.0,
-};
 
 #[test]
 fn a_phones_invalid_zero_while_driving_is_caught_by_the_fix_after_it() {
