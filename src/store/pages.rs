@@ -161,7 +161,7 @@ pub struct PositionTree {
     waiting: Option<Vec<u8>>,
     levels: Vec<Level>,
     last_key: Option<(i64, i64, u8)>,
-    cell: Vec<u8>,
+    cell: [u8; CELL_MAX],
 }
 
 impl PositionTree {
@@ -182,7 +182,7 @@ impl PositionTree {
             waiting: None,
             levels: Vec::new(),
             last_key: None,
-            cell: Vec::with_capacity(96),
+            cell: [0; CELL_MAX],
         })
     }
 
@@ -192,11 +192,9 @@ impl PositionTree {
         if self.last_key.is_some_and(|last| key <= last) {
             return Err(TreeError::Order);
         }
-        let mut cell = std::mem::take(&mut self.cell);
-        let encoded = encode_cell(&mut cell, vehicle_id, row);
-        let added = encoded.and_then(|()| self.add_cell(&cell).map_err(TreeError::from));
-        self.cell = cell;
-        added?;
+        let len = encode_cell(&mut self.cell, vehicle_id, row)?;
+        let cell = self.cell;
+        self.add_cell(&cell[..len])?;
         self.last_key = Some(key);
         Ok(())
     }
@@ -377,90 +375,61 @@ fn integer_type(i: i64) -> (u8, usize) {
     }
 }
 
-/// A value of the record.
-#[derive(Clone, Copy)]
-enum Value {
-    Integer(i64),
-    Real(f64),
-}
-
 /// How SQLite 3.54 stores a float bound to a REAL column of this table (seen byte for byte in
 /// `cells_are_the_ones_sqlite_writes`): always as an 8-byte float, whole numbers too, with
 /// −0 as +0; a NaN is bound as NULL.
-fn real(f: f64) -> Result<Value, TreeError> {
+fn real(f: f64) -> Result<f64, TreeError> {
     if f.is_nan() {
         return Err(TreeError::Null);
     }
-    Ok(Value::Real(if f == 0.0 { 0.0 } else { f }))
+    Ok(if f == 0.0 { 0.0 } else { f })
 }
 
-/// `row` as a leaf cell of `posiciones`' B-tree: the payload's length, then the record
-/// (header length, serial types, values, big-endian).
-fn encode_cell(cell: &mut Vec<u8>, vehicle_id: i64, row: &PositionRow) -> Result<(), TreeError> {
+/// The longest cell: the payload's length (under 128: one byte), the record's header (its
+/// length and ten serial types, one byte each), ten values of at most 8 bytes; and 8 bytes
+/// beyond, where [`put_integer`] stores a whole word whatever the value's length.
+const CELL_MAX: usize = 1 + 11 + 10 * 8 + 8;
+
+/// `row` as a leaf cell of `posiciones`' B-tree into `cell`: the payload's length, then the
+/// record (header length, serial types, values, big-endian); the cell's length. Every store
+/// is a whole word at a fixed place or one advanced by the value's length: a copy of each
+/// value's bytes was a `memcpy` call, ten a row.
+fn encode_cell(
+    cell: &mut [u8; CELL_MAX],
+    vehicle_id: i64,
+    row: &PositionRow,
+) -> Result<usize, TreeError> {
     let r = &row.row;
-    let values = [
-        Value::Integer(vehicle_id),
-        Value::Integer(row.ts_utc),
-        Value::Integer(i64::from(row.sequence)),
-        Value::Integer(r.delay_s),
-        Value::Integer(r.lat_e6),
-        Value::Integer(r.lon_e6),
-        real(r.speed_kmh)?,
-        Value::Integer(r.heading_deg),
-        Value::Integer(i64::from(r.ignition)),
-        Value::Integer(r.odometer_m),
-    ];
-    // Ten serial types under 128 and the header's own length: one byte each.
-    let mut record = [0u8; 11 + 10 * 8];
-    record[0] = 11;
-    let mut at = 11;
-    for (slot, value) in values.iter().enumerate() {
-        let (serial, bytes) = match *value {
-            Value::Integer(i) => {
-                let (serial, len) = integer_type(i);
-                record[at..at + len].copy_from_slice(&i.to_be_bytes()[8 - len..]);
-                (serial, len)
-            }
-            Value::Real(f) => {
-                record[at..at + 8].copy_from_slice(&f.to_bits().to_be_bytes());
-                (7, 8)
-            }
-        };
-        record[1 + slot] = serial;
-        at += bytes;
-    }
-    cell.clear();
-    put_varint(cell, at as u64);
-    cell.extend_from_slice(&record[..at]);
-    Ok(())
+    let speed = real(r.speed_kmh)?;
+    cell[1] = 11;
+    let mut at = 12;
+    put_integer(cell, &mut at, 0, vehicle_id);
+    put_integer(cell, &mut at, 1, row.ts_utc);
+    put_integer(cell, &mut at, 2, i64::from(row.sequence));
+    put_integer(cell, &mut at, 3, r.delay_s);
+    put_integer(cell, &mut at, 4, r.lat_e6);
+    put_integer(cell, &mut at, 5, r.lon_e6);
+    cell[2 + 6] = 7;
+    cell[at..at + 8].copy_from_slice(&speed.to_bits().to_be_bytes());
+    at += 8;
+    put_integer(cell, &mut at, 7, r.heading_deg);
+    put_integer(cell, &mut at, 8, i64::from(r.ignition));
+    put_integer(cell, &mut at, 9, r.odometer_m);
+    // The payload: the record, at most 91 bytes, so its length is a one-byte varint.
+    cell[0] = (at - 1) as u8;
+    Ok(at)
 }
 
-/// SQLite's varint (big-endian, seven bits a byte; the ninth byte takes eight).
-fn put_varint(out: &mut Vec<u8>, v: u64) {
-    if v <= 0x7F {
-        out.push(v as u8);
-        return;
-    }
-    if v > 0x00FF_FFFF_FFFF_FFFF {
-        let mut bytes = [0u8; 9];
-        bytes[8] = v as u8;
-        let mut rest = v >> 8;
-        for i in (0..8).rev() {
-            bytes[i] = ((rest & 0x7F) as u8) | 0x80;
-            rest >>= 7;
-        }
-        out.extend_from_slice(&bytes);
-        return;
-    }
-    let mut bytes = Vec::with_capacity(9);
-    let mut rest = v;
-    while rest > 0 {
-        bytes.push(((rest & 0x7F) as u8) | 0x80);
-        rest >>= 7;
-    }
-    bytes[0] &= 0x7F;
-    bytes.reverse();
-    out.extend_from_slice(&bytes);
+/// Value `slot`'s serial type into the header and its bytes at `at`: the word shifted so that
+/// its first `len` bytes are the value's last, stored whole (the rest is overwritten by the
+/// next value or lies beyond the cell).
+#[inline(always)]
+fn put_integer(cell: &mut [u8; CELL_MAX], at: &mut usize, slot: usize, i: i64) {
+    let (serial, len) = integer_type(i);
+    cell[2 + slot] = serial;
+    let shifted = i.wrapping_shl(64 - 8 * len as u32);
+    cell[*at..*at + 8].copy_from_slice(&shifted.to_be_bytes());
+    *at += len;
 }
 
 #[cfg(test)]
