@@ -25,6 +25,8 @@ use super::encoding::PositionRow;
 const LEAF: u8 = 0x0A;
 /// The interior page flag of an index B-tree.
 const INTERIOR: u8 = 0x02;
+/// SQLite's lock byte (`PENDING_BYTE`): the page holding it is never used.
+const LOCK_BYTE: usize = 0x4000_0000;
 /// Pages written through one buffered write.
 const PAGES_PER_WRITE: usize = 16;
 
@@ -38,6 +40,9 @@ pub struct Layout {
     pub pages: u32,
     /// `posiciones`' root page, which gets the tree's top page.
     pub root: u32,
+    /// The page holding byte 2^30 (SQLite's lock byte): never a B-tree page in a file past
+    /// 1 GiB, so it is skipped, written as zeros, as SQLite itself skips it.
+    pub lock_page: u32,
 }
 
 /// Why a row cannot go into the tree.
@@ -240,6 +245,10 @@ impl PositionTree {
 
     /// Appends a page to the file; its number.
     fn write_page(&mut self, which: Which) -> io::Result<u32> {
+        if self.next_page == self.layout.lock_page {
+            self.out.write_all(&vec![0; self.layout.page_size])?;
+            self.next_page += 1;
+        }
         let page = match which {
             Which::Leaf => &mut self.leaf,
             Which::Level(index) => &mut self.levels[index].page,
@@ -349,6 +358,7 @@ pub fn layout_of(path: &Path, root: u32) -> io::Result<Layout> {
         usable: page_size - usize::from(header[20]),
         pages,
         root,
+        lock_page: (LOCK_BYTE / page_size) as u32 + 1,
     })
 }
 
@@ -700,6 +710,43 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// The page of SQLite's lock byte (at 1 GiB; moved here to a page the tree reaches) is
+    /// skipped: zeros, and no interior cell or right pointer leads to it.
+    #[test]
+    fn the_lock_byte_page_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut layout = new_file(&path, 512);
+        layout.lock_page = layout.pages + 20;
+        let mut tree = PositionTree::open(&path, layout).unwrap();
+        for (vehicle, r) in rows_of(3_000, 1) {
+            tree.add(vehicle, &r).unwrap();
+        }
+        let pages = tree.finish().unwrap();
+        assert!(pages > layout.lock_page + 100);
+        let bytes = std::fs::read(&path).unwrap();
+        let page = |n: u32| &bytes[(n as usize - 1) * 512..n as usize * 512];
+        assert!(page(layout.lock_page).iter().all(|b| *b == 0));
+        let mut children = Vec::new();
+        for n in (layout.pages + 1..=pages).chain([layout.root]) {
+            let p = page(n);
+            if p[0] != INTERIOR {
+                continue;
+            }
+            children.push(u32::from_be_bytes([p[8], p[9], p[10], p[11]]));
+            for i in 0..usize::from(u16::from_be_bytes([p[3], p[4]])) {
+                let at = usize::from(u16::from_be_bytes([p[12 + 2 * i], p[13 + 2 * i]]));
+                children.push(u32::from_be_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]]));
+            }
+        }
+        // Every page after SQLite's but the lock page is the child of exactly one cell.
+        children.sort_unstable();
+        let expected: Vec<u32> = (layout.pages + 1..=pages)
+            .filter(|n| *n != layout.lock_page)
+            .collect();
+        assert_eq!(children, expected);
     }
 
     /// Row counts from none through several leaves, interior pages and a third and fourth
