@@ -15,6 +15,7 @@ pub mod encoding;
 pub mod live;
 pub mod location;
 pub mod meta;
+pub mod pages;
 pub mod pg;
 pub mod queries;
 pub mod reader;

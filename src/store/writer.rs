@@ -1,35 +1,36 @@
-//! Writing a new database: schema, fleet tables, positions in batched transactions.
+//! Writing a new database: schema, fleet tables, positions as pages, analysis.
 //!
 //! Owns the write path of `flota simular`. The file is built under a temporary name next to
 //! the target with journaling off (a crash leaves only that temporary file behind, never a
 //! damaged database) and is renamed into place by [`crate::plumbing::output`] only when complete.
-//! Positions stream in per unit with one prepared statement and a commit every
-//! [`BATCH_ROWS`] rows, so memory stays flat whatever the fleet size.
+//! SQLite makes the file with the whole schema and closes it; the positions, which arrive in
+//! key order, are appended to it as finished B-tree pages ([`super::pages`]), while the fleet
+//! and the detections go through SQLite into a second file beside it with the same schema.
+//! When the positions are complete, SQLite copies that file's tables into the database (an
+//! `INSERT … SELECT *` into an empty table of the same shape moves whole records), the second
+//! file is removed, and the change log, the analysis's indexes and statistics are made in the
+//! database itself. Memory stays flat whatever the fleet size (one page per B-tree level).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
 use super::coverage::{self, Covered, CrossingCounts};
 use super::encoding::PositionRow;
 use super::meta;
+use super::pages::{self, PositionTree, TreeError};
 use super::schema::{
     ANALYSIS_INDEXES_DDL, ANALYSIS_TABLES_DDL, CHANGE_LOG_DDL, DDL, SCHEMA_VERSION,
     VEHICLE_INDEXES_DDL,
 };
 use crate::scenario::World;
 
-/// Rows per transaction.
+/// Positions between commits of the side file's open transaction (the detections written
+/// meanwhile), and between the flusher's passes over the database.
 pub const BATCH_ROWS: usize = 50_000;
-/// Rows per INSERT statement.
-const ROWS_PER_INSERT: usize = 50;
-/// Columns of `posiciones`.
-const COLUMNS: usize = 10;
-/// `OR IGNORE`: a statement that cannot abort needs no statement journal, which copied every
-/// page the statement changed that existed before it (the B-tree's right edge, each
-/// statement); a row it would ignore — a repeated key, a NULL — is still an error, found by
-/// the count of rows inserted ([`SqliteWriter::write_positions`]).
-const INSERT_HEAD: &str = "INSERT OR IGNORE INTO posiciones (vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m) VALUES ";
+
+/// The side file's name: the database's temporary name and this.
+const SIDE_SUFFIX: &str = "-tablas";
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -49,12 +50,50 @@ fn write_error(path: &str, e: &rusqlite::Error) -> WriteError {
     }
 }
 
+fn disk_error(path: &str, e: &std::io::Error) -> WriteError {
+    WriteError::Sqlite {
+        path: path.to_owned(),
+        message: pages::io_words(e).to_owned(),
+    }
+}
+
+/// Journal off: a half-written file is thrown away, never repaired. The page size before
+/// anything is written.
+const PRAGMAS: &str = "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA page_size = 16384;";
+
+/// Opens `path` (new or empty) and gives it the schema of a database being simulated: the
+/// analysis's time-keyed indexes come later ([`SqliteWriter::finish`]), those keyed first by
+/// vehicle are there from the start.
+fn create_schema(path: &Path, shown: &str) -> Result<Connection, WriteError> {
+    let wrap = |source| write_error(shown, &source);
+    let conn = Connection::open(path).map_err(wrap)?;
+    conn.execute_batch(PRAGMAS).map_err(wrap)?;
+    conn.execute_batch(DDL).map_err(wrap)?;
+    conn.execute_batch(ANALYSIS_TABLES_DDL).map_err(wrap)?;
+    conn.execute_batch(VEHICLE_INDEXES_DDL).map_err(wrap)?;
+    conn.execute_batch(CHANGE_LOG_DDL).map_err(wrap)?;
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(wrap)?;
+    Ok(conn)
+}
+
+/// The database being written and, until merged and removed, its side file.
+struct Files {
+    database: PathBuf,
+    side: Option<PathBuf>,
+}
+
 pub struct SqliteWriter {
+    /// The side file's connection while positions are written; the database's once they
+    /// are complete ([`Self::merge`]).
     conn: Connection,
     path: String,
+    /// The database and its side file (boxed as [`Self::crossings`]).
+    files: Box<Files>,
+    /// `posiciones`' pages being written, until merged; boxed as [`Self::crossings`].
+    tree: Option<Box<PositionTree>>,
+    /// Positions since the side file's transaction was opened (0: none open).
     in_batch: usize,
-    insert_one: String,
-    insert_many: String,
     pub rows: u64,
     /// `cruces_por_dia` counted from the events as they are written ([`Self::seal_analysis`]);
     /// boxed so that `Writer`'s two variants stay of a size.
@@ -62,33 +101,40 @@ pub struct SqliteWriter {
 }
 
 impl SqliteWriter {
-    /// Creates `path` (which must not exist) with the schema.
+    /// Creates `path` (which must not exist, or be empty) with the schema, and its side file.
     pub fn create(path: &Path) -> Result<SqliteWriter, WriteError> {
         let shown = path.display().to_string();
-        let wrap = |source| write_error(&shown, &source);
-        let conn = Connection::open(path).map_err(wrap)?;
-        // A half-written temporary file is thrown away, never repaired: no journal needed.
-        conn.execute_batch(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA page_size = 16384;",
-        )
-        .map_err(wrap)?;
-        conn.execute_batch(DDL).map_err(wrap)?;
-        // The analysis's time-keyed indexes are built by `finish`, after the bulk load; those
-        // keyed first by vehicle take the rows at their right edge as they come.
-        conn.execute_batch(ANALYSIS_TABLES_DDL).map_err(wrap)?;
-        conn.execute_batch(VEHICLE_INDEXES_DDL).map_err(wrap)?;
-        conn.execute_batch(CHANGE_LOG_DDL).map_err(wrap)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(wrap)?;
-        Ok(SqliteWriter {
-            conn,
+        let conn = create_schema(path, &shown)?;
+        let root: u32 = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'posiciones'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| write_error(&shown, &e))?;
+        conn.close().map_err(|(_, e)| write_error(&shown, &e))?;
+        let layout = pages::layout_of(path, root).map_err(|e| disk_error(&shown, &e))?;
+        let tree = PositionTree::open(path, layout).map_err(|e| disk_error(&shown, &e))?;
+        let mut side_name = path.as_os_str().to_owned();
+        side_name.push(SIDE_SUFFIX);
+        let side = PathBuf::from(side_name);
+        // One a crash left behind is stale.
+        let _ = std::fs::remove_file(&side);
+        let mut writer = SqliteWriter {
+            // Replaced at once; a connection in memory costs nothing to open.
+            conn: Connection::open_in_memory().map_err(|e| write_error(&shown, &e))?,
             path: shown,
+            files: Box::new(Files {
+                database: path.to_path_buf(),
+                side: Some(side.clone()),
+            }),
+            tree: Some(Box::new(tree)),
             in_batch: 0,
-            insert_one: insert_sql(1),
-            insert_many: insert_sql(ROWS_PER_INSERT),
             rows: 0,
             crossings: Box::default(),
-        })
+        };
+        writer.conn = create_schema(&side, &writer.path)?;
+        Ok(writer)
     }
 
     fn wrap(&self, source: rusqlite::Error) -> WriteError {
@@ -97,6 +143,7 @@ impl SqliteWriter {
 
     /// Vehicles, geofences, routes and stops.
     pub fn write_fleet(&mut self, world: &World) -> Result<(), WriteError> {
+        self.commit_open()?;
         let path = self.path.clone();
         let tx = self
             .conn
@@ -169,61 +216,46 @@ impl SqliteWriter {
         tx.commit().map_err(|e| self.wrap(e))
     }
 
-    /// One unit's rows (any order; the primary key clusters them). A row the table refuses
-    /// (its key already there) is an error, as a failed constraint was.
+    /// One unit's rows, in key order (time, then sequence), units in increasing id order.
+    /// A row whose key is not after the previous one (a repeated position) or with a value
+    /// SQLite would store as NULL is an error, as a failed constraint was.
     pub fn write_positions(
         &mut self,
         vehicle_id: i64,
         rows: &[PositionRow],
     ) -> Result<(), WriteError> {
-        let path = &self.path;
-        let wrap = |source| write_error(path, &source);
-        let conn = &self.conn;
-        // Many rows per statement: binding is cheap, stepping a statement is not.
-        let mut many = conn.prepare_cached(&self.insert_many).map_err(wrap)?;
-        let mut one = conn.prepare_cached(&self.insert_one).map_err(wrap)?;
-        // Both statements come from the cache with their bindings cleared: nothing is known
-        // to be bound yet.
-        let mut many_bound = Bound::new(ROWS_PER_INSERT);
-        let mut one_bound = Bound::new(1);
-        let mut rest = rows;
-        while !rest.is_empty() {
-            if self.in_batch == 0 {
-                conn.execute_batch("BEGIN").map_err(wrap)?;
+        let Some(tree) = self.tree.as_mut() else {
+            return Err(WriteError::Sqlite {
+                path: self.path.clone(),
+                message: "posiciones escritas tras cerrar la tabla".into(),
+            });
+        };
+        for (written, row) in rows.iter().enumerate() {
+            match tree.add(vehicle_id, row) {
+                Ok(()) => {}
+                Err(TreeError::Io(e)) => return Err(disk_error(&self.path, &e)),
+                Err(TreeError::Order | TreeError::Null) => {
+                    return Err(WriteError::Sqlite {
+                        path: self.path.clone(),
+                        message: format!(
+                            "la unidad {vehicle_id} tiene una posición repetida o incompleta (se escribieron {written} de {} filas)",
+                            rows.len()
+                        ),
+                    });
+                }
             }
-            let take = if rest.len() >= ROWS_PER_INSERT {
-                ROWS_PER_INSERT
-            } else {
-                1
-            };
-            let (chunk, tail) = rest.split_at(take);
-            let (insert, bound) = if take == ROWS_PER_INSERT {
-                (&mut many, &mut many_bound)
-            } else {
-                (&mut one, &mut one_bound)
-            };
-            bind_rows(insert, vehicle_id, chunk, bound).map_err(wrap)?;
-            let inserted = insert.raw_execute().map_err(wrap)?;
-            if inserted != take {
-                return Err(WriteError::Sqlite {
-                    path: path.clone(),
-                    message: format!(
-                        "la unidad {vehicle_id} tiene una posición repetida o incompleta (se escribieron {inserted} de {take} filas)"
-                    ),
-                });
-            }
-            rest = tail;
-            self.in_batch += take;
-            self.rows += take as u64;
-            if self.in_batch >= BATCH_ROWS {
-                conn.execute_batch("COMMIT").map_err(wrap)?;
-                self.in_batch = 0;
+        }
+        self.rows += rows.len() as u64;
+        if self.in_batch > 0 {
+            self.in_batch += rows.len();
+            if self.in_batch > BATCH_ROWS {
+                self.commit_open()?;
             }
         }
         Ok(())
     }
 
-    /// One vehicle's detections, in the current batch transaction.
+    /// One vehicle's detections, in the side file's open transaction.
     pub fn write_analysis(
         &mut self,
         vehicle_id: i64,
@@ -249,17 +281,17 @@ impl SqliteWriter {
     }
 
     /// What the simulation of `world` records about itself in `meta`, with the positions
-    /// written so far.
+    /// written so far (which ends them).
     pub fn write_meta(&mut self, world: &World) -> Result<(), WriteError> {
-        self.commit_open()?;
+        self.merge()?;
         meta::write(&self.conn, &meta::of_world(world, self.rows)).map_err(|e| self.wrap(e))
     }
 
-    /// Once every unit's positions and analysis are written: records what the analysis
-    /// covered and starts the change log, exactly as `flota analizar` does. The log's
-    /// triggers are created only now, so the bulk writes above never fire them.
+    /// Once every unit's positions and analysis are written: ends the positions, records
+    /// what the analysis covered and starts the change log, exactly as `flota analizar` does.
+    /// The log's triggers are created only now, so the bulk writes above never fire them.
     pub fn seal_analysis(&mut self, covered: &Covered<'_>) -> Result<(), WriteError> {
-        self.commit_open()?;
+        self.merge()?;
         let started = std::time::Instant::now();
         let path = self.path.clone();
         let tx = self
@@ -284,11 +316,57 @@ impl SqliteWriter {
         Ok(())
     }
 
+    /// Ends the positions (the tree's last pages, its top in the root, the page count), then
+    /// has SQLite copy the side file's tables into the database, removes the side file, and
+    /// goes on in the database. Once; later calls do nothing.
+    fn merge(&mut self) -> Result<(), WriteError> {
+        let Some(tree) = self.tree.take() else {
+            return Ok(());
+        };
+        self.commit_open()?;
+        let started = std::time::Instant::now();
+        let pages = tree.finish().map_err(|e| disk_error(&self.path, &e))?;
+        crate::log_debug!("posiciones: {pages} páginas, {:?}", started.elapsed());
+        let started = std::time::Instant::now();
+        let path = self.path.clone();
+        let wrap = |source| write_error(&path, &source);
+        let tables: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'posiciones' AND name NOT LIKE 'sqlite%' ORDER BY rootpage")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(wrap)?;
+        self.conn
+            .execute(
+                "ATTACH DATABASE ?1 AS destino",
+                [self.files.database.to_string_lossy()],
+            )
+            .map_err(wrap)?;
+        let copy = (|| {
+            self.conn.execute_batch("BEGIN")?;
+            for table in &tables {
+                self.conn.execute_batch(&format!(
+                    "INSERT INTO destino.\"{table}\" SELECT * FROM main.\"{table}\";"
+                ))?;
+            }
+            self.conn.execute_batch("COMMIT; DETACH DATABASE destino;")
+        })();
+        copy.map_err(wrap)?;
+        let database = Connection::open(&self.files.database).map_err(wrap)?;
+        database.execute_batch(PRAGMAS).map_err(wrap)?;
+        let side = std::mem::replace(&mut self.conn, database);
+        side.close().map_err(|(_, e)| write_error(&path, &e))?;
+        if let Some(side) = self.files.side.take() {
+            std::fs::remove_file(&side).map_err(|e| disk_error(&path, &e))?;
+        }
+        crate::log_debug!("tablas copiadas: {:?}", started.elapsed());
+        Ok(())
+    }
+
     /// Commits, builds the analysis's secondary indexes (one sort each, rather than row by
     /// row across the load), gathers planner statistics for the analysis tables, and closes
     /// the file.
     pub fn finish(mut self) -> Result<(), WriteError> {
-        self.commit_open()?;
+        self.merge()?;
         let started = std::time::Instant::now();
         self.conn
             .execute_batch(ANALYSIS_INDEXES_DDL)
@@ -298,107 +376,22 @@ impl SqliteWriter {
         super::analysis::analyze_tables(&self.conn).map_err(|e| self.wrap(e))?;
         crate::log_debug!("estadísticas: {:?}", started.elapsed());
         let path = self.path.clone();
-        self.conn
-            .close()
+        let conn = std::mem::replace(
+            &mut self.conn,
+            Connection::open_in_memory().map_err(|e| write_error(&path, &e))?,
+        );
+        conn.close()
             .map_err(|(_, source)| write_error(&path, &source))
     }
 }
 
-/// The insert of `rows` rows: the vehicle is parameter 1 in every row (bound once per
-/// execution, not once per row), each row's other columns the next nine.
-fn insert_sql(rows: usize) -> String {
-    let mut sql = String::from(INSERT_HEAD);
-    for i in 0..rows {
-        if i > 0 {
-            sql.push(',');
-        }
-        sql.push_str("(?1");
-        for column in 1..COLUMNS {
-            sql.push_str(&format!(",?{}", 2 + i * (COLUMNS - 1) + column - 1));
-        }
-        sql.push(')');
-    }
-    sql
-}
-
-/// What a statement's row parameters hold since its last execution, as bits. SQLite keeps
-/// a statement's bindings across executions (`sqlite3_reset` leaves them), so a value equal
-/// to the one already bound there — a fix's sequence and delay, the ignition, a parked unit's
-/// speed and heading, often the same as the row's in the previous statement — is not bound
-/// again: a bind is ~45 instructions of SQLite and rusqlite, a comparison a few. Valid only
-/// while the statement stays out of rusqlite's cache, which clears the bindings when it
-/// takes a statement back ([`SqliteWriter::write_positions`] starts each call unknown).
-struct Bound {
-    bits: Vec<u64>,
-    known: bool,
-}
-
-impl Bound {
-    fn new(rows: usize) -> Bound {
-        Bound {
-            bits: vec![0; rows * (COLUMNS - 1)],
-            known: false,
+impl Drop for SqliteWriter {
+    /// A writer given up before its merge leaves no side file behind.
+    fn drop(&mut self) {
+        if let Some(side) = self.files.side.take() {
+            let _ = std::fs::remove_file(side);
         }
     }
-}
-
-/// Binds `chunk`'s rows to `insert`'s parameters ([`insert_sql`]'s numbering), each value only
-/// where [`Bound`] does not show it there already. One `Result` for the chunk: a wrapped error
-/// per bound value cost the writer thread about 4 % of its time. The rows come encoded from
-/// the workers: the writer thread only binds.
-fn bind_rows(
-    insert: &mut rusqlite::Statement<'_>,
-    vehicle_id: i64,
-    chunk: &[PositionRow],
-    bound: &mut Bound,
-) -> rusqlite::Result<()> {
-    let known = bound.known;
-    if !known {
-        insert.raw_bind_parameter(1, vehicle_id)?;
-    }
-    // Set before binding: should a bind fail, the caller gives up on the statement.
-    bound.known = true;
-    let mut index = 2;
-    for (r, slots) in chunk.iter().zip(bound.bits.chunks_exact_mut(COLUMNS - 1)) {
-        let row = &r.row;
-        let integers = [
-            r.ts_utc,
-            i64::from(r.sequence),
-            row.delay_s,
-            row.lat_e6,
-            row.lon_e6,
-        ];
-        for (value, slot) in integers.into_iter().zip(&mut slots[..5]) {
-            bind_changed(insert, index, slot, known, value as u64, value)?;
-            index += 1;
-        }
-        let speed = row.speed_kmh;
-        bind_changed(insert, index, &mut slots[5], known, speed.to_bits(), speed)?;
-        let tail = [row.heading_deg, i64::from(row.ignition), row.odometer_m];
-        for (value, slot) in tail.into_iter().zip(&mut slots[6..]) {
-            bind_changed(insert, index + 1, slot, known, value as u64, value)?;
-            index += 1;
-        }
-        index += 1;
-    }
-    Ok(())
-}
-
-/// Binds `value` to parameter `index` unless `slot` shows the same bits bound there.
-#[inline(always)]
-fn bind_changed<T: rusqlite::ToSql>(
-    insert: &mut rusqlite::Statement<'_>,
-    index: usize,
-    slot: &mut u64,
-    known: bool,
-    bits: u64,
-    value: T,
-) -> rusqlite::Result<()> {
-    if !known || *slot != bits {
-        insert.raw_bind_parameter(index, value)?;
-        *slot = bits;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -432,83 +425,10 @@ mod tests {
         }
     }
 
-    /// Rows go in whole (the vehicle bound once per statement, each row's own columns), in
-    /// full statements and single rows; a key already in the table is an error even though
-    /// the insert ignores conflicts, in a full statement or alone.
-    #[test]
-    fn rows_are_stored_as_given_and_a_repeated_key_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer = SqliteWriter::create(&dir.path().join("t.db")).unwrap();
-        let rows: Vec<PositionRow> = (0..ROWS_PER_INSERT as i64 + 3)
-            .map(|i| row(1_000 + i * 15, 40_000_000 + i))
-            .collect();
-        writer.write_positions(7, &rows).unwrap();
-        writer.commit_open().unwrap();
-        let stored: Vec<(i64, i64, i64, f64, i64)> = writer
-            .conn
-            .prepare("SELECT vehiculo_id, ts_utc, lat_e6, velocidad_kmh, odometro_m FROM posiciones ORDER BY ts_utc")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let expected: Vec<_> = rows
-            .iter()
-            .map(|r| (7, r.ts_utc, r.row.lat_e6, 12.5, 1000))
-            .collect();
-        assert_eq!(stored, expected);
-        assert_eq!(writer.rows, rows.len() as u64);
-
-        let again = writer.write_positions(7, &rows[3..4]);
-        assert!(matches!(again, Err(WriteError::Sqlite { .. })), "{again:?}");
-        let mut full: Vec<PositionRow> = (0..ROWS_PER_INSERT as i64)
-            .map(|i| row(900_000 + i, 1))
-            .collect();
-        full[ROWS_PER_INSERT - 1] = rows[0];
-        let again = writer.write_positions(7, &full);
-        assert!(matches!(again, Err(WriteError::Sqlite { .. })), "{again:?}");
-    }
-
-    /// Values repeat from row to row and from statement to statement (as a parked unit's do)
-    /// and change anywhere: whatever the writer leaves bound from the previous statement,
-    /// every row is stored as given, over several vehicles and calls, full statements and
-    /// single rows.
-    #[test]
-    fn rows_whose_values_repeat_are_stored_as_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer = SqliteWriter::create(&dir.path().join("t.db")).unwrap();
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut pick = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n) as usize
-        };
-        let mut expected = Vec::new();
-        for (vehicle_id, first, count) in [(3, 0, 130), (5, 0, 77), (3, 130, 101), (5, 77, 1)] {
-            let rows: Vec<PositionRow> = (first..first + count)
-                .map(|i| PositionRow {
-                    ts_utc: 1_000 + i * 15,
-                    sequence: [0, 0, 1][pick(3)],
-                    row: super::super::encoding::StoredRow {
-                        delay_s: [0, 0, 7][pick(3)],
-                        lat_e6: [40_000_000, 40_000_000, 40_000_001][pick(3)],
-                        lon_e6: [-3_703_790, -3_703_791][pick(2)],
-                        speed_kmh: [0.0, 0.0, 12.5, 30.1][pick(4)],
-                        heading_deg: [0, 90, 359][pick(3)],
-                        ignition: pick(2) == 0,
-                        odometer_m: [-1, 1000, 1000, 1001][pick(4)],
-                    },
-                })
-                .collect();
-            writer.write_positions(vehicle_id, &rows).unwrap();
-            expected.extend(rows.iter().map(|r| (vehicle_id, *r)));
-        }
-        writer.commit_open().unwrap();
-        expected.sort_by_key(|(v, r)| (*v, r.ts_utc));
-        let stored: Vec<(i64, PositionRow)> = writer
-            .conn
-            .prepare("SELECT vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m FROM posiciones ORDER BY vehiculo_id, ts_utc")
+    /// Every row of `posiciones` in the finished file at `path`, by key.
+    fn stored(path: &Path) -> Vec<(i64, PositionRow)> {
+        let conn = Connection::open(path).unwrap();
+        conn.prepare("SELECT vehiculo_id, ts_utc, secuencia, retraso_s, lat_e6, lon_e6, velocidad_kmh, rumbo_grados, ignicion, odometro_m FROM posiciones ORDER BY vehiculo_id, ts_utc, secuencia")
             .unwrap()
             .query_map([], |r| {
                 Ok((
@@ -530,9 +450,103 @@ mod tests {
             })
             .unwrap()
             .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Rows go in whole, call after call and vehicle after vehicle, and the finished file is
+    /// sound, holds them, and no side file is left; a key already written, or one before the
+    /// previous, is an error in Spanish naming the unit.
+    #[test]
+    fn rows_are_stored_as_given_and_a_repeated_key_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut writer = SqliteWriter::create(&path).unwrap();
+        let rows: Vec<PositionRow> = (0..2_000)
+            .map(|i| row(1_000 + i * 15, 40_000_000 + i))
+            .collect();
+        writer.write_positions(7, &rows[..1_500]).unwrap();
+        writer.write_positions(7, &rows[1_500..]).unwrap();
+        writer.write_positions(9, &rows[..3]).unwrap();
+        for (vehicle, again) in [(9, &rows[2..3]), (9, &rows[1..2]), (8, &rows[5..6])] {
+            let refused = writer.write_positions(vehicle, again);
+            let Err(WriteError::Sqlite { message, .. }) = refused else {
+                panic!("{refused:?}");
+            };
+            assert!(
+                message.contains(&format!("la unidad {vehicle} tiene una posición repetida")),
+                "{message}"
+            );
+        }
+        assert_eq!(writer.rows, 2_003);
+        writer.finish().unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(stored.len(), 309);
-        assert_eq!(stored, expected);
+        assert_eq!(check, "ok");
+        let mut expected: Vec<(i64, PositionRow)> = rows.iter().map(|r| (7, *r)).collect();
+        expected.extend(rows[..3].iter().map(|r| (9, *r)));
+        assert_eq!(stored(&path), expected);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["t.db"]);
+    }
+
+    /// A writer given up halfway (an interrupted simulation) leaves no side file.
+    #[test]
+    fn a_writer_given_up_leaves_no_side_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut writer = SqliteWriter::create(&path).unwrap();
+        writer.write_positions(1, &[row(1, 2)]).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        drop(writer);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["t.db"]);
+    }
+
+    /// Values repeat from row to row (as a parked unit's do) and change anywhere: every row is
+    /// stored as given, over several vehicles and calls.
+    #[test]
+    fn rows_whose_values_repeat_are_stored_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut writer = SqliteWriter::create(&path).unwrap();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut pick = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        let mut expected = Vec::new();
+        for (vehicle_id, first, count) in [(3, 0, 130), (3, 130, 101), (5, 0, 77), (5, 77, 1)] {
+            let rows: Vec<PositionRow> = (first..first + count)
+                .map(|i| PositionRow {
+                    ts_utc: 1_000 + i * 15,
+                    sequence: [0, 0, 1][pick(3)],
+                    row: super::super::encoding::StoredRow {
+                        delay_s: [0, 0, 7][pick(3)],
+                        lat_e6: [40_000_000, 40_000_000, 40_000_001][pick(3)],
+                        lon_e6: [-3_703_790, -3_703_791][pick(2)],
+                        speed_kmh: [0.0, 0.0, 12.5, 30.1][pick(4)],
+                        heading_deg: [0, 90, 359][pick(3)],
+                        ignition: pick(2) == 0,
+                        odometer_m: [-1, 1000, 1000, 1001][pick(4)],
+                    },
+                })
+                .collect();
+            writer.write_positions(vehicle_id, &rows).unwrap();
+            expected.extend(rows.iter().map(|r| (vehicle_id, *r)));
+        }
+        writer.finish().unwrap();
+        assert_eq!(stored(&path).len(), 309);
+        assert_eq!(stored(&path), expected);
     }
 
     /// The time-keyed indexes of `eventos` are built once after the load (not kept up to
