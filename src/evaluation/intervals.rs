@@ -9,7 +9,8 @@
 //! inside one of the unit's signal losses or losses of the GNSS fix, or inside a silence as long
 //! as a loss that records still in transit at "now" left between records received (the reports
 //! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
-//! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
+//! network at "now" or left by records in transit (the data cannot tell it from a loss), and
+//! one still open at "now" no longer than the tracker keeps silent in the state last seen. Truth
 //! visits a few seconds apart are merged first (roads hug some fence edges), those apart by an
 //! exit near the debounce or up to a minute and a half are scored as the detections split
 //! them, and truth stops a few metres apart whose move between no report showed are scored as
@@ -107,6 +108,28 @@ pub struct Context<'a> {
     /// Days' parkings (plate, start) through which no report said the ignition was off
     /// ([`Context::with_off_unreported`]).
     off_unreported: HashSet<(String, i64)>,
+    /// Each profiled unit's tracker periods (the truth's `rastreador`).
+    trackers: HashMap<&'a str, Periods>,
+    /// Each unit's shifts (ignition on) and truth stops: start, end (none: still at "now").
+    shifts: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+    stops: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+}
+
+/// How long a unit's tracker stays silent, without any fault, in each state.
+#[derive(Debug, Clone, Copy)]
+struct Periods {
+    /// A fixed tracker's period.
+    fixed_s: Option<i64>,
+    /// An adaptive tracker's longest silences, moving and stopped with the engine on.
+    moving_s: Option<i64>,
+    stopped_s: Option<i64>,
+    /// With the ignition off: the heartbeat (none: silent).
+    heartbeat_s: Option<i64>,
+}
+
+/// Whether `t` lies in one of `spans` (`[start, end)`, an open end running on).
+fn within(spans: Option<&Vec<(i64, Option<i64>)>>, t: i64) -> bool {
+    spans.is_some_and(|list| list.iter().any(|(a, b)| *a <= t && b.is_none_or(|b| t < b)))
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -223,18 +246,54 @@ impl<'a> Context<'a> {
         }
         let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
         let mut ignition_ons: HashMap<&str, Vec<i64>> = HashMap::new();
+        let mut shifts: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
+        let mut stops: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
+        let mut trackers = HashMap::new();
         for event in truth {
-            if let TruthEvent::Jornada {
-                placa,
-                inicio_utc,
-                fin_utc,
-                ..
-            } = event
-            {
-                ignition_ons.entry(placa).or_default().push(*inicio_utc);
-                if let Some(off) = fin_utc {
-                    ignition_offs.entry(placa).or_default().push(*off);
+            match event {
+                TruthEvent::Jornada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => {
+                    ignition_ons.entry(placa).or_default().push(*inicio_utc);
+                    if let Some(off) = fin_utc {
+                        ignition_offs.entry(placa).or_default().push(*off);
+                    }
+                    shifts
+                        .entry(placa)
+                        .or_default()
+                        .push((*inicio_utc, *fin_utc));
                 }
+                TruthEvent::Parada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => stops
+                    .entry(placa)
+                    .or_default()
+                    .push((*inicio_utc, *fin_utc)),
+                TruthEvent::Rastreador {
+                    placa,
+                    intervalo_s,
+                    periodo_movimiento_s,
+                    periodo_detenido_s,
+                    latido_s,
+                    ..
+                } => {
+                    trackers.insert(
+                        placa.as_str(),
+                        Periods {
+                            fixed_s: *intervalo_s,
+                            moving_s: *periodo_movimiento_s,
+                            stopped_s: *periodo_detenido_s,
+                            heartbeat_s: *latido_s,
+                        },
+                    );
+                }
+                _ => {}
             }
         }
         Context {
@@ -247,7 +306,39 @@ impl<'a> Context<'a> {
             unseen_moves: HashSet::new(),
             ignition_ons,
             off_unreported: HashSet::new(),
+            trackers,
+            shifts,
+            stops,
         }
+    }
+
+    /// How long `plate`'s tracker stays silent without any fault in the state the truth has
+    /// the unit in at `t`: parked (the heartbeat, or for ever), standing with the engine on,
+    /// or moving. None for a unit without a described tracker (its records are on a fixed
+    /// grid, and every silence of a loss shows).
+    fn fault_free_silence(&self, plate: &str, t: i64) -> Option<i64> {
+        let periods = self.trackers.get(plate)?;
+        if !within(self.shifts.get(plate), t) {
+            return Some(periods.heartbeat_s.unwrap_or(i64::MAX));
+        }
+        if let Some(fixed) = periods.fixed_s {
+            return Some(fixed);
+        }
+        if within(self.stops.get(plate), t) {
+            periods.stopped_s
+        } else {
+            periods.moving_s
+        }
+    }
+
+    /// Whether a silence from `start` still open at "now" is no longer than `plate`'s tracker
+    /// keeps without a fault in the state its last record showed, plus `threshold_s`: the
+    /// data so far are those of a unit standing (or driving) as last seen, whatever the loss
+    /// hid since (an adaptive tracker at a client records once an hour; the unit left during
+    /// the loss and nothing shows it).
+    fn open_within_cadence(&self, plate: &str, start: i64, threshold_s: i64) -> bool {
+        self.fault_free_silence(plate, start)
+            .is_some_and(|period| self.now_utc - start <= period.saturating_add(threshold_s))
     }
 
     /// The days' parkings ([`parkings_into_a_shift`]: plate, start) through which the unit
@@ -746,7 +837,9 @@ fn gaps<'d>(
                 let caused = ctx.silences.get(&(placa.as_str(), *inicio_utc));
                 let (start, end) = seen_bounds(caused, *inicio_utc, *fin_utc);
                 let threshold_s = ctx.config.perdida_senal_s.round() as i64;
-                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s));
+                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s))
+                    || (end.is_none_or(|end| end > ctx.now_utc)
+                        && ctx.open_within_cadence(placa, start, threshold_s));
                 Some(silence(placa, start, end, unseen))
             }
             TruthEvent::SinFix {
@@ -1572,6 +1665,86 @@ mod tests {
         let set_off = [loss("A", 5000, 5600), departure];
         assert_eq!(score_of(&set_off, &[]), (0, 0, 0));
         assert_eq!(score_of(&set_off, &[gap(4000, Some(5600))]), (0, 0, 0));
+    }
+
+    /// A loss that begins while an adaptive tracker stands at a client and is still going on
+    /// at "now": the unit drove off during it (records hidden), but the data show only its
+    /// last record at the client and a silence no longer than the tracker keeps there without
+    /// a fault. Nothing could tell it from the unit still standing, so it is don't-care until
+    /// the silence outgrows the state's period (plus the loss threshold). Sydney seed 81 with
+    /// the `comercial` profile scored signal losses 0.000 on one such silence.
+    #[test]
+    fn an_open_silence_within_the_trackers_own_period_is_dont_care() {
+        let config = DetectionConfig::default();
+        let threshold_s = config.perdida_senal_s.round() as i64;
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let tracker = |fixed_s: Option<i64>| TruthEvent::Rastreador {
+            placa: "A".into(),
+            perfil: "p".into(),
+            modo: if fixed_s.is_some() {
+                "fijo"
+            } else {
+                "adaptativo"
+            }
+            .into(),
+            intervalo_s: fixed_s,
+            periodo_movimiento_s: fixed_s.is_none().then_some(300),
+            periodo_detenido_s: fixed_s.is_none().then_some(3600),
+            latido_s: Some(3600),
+            odometro: true,
+            odometro_desfase_km: 0.0,
+            odometro_escala: 1.0,
+        };
+        let shift = TruthEvent::Jornada {
+            placa: "A".into(),
+            fecha: String::new(),
+            inicio_utc: 0,
+            fin_utc: None,
+            fin_previsto_utc: NOW + 3600,
+        };
+        // Its last record at `from`, a loss from `from + 400` still on at "now".
+        let check = |name: &str, from: i64, standing: bool, fixed_s: Option<i64>, expected| {
+            let mut events = vec![
+                tracker(fixed_s),
+                shift.clone(),
+                loss("A", from + 400, NOW + 1),
+                TruthEvent::SilencioPerdida {
+                    placa: "A".into(),
+                    inicio_utc: from + 400,
+                    desde_utc: Some(from),
+                    hasta_utc: None,
+                    registros_ocultos: 29,
+                    primer_oculto_utc: Some(from + 1200),
+                },
+            ];
+            if standing {
+                events.push(stop("A", from, Some(from + 1200)));
+            }
+            let ctx = Context::new(&config, NOW, &events);
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, &[], &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            assert_eq!(s.false_negatives, expected, "{name}");
+        };
+        check("standing, 37 min silent", NOW - 2200, true, None, 0);
+        check(
+            "standing, an hour and more",
+            NOW - 3600 - threshold_s - 1,
+            true,
+            None,
+            1,
+        );
+        check("driving, 37 min silent", NOW - 2200, false, None, 1);
+        check(
+            "driving, within the moving period",
+            NOW - 300,
+            false,
+            None,
+            0,
+        );
+        check("a fixed 15 s tracker", NOW - 2200, true, Some(15), 1);
     }
 
     #[test]
