@@ -325,7 +325,17 @@ impl StopDetector {
         // (it halted again before the next one; its drift-held far run would hide the move).
         let moved_unseen =
             (after_gap || still) && Self::odometer_moved(&open.last_still, fix, radius);
-        if moved_unseen {
+        if moved_unseen && let Some(first_moving) = open.first_moving {
+            // A moving fix since the stop's last still one showed the departure (an adaptive
+            // tracker records a unit setting off, then one halting again within seconds): the
+            // stop ended there, and the odometer's advance is the drive after it.
+            let end = self.departure_time(&open.last_still, &first_moving, open.centre.point());
+            self.open = Some(open);
+            self.close(end);
+            if still {
+                self.start(fix);
+            }
+        } else if moved_unseen {
             self.open = Some(open);
             self.left_in_silence(fix, still);
         } else if still && from_centre_m <= radius {

@@ -1071,3 +1071,54 @@ fn a_phones_invalid_zero_while_driving_is_caught_by_the_fix_after_it() {
     );
     assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
 }
+
+/// An adaptive tracker (a record every 500 m or 30°, every 120 s at most while moving, every
+/// 10 min while stopped) recorded a unit slowing to 6 km/h, then nothing while it stood ten
+/// minutes at a client, then setting off at 12 km/h, then 19 s later halted at a light 160 m
+/// on (odometer +4 m over the stand, +161 m to the light). The setting-off fix dates the
+/// departure: the delivery is a stop from the slow fix to it. It was read as a move in the
+/// silence's middle (the odometer's jump to the light), the delivery dropped as unseen and a
+/// stop from the silence's middle to well after the light reported instead.
+#[test]
+fn a_setting_off_fix_before_a_halt_dates_the_departure_after_a_silence() {
+    let fix = |t: i64, east_m: f64, kmh: f64, odometer_m: i64| {
+        let p = offset_m(ORIGIN, east_m, 90.0);
+        Fix {
+            ts_utc: T0 + t,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh: kmh,
+            heading_deg: 90.0,
+            ignition: true,
+            odometer_m: Some(odometer_m),
+        }
+    };
+    let mut fixes: Vec<Fix> = (0..10)
+        .map(|i| fix(i * 45, i as f64 * 500.0, 40.0, i * 500))
+        .collect();
+    fixes.push(fix(450, 4560.0, 5.8, 4560));
+    fixes.push(fix(1014, 4564.0, 11.7, 4564));
+    fixes.push(fix(1033, 4725.0, 0.0, 4725));
+    fixes.push(fix(1060, 4735.0, 20.0, 4735));
+    fixes.extend((1..6).map(|i| {
+        fix(
+            1060 + i * 45,
+            4735.0 + i as f64 * 500.0,
+            40.0,
+            4735 + i * 500,
+        )
+    }));
+    let a = run(&fixes, &[], T0 + 1600);
+    let delivery: Vec<_> = a.stops.iter().filter(|s| s.start_utc < T0 + 1014).collect();
+    assert_eq!(delivery.len(), 1, "{:?}", a.stops);
+    let (start, end) = (
+        delivery[0].start_utc - T0,
+        delivery[0].end_utc.unwrap() - T0,
+    );
+    assert!(
+        (450..=470).contains(&start),
+        "starts at {start}: {:?}",
+        a.stops
+    );
+    assert!((1000..=1014).contains(&end), "ends at {end}: {:?}", a.stops);
+}
