@@ -479,6 +479,11 @@ fn correlated_drift_with_little_white_noise_does_not_split_a_long_stop() {
 /// halts (still rolling at 4.5 km/h), one an hour while it stands with the engine on, and
 /// one as it sets off (7 km/h).
 fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
+    adaptive_every(legs, seed, 3600)
+}
+
+/// [`adaptive`] with another period while standing, seconds.
+fn adaptive_every(legs: &[Leg], seed: u64, standing_period_s: i64) -> Vec<Fix> {
     let quiet = QUIET;
     let starts = starts_of(legs);
     let leg_of = |t: i64| starts.iter().rposition(|s| *s <= t).unwrap_or(0);
@@ -488,7 +493,7 @@ fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
         let since = fix.ts_utc - starts[leg];
         match legs[leg] {
             Leg::Stand { .. } if since == 0 => fix.speed_kmh = 4.5,
-            Leg::Stand { .. } if since % 3600 != 0 => continue,
+            Leg::Stand { .. } if since % standing_period_s != 0 => continue,
             Leg::Drive { .. } if since == 0 && leg > 0 => fix.speed_kmh = 7.0,
             _ => {}
         }
@@ -597,6 +602,38 @@ fn an_adaptive_tracker_silent_hours_after_a_halt_lost_its_signal() {
     let lost = run(&until_halt, &[], halt + 3 * 3600);
     let found: Vec<_> = lost.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
     assert_eq!(found, vec![(halt, None)]);
+}
+
+/// An adaptive tracker set to record every ten minutes while the unit stands: a record due
+/// and not made within the loss threshold after it is a signal loss. The allowance was twice
+/// the cadence, so a loss that hid one record at a delivery (a 20-minute silence) passed.
+#[test]
+fn a_record_missed_at_a_stop_beyond_the_threshold_is_a_signal_loss() {
+    let legs = [
+        drive(600),
+        stand(3000),
+        drive(600),
+        stand(3000),
+        drive(600),
+        stand(3000),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[6] + 600;
+    for seed in 40..=43 {
+        let fixes = adaptive_every(&legs, seed, 600);
+        let a = run(&fixes, &[], now);
+        assert!(a.gaps.is_empty(), "seed {seed}: {:?}", a.gaps);
+        let missed = starts[3] + 1200;
+        let lost: Vec<Fix> = fixes.into_iter().filter(|f| f.ts_utc != missed).collect();
+        let a = run(&lost, &[], now);
+        let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+        assert_eq!(
+            found,
+            vec![(missed - 600, Some(missed + 600))],
+            "seed {seed}"
+        );
+    }
 }
 
 #[test]
