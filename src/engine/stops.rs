@@ -381,7 +381,8 @@ impl StopDetector {
     /// Doppler speeds needs that silence or a moving fix before the run: without either, a
     /// settled stop keeps its centre (the run is drift). Unless the candidate
     /// itself rests on fewer fixes than that (its centre not settled yet): then its own first
-    /// fixes were the outliers, and it is re-centred on the far ones, keeping its start.
+    /// fixes were the outliers, and it is re-centred on the far ones, keeping its start. An
+    /// odometer that stood between the stop's last fix and the far ones rules a move out.
     fn far_fix(&mut self, fix: &Fix, after_gap: bool, radius_m: f64) {
         let doppler = self.doppler;
         let Some(open) = &mut self.open else {
@@ -413,7 +414,9 @@ impl StopDetector {
         if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
             return;
         }
-        if !silence_before && open.fixes < SETTLED_CENTRE_FIXES {
+        // Far fixes after a silence with an odometer that stood are the drift too (a tracker
+        // beating hourly through a night): the candidate is re-centred, never split.
+        if (!silence_before || odometer_stood) && open.fixes < SETTLED_CENTRE_FIXES {
             if let Some(centre) = open.far_centre.take() {
                 open.centre = centre;
             }

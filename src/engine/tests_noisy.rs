@@ -1159,3 +1159,48 @@ fn a_setting_off_fix_before_a_halt_dates_the_departure_after_a_silence() {
     );
     assert!((1000..=1014).contains(&end), "ends at {end}: {:?}", a.stops);
 }
+
+/// A tracker that beats once an hour while parked, with an odometer: the afternoon's first
+/// heartbeats land on one side of the parking, the evening's, drifted, 110 m off on the
+/// other. The odometer never moved: one parking, not two (`comercial` in Kathmandu at σ 25 m:
+/// a night split at a heartbeat, each half a stop of hours).
+#[test]
+fn an_odometer_that_stood_keeps_a_parking_whole_whatever_its_heartbeats_drift() {
+    let at = |t: i64, east_m: f64, kmh: f64, ignition: bool| {
+        let p = offset_m(ORIGIN, east_m, 90.0);
+        Fix {
+            ts_utc: T0 + t,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh: kmh,
+            heading_deg: 90.0,
+            ignition,
+            odometer_m: Some(5_000 + east_m.min(0.0).round() as i64),
+        }
+    };
+    let mut fixes: Vec<Fix> = (0..10)
+        .map(|i| at(i * 30, -3000.0 + i as f64 * 300.0, 36.0, true))
+        .collect();
+    fixes.push(at(300, 0.0, 0.0, true));
+    fixes.push(at(330, 0.0, 0.0, false));
+    // Hourly heartbeats: three where it parked, then the drift carries them 110 m east.
+    for (hour, east_m) in [
+        (1, 12.0),
+        (2, -15.0),
+        (3, 110.0),
+        (4, 125.0),
+        (5, 105.0),
+        (6, 118.0),
+    ] {
+        fixes.push(at(330 + hour * 3600, east_m, 0.0, false));
+    }
+    let now = T0 + 330 + 6 * 3600 + 600;
+    let a = run(&fixes, &[], now);
+    let found: Vec<_> = a
+        .stops
+        .iter()
+        .map(|s| (s.start_utc - T0, s.end_utc))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!((270..=310).contains(&found[0].0), "{found:?}");
+}
