@@ -107,6 +107,81 @@ pub struct Context<'a> {
     /// Days' parkings (plate, start) through which no report said the ignition was off
     /// ([`Context::with_off_unreported`]).
     off_unreported: HashSet<(String, i64)>,
+    /// Each unit's report times and cadence while moving ([`Context::with_reports`]).
+    reports: HashMap<String, Reports>,
+}
+
+/// When a unit reported, and how often it records while moving: what bounds the instants the
+/// data can date. A tracker recording a moving unit every `C` seconds shows an arrival, a
+/// departure or a fence crossing only as lying between two reports up to `C` apart, and an
+/// event shorter than `2 C` may fall between two reports or leave one inside.
+#[derive(Debug, Clone, Default)]
+pub struct Reports {
+    /// Distinct report times, ascending.
+    times: Vec<i64>,
+    /// The median interval between consecutive reports both at a moving speed, seconds;
+    /// `None` until [`Reports::MIN_INTERVALS`] such intervals are seen.
+    cadence_s: Option<i64>,
+}
+
+impl Reports {
+    /// Moving intervals needed before the cadence is trusted.
+    const MIN_INTERVALS: usize = 10;
+
+    /// From a unit's reports (time, reported speed in km/h) in time order; a speed at or
+    /// above `moving_kmh` is moving.
+    pub fn new(reports: impl IntoIterator<Item = (i64, f64)>, moving_kmh: f64) -> Self {
+        let mut times: Vec<i64> = Vec::new();
+        let mut intervals = Vec::new();
+        let mut last: Option<(i64, bool)> = None;
+        for (t, kmh) in reports {
+            let moving = kmh >= moving_kmh;
+            if let Some((before, was_moving)) = last {
+                if t <= before {
+                    // A duplicate (or a late report stored in order): no new instant.
+                    continue;
+                }
+                if moving && was_moving {
+                    intervals.push(t - before);
+                }
+            }
+            times.push(t);
+            last = Some((t, moving));
+        }
+        intervals.sort_unstable();
+        let cadence_s =
+            (intervals.len() >= Self::MIN_INTERVALS).then(|| intervals[intervals.len() / 2]);
+        Reports { times, cadence_s }
+    }
+
+    /// How loosely the reports bound instant `t`: the interval between the last report at or
+    /// before it and the first at or after it, capped at the cadence while moving (a longer
+    /// silence is a loss, judged apart, or an adaptive tracker asleep while standing, whose
+    /// last record before it dates the halt). 0 without a cadence or outside the reports.
+    fn slack(&self, t: Option<i64>) -> i64 {
+        let (Some(t), Some(cadence)) = (t, self.cadence_s) else {
+            return 0;
+        };
+        // The first report at or after `t`, and the one before it.
+        let k = self.times.partition_point(|r| *r < t);
+        match (k.checked_sub(1).map(|i| self.times[i]), self.times.get(k)) {
+            (_, Some(b)) if *b == t => 0,
+            (Some(a), Some(b)) => (b - a).min(cadence),
+            _ => 0,
+        }
+    }
+
+    /// Whether the reports cannot show an event from `start` to `end` at all: it is shorter
+    /// than two report intervals while moving and fewer than two reports fall inside it (one
+    /// report cannot say how long the unit stood, sped or stayed).
+    fn unresolved(&self, start: i64, end: i64) -> bool {
+        let Some(cadence) = self.cadence_s else {
+            return false;
+        };
+        let inside =
+            self.times.partition_point(|r| *r <= end) - self.times.partition_point(|r| *r < start);
+        end - start < 2 * cadence && inside < 2
+    }
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -247,7 +322,15 @@ impl<'a> Context<'a> {
             unseen_moves: HashSet::new(),
             ignition_ons,
             off_unreported: HashSet::new(),
+            reports: HashMap::new(),
         }
+    }
+
+    /// Each unit's reports (by plate), which bound how closely the data can date an instant
+    /// ([`Reports`]): without them every end is judged at the tolerance alone.
+    pub fn with_reports(mut self, reports: HashMap<String, Reports>) -> Self {
+        self.reports = reports;
+        self
     }
 
     /// The days' parkings ([`parkings_into_a_shift`]: plate, start) through which the unit
@@ -323,6 +406,18 @@ impl<'a> Context<'a> {
         self.duration(start, end)
     }
 
+    /// Whether `plate`'s reports cannot show an event from `start` to `end` at all
+    /// ([`Reports::unresolved`]): too brief for the tracker's cadence, with fewer than two
+    /// reports inside. On both sides: no detector is required to find it, and one that
+    /// reports it (a traffic halt seen as one still report between two moving ones five
+    /// minutes apart) is no false alarm.
+    fn unresolved(&self, plate: &str, start: Option<i64>, end: Option<i64>) -> bool {
+        self.reports
+            .get(plate)
+            .zip(start.zip(end))
+            .is_some_and(|(r, (s, e))| r.unresolved(s, e))
+    }
+
     /// Units silent at "now", with the start of the silence.
     pub fn silent_since(&self) -> impl Iterator<Item = (&str, i64)> {
         self.silent_since.iter().map(|(p, s)| (*p, *s))
@@ -342,12 +437,19 @@ impl<'a> Context<'a> {
         end: Option<i64>,
         dont_care: bool,
     ) -> Interval {
+        let reports = self.reports.get(plate);
+        let end = end.filter(|e| *e <= self.now_utc);
+        let unresolved = self.unresolved(plate, start, end);
         let mut interval = Interval {
             plate: plate.to_owned(),
             key: key.to_owned(),
             start,
-            end: end.filter(|e| *e <= self.now_utc),
-            dont_care: dont_care || self.unseen(plate, start) || self.unseen(plate, end),
+            end,
+            dont_care: dont_care
+                || unresolved
+                || self.unseen(plate, start)
+                || self.unseen(plate, end),
+            slack_s: reports.map_or([0, 0], |r| [r.slack(start), r.slack(end)]),
         };
         if let Some(&silent) = self.silent_since.get(plate)
             && interval.end.is_none_or(|e| e > silent)
@@ -367,6 +469,7 @@ fn detected(d: &Detected, dont_care: bool) -> Interval {
         start: (!d.from_data_start).then_some(d.start),
         end: d.end,
         dont_care,
+        slack_s: [0, 0],
     }
 }
 
@@ -558,7 +661,9 @@ fn stops<'d>(
         .map(|d| {
             detected(
                 d,
-                short(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d),
+                short(ctx.duration(d.start, d.end))
+                    || ctx.estimated_in_loss(d)
+                    || ctx.unresolved(&d.plate, Some(d.start), d.end),
             )
         })
         .collect();
@@ -734,6 +839,7 @@ fn gaps<'d>(
         start: Some(start),
         end: end.filter(|f| *f <= ctx.now_utc),
         dont_care,
+        slack_s: [0, 0],
     };
     let truth = truth
         .iter()
@@ -840,7 +946,9 @@ fn visits<'d>(
     let found = found
         .into_iter()
         .map(|d| {
-            let short = !d.from_data_start && ctx.duration(d.start, d.end) < brief;
+            let short = !d.from_data_start
+                && (ctx.duration(d.start, d.end) < brief
+                    || ctx.unresolved(&d.plate, Some(d.start), d.end));
             detected(d, short)
         })
         .collect();
@@ -1738,5 +1846,125 @@ mod tests {
         let (truth, _) = of_kind(Scored::LongStop, &events, &[], &ctx);
         assert_eq!(truth.len(), 1);
         assert!(truth[0].dont_care && truth[0].end.is_none());
+    }
+
+    /// A unit recording every `cadence` seconds from 0 to 20,000: moving except while it
+    /// stands from `stand.0` to `stand.1`.
+    fn every(cadence: i64, stand: (i64, i64)) -> Reports {
+        let reports = (0..=20_000 / cadence).map(|k| {
+            let t = k * cadence;
+            let kmh = if (stand.0..=stand.1).contains(&t) {
+                0.0
+            } else {
+                40.0
+            };
+            (t, kmh)
+        });
+        Reports::new(reports, DetectionConfig::default().velocidad_detenida_kmh)
+    }
+
+    /// Stop (TP, FP, FN) of a truth stop from 5,010 to 6,610 against one detection `late`
+    /// seconds late at both ends, for a unit whose reports are `reports` (`None`: unknown).
+    fn stop_score(reports: Option<Reports>, late: i64) -> (usize, usize, usize) {
+        let config = DetectionConfig::default();
+        let events = [stop("A", 5010, Some(6610))];
+        let mut ctx = Context::new(&config, NOW, &events);
+        if let Some(reports) = reports {
+            ctx = ctx.with_reports(HashMap::from([("A".to_owned(), reports)]));
+        }
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 5010 + late,
+            end: Some(6610 + late),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let (truth, detected) = of_kind(Scored::Event(EventKind::Stop), &events, &found, &ctx);
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let s = super::super::matching::score(&truth, &detected, rules);
+        (s.true_positives, s.false_positives, s.false_negatives)
+    }
+
+    /// A tracker recording every C seconds dates an arrival or a departure only to the
+    /// interval between its reports around it: an end is judged at the larger of the
+    /// tolerance and that interval (capped at C). A 30 s or 60 s tracker is judged exactly as
+    /// before (the tolerance is the larger), a 15 s one too at every error; a 120 s tracker
+    /// accepts 100 s but not 130 s, a 300 s one 250 s but not 320 s.
+    #[test]
+    fn an_end_is_judged_to_the_interval_between_the_reports_around_it() {
+        const HIT: (usize, usize, usize) = (1, 0, 0);
+        const MISS: (usize, usize, usize) = (0, 1, 1);
+        for late in [0, 30, 59, 60, 61, 100, 130, 200, 250, 320] {
+            assert_eq!(
+                stop_score(Some(every(15, (5010, 6610))), late),
+                stop_score(None, late),
+                "15 s, {late} s late"
+            );
+        }
+        for cadence in [30, 60] {
+            let reports = || Some(every(cadence, (5010, 6610)));
+            assert_eq!(stop_score(reports(), 60), HIT, "{cadence} s");
+            assert_eq!(stop_score(reports(), 61), MISS, "{cadence} s");
+            assert_eq!(stop_score(reports(), 100), MISS, "{cadence} s");
+        }
+        let reports = || Some(every(120, (5040, 6600)));
+        assert_eq!(stop_score(reports(), 100), HIT, "120 s");
+        assert_eq!(stop_score(reports(), 130), MISS, "120 s");
+        let reports = || Some(every(300, (5100, 6600)));
+        assert_eq!(stop_score(reports(), 250), HIT, "300 s");
+        assert_eq!(stop_score(reports(), 320), MISS, "300 s");
+        assert_eq!(stop_score(None, 250), MISS, "300 s, reports unknown");
+    }
+
+    /// An event shorter than two report intervals with fewer than two reports inside is
+    /// nothing the data can show: a 6-minute stop a 5-minute tracker saw standing once is
+    /// don't-care, and so is a 4-minute stop detected on one still report (a traffic halt
+    /// the truth does not log). With two reports inside, or a 15 s tracker, it stands.
+    #[test]
+    fn an_event_fewer_than_two_reports_show_is_dont_care() {
+        let config = DetectionConfig::default();
+        let truth_stop = |reports: Reports| {
+            let events = [stop("A", 5010, Some(5380))];
+            let ctx = Context::new(&config, NOW, &events)
+                .with_reports(HashMap::from([("A".to_owned(), reports)]));
+            of_kind(Scored::Event(EventKind::Stop), &events, &[], &ctx).0[0].dont_care
+        };
+        assert!(truth_stop(every(300, (5100, 5100))), "one report inside");
+        assert!(!truth_stop(every(15, (5010, 5380))), "15 s");
+        let events = [stop("A", 5010, Some(5700))];
+        let ctx = Context::new(&config, NOW, &events)
+            .with_reports(HashMap::from([("A".to_owned(), every(300, (5100, 5400)))]));
+        assert!(
+            !of_kind(Scored::Event(EventKind::Stop), &events, &[], &ctx).0[0].dont_care,
+            "two reports inside"
+        );
+        let halt = Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 8950,
+            end: Some(9200),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let detected = |reports: Reports| {
+            let ctx = Context::new(&config, NOW, &[] as &[TruthEvent])
+                .with_reports(HashMap::from([("A".to_owned(), reports)]));
+            of_kind(
+                Scored::Event(EventKind::Stop),
+                &[],
+                std::slice::from_ref(&halt),
+                &ctx,
+            )
+            .1[0]
+                .dont_care
+        };
+        assert!(detected(every(300, (9000, 9000))), "one still report");
+        assert!(!detected(every(15, (8950, 9200))), "15 s");
     }
 }
