@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::matching::Interval;
 use crate::engine::{DetectionConfig, EventKind, LONG_STOP};
 use crate::geometry::earth::{LatLon, distance_m};
+use crate::geometry::geofence::Geofence;
 use crate::sim::TruthEvent;
 
 /// Truth stops this much above the minimum stop time, and detections as short, are don't-care.
@@ -109,6 +110,8 @@ pub struct Context<'a> {
     off_unreported: HashSet<(String, i64)>,
     /// Each unit's report times and cadence while moving ([`Context::with_reports`]).
     reports: HashMap<String, Reports>,
+    /// The fences by name, for the halts at their edges ([`Context::with_fences`]).
+    fences: HashMap<String, Geofence>,
 }
 
 /// When a unit reported, and how often it records while moving: what bounds the instants the
@@ -119,6 +122,8 @@ pub struct Context<'a> {
 pub struct Reports {
     /// Distinct report times, ascending.
     times: Vec<i64>,
+    /// Where each report put the unit, and whether it read a standing speed.
+    at: Vec<(LatLon, bool)>,
     /// The median interval between consecutive reports both at a moving speed, seconds;
     /// `None` until [`Reports::MIN_INTERVALS`] such intervals are seen.
     cadence_s: Option<i64>,
@@ -128,13 +133,14 @@ impl Reports {
     /// Moving intervals needed before the cadence is trusted.
     const MIN_INTERVALS: usize = 10;
 
-    /// From a unit's reports (time, reported speed in km/h) in time order; a speed at or
-    /// above `moving_kmh` is moving.
-    pub fn new(reports: impl IntoIterator<Item = (i64, f64)>, moving_kmh: f64) -> Self {
+    /// From a unit's reports (time, position, reported speed in km/h) in time order; a speed
+    /// at or above `moving_kmh` is moving.
+    pub fn new(reports: impl IntoIterator<Item = (i64, LatLon, f64)>, moving_kmh: f64) -> Self {
         let mut times: Vec<i64> = Vec::new();
+        let mut at = Vec::new();
         let mut intervals = Vec::new();
         let mut last: Option<(i64, bool)> = None;
-        for (t, kmh) in reports {
+        for (t, point, kmh) in reports {
             let moving = kmh >= moving_kmh;
             if let Some((before, was_moving)) = last {
                 if t <= before {
@@ -146,12 +152,49 @@ impl Reports {
                 }
             }
             times.push(t);
+            at.push((point, !moving));
             last = Some((t, moving));
         }
         intervals.sort_unstable();
         let cadence_s =
             (intervals.len() >= Self::MIN_INTERVALS).then(|| intervals[intervals.len() / 2]);
-        Reports { times, cadence_s }
+        Reports {
+            times,
+            at,
+            cadence_s,
+        }
+    }
+
+    /// How loosely the reports bound a fence crossing at `t` made by a unit that halted at the
+    /// edge: when the report just before `t` or just after it lies at a point `near_edge`
+    /// accepts (within the position noise of the edge), the run of such reports around it,
+    /// if the unit stood still in it, is a halt the noise cannot place on either side — the
+    /// crossing may be at its start or at its end. The window runs from the last report
+    /// before that run (clearly on one side) to the first after it; 0 without such a halt.
+    fn halt_at_edge(&self, t: i64, near_edge: impl Fn(LatLon) -> bool) -> i64 {
+        let near = |i: usize| self.at.get(i).is_some_and(|(p, _)| near_edge(*p));
+        let k = self.times.partition_point(|r| *r < t);
+        let mut widest = 0;
+        for i in [k.checked_sub(1), Some(k)].into_iter().flatten() {
+            if !near(i) {
+                continue;
+            }
+            let (mut lo, mut hi) = (i, i);
+            while lo > 0 && near(lo - 1) {
+                lo -= 1;
+            }
+            while near(hi + 1) {
+                hi += 1;
+            }
+            if !self.at[lo..=hi].iter().any(|(_, still)| *still) {
+                // Driven across the edge without halting: the reports either side date it.
+                continue;
+            }
+            let from = self.times[lo.saturating_sub(1)];
+            let to = self.times[(hi + 1).min(self.times.len() - 1)];
+            widest = widest.max(to - from);
+        }
+        widest
     }
 
     /// How loosely the reports bound instant `t`: the interval between the last report at or
@@ -323,7 +366,26 @@ impl<'a> Context<'a> {
             ignition_ons,
             off_unreported: HashSet::new(),
             reports: HashMap::new(),
+            fences: HashMap::new(),
         }
+    }
+
+    /// The fences by name: a crossing made by a unit halted within `parada_radio_m` of the
+    /// edge is dated by the data only to the halt ([`Reports::halt_at_edge`]).
+    pub fn with_fences(mut self, fences: HashMap<String, Geofence>) -> Self {
+        self.fences = fences;
+        self
+    }
+
+    /// [`Reports::halt_at_edge`] for `plate` at `fence`'s edge; 0 when either is unknown.
+    fn halt_at_edge(&self, plate: &str, fence: &str, t: Option<i64>) -> i64 {
+        let (Some(reports), Some(fence), Some(t)) =
+            (self.reports.get(plate), self.fences.get(fence), t)
+        else {
+            return 0;
+        };
+        let noise_m = self.config.parada_radio_m;
+        reports.halt_at_edge(t, |p| fence.edge_distance_m(p) <= noise_m)
     }
 
     /// Each unit's reports (by plate), which bound how closely the data can date an instant
@@ -940,7 +1002,11 @@ fn visits<'d>(
             // minute or more made of stays of a few seconds, which no debounce can confirm.
             let short =
                 entry.is_some() && longest.is_some_and(|stay| ctx.duration(stay.0, stay.1) < brief);
-            intervals.push(ctx.truth(plate, fence, entry, exit, short));
+            let mut interval = ctx.truth(plate, fence, entry, exit, short);
+            for (slack, t) in interval.slack_s.iter_mut().zip([entry, exit]) {
+                *slack = (*slack).max(ctx.halt_at_edge(plate, fence, t));
+            }
+            intervals.push(interval);
         }
     }
     let found = found
@@ -1858,7 +1924,7 @@ mod tests {
             } else {
                 40.0
             };
-            (t, kmh)
+            (t, LatLon::new(0.0, 0.0), kmh)
         });
         Reports::new(reports, DetectionConfig::default().velocidad_detenida_kmh)
     }
@@ -1966,5 +2032,79 @@ mod tests {
         };
         assert!(detected(every(300, (9000, 9000))), "one still report");
         assert!(!detected(every(15, (8950, 9200))), "15 s");
+    }
+
+    /// A unit halted within the position noise of a fence's edge, then drove in: the reports
+    /// cannot say on which side it stood, so its entry is dated by the data only to the halt
+    /// (from the last report clearly outside to the first clearly inside). An entry detected
+    /// at the halt's start, 95 s before the truth's, is a hit; with the same reports but no
+    /// halt among them (driven straight in) it is a miss and a false alarm, as before.
+    #[test]
+    fn a_crossing_by_a_unit_halted_at_the_edge_is_dated_only_to_the_halt() {
+        let config = DetectionConfig::default();
+        let fence = Geofence::new(
+            "F".into(),
+            "bodega".into(),
+            crate::geometry::geofence::Shape::Circle {
+                centre: LatLon::new(0.0, 0.0),
+                radius_m: 300.0,
+            },
+            None,
+        );
+        // Metres east of the centre, every 15 s: in from 755 m, halted 3-6 m outside the edge
+        // from 1,000 s to 1,090 s (some fixes read inside), in at 1,095 s.
+        let metres = [
+            (940, 755.0),
+            (955, 605.0),
+            (970, 455.0),
+            (985, 320.0),
+            (1000, 305.0),
+            (1015, 296.0),
+            (1030, 304.0),
+            (1045, 298.0),
+            (1060, 306.0),
+            (1075, 303.0),
+            (1090, 305.0),
+            (1105, 250.0),
+            (1120, 120.0),
+        ];
+        let events = [TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "F".into(),
+            entrada_utc: Some(1095),
+            salida_utc: Some(3000),
+        }];
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Visit,
+            start: 1000,
+            end: Some(3000),
+            fence: "F".into(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let score = |halted: bool| {
+            let reports = metres.iter().map(|&(t, m)| {
+                let kmh = if halted && (1000..=1090).contains(&t) {
+                    0.0
+                } else {
+                    30.0
+                };
+                (t, LatLon::new(0.0, m / 111_320.0), kmh)
+            });
+            let reports = Reports::new(reports, config.velocidad_detenida_kmh);
+            let ctx = Context::new(&config, NOW, &events)
+                .with_reports(HashMap::from([("A".to_owned(), reports)]))
+                .with_fences(HashMap::from([("F".to_owned(), fence.clone())]));
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Visit), &events, &found, &ctx);
+            let rules = super::super::matching::Rules {
+                tolerance_s: 60,
+                now_utc: NOW,
+            };
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score(true), (1, 0, 0), "halted at the edge");
+        assert_eq!(score(false), (0, 1, 1), "driven straight in");
     }
 }

@@ -168,7 +168,14 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     let ctx = Context::new(&meta.config, now, truth)
         .with_unseen_moves(unseen_moves(&store, &ids, truth, &meta.config)?)
         .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?)
-        .with_reports(reports(&store, &ids, &meta.config)?);
+        .with_reports(reports(&store, &ids, &meta.config)?)
+        .with_fences(
+            store
+                .fences()?
+                .into_iter()
+                .map(|f| (f.fence.name.clone(), f.fence))
+                .collect(),
+        );
     let rules = Rules {
         tolerance_s: i64::from(options.tolerance_s),
         now_utc: now,
@@ -305,7 +312,7 @@ fn reports(
     for (plate, id) in ids {
         let mut times = Vec::new();
         store.for_each_fix(*id, i64::MIN, i64::MAX, |fix| {
-            times.push((fix.ts_utc, fix.speed_kmh));
+            times.push((fix.ts_utc, fix.point(), fix.speed_kmh));
         })?;
         by_plate.insert(
             plate.clone(),
