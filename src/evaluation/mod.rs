@@ -167,7 +167,15 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
     let ctx = Context::new(&meta.config, now, truth)
         .with_unseen_moves(unseen_moves(&store, &ids, truth, &meta.config)?)
-        .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?);
+        .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?)
+        .with_reports(reports(&store, &ids, &meta.config)?)
+        .with_fences(
+            store
+                .fences()?
+                .into_iter()
+                .map(|f| (f.fence.name.clone(), f.fence))
+                .collect(),
+        );
     let rules = Rules {
         tolerance_s: i64::from(options.tolerance_s),
         now_utc: now,
@@ -292,6 +300,26 @@ fn move_shown(
         .zip(after.and_then(|a| a.odometer_m))
         .is_some_and(|(b, a)| (a - b) as f64 > config.parada_radio_m);
     in_a_row || fast || driven
+}
+
+/// Every unit's report times and cadence while moving ([`intervals::Reports`]), by plate.
+fn reports(
+    store: &Store,
+    ids: &HashMap<String, i64>,
+    config: &crate::engine::DetectionConfig,
+) -> anyhow::Result<HashMap<String, intervals::Reports>> {
+    let mut by_plate = HashMap::new();
+    for (plate, id) in ids {
+        let mut times = Vec::new();
+        store.for_each_fix(*id, i64::MIN, i64::MAX, |fix| {
+            times.push((fix.ts_utc, fix.point(), fix.speed_kmh));
+        })?;
+        by_plate.insert(
+            plate.clone(),
+            intervals::Reports::new(times, config.velocidad_detenida_kmh),
+        );
+    }
+    Ok(by_plate)
 }
 
 /// The days' parkings that went on into a shift for as long as a long stop
