@@ -47,7 +47,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// stopped, when no stop showed it, against its heartbeats' period while parked; and a still
 /// speed between two moving fixes whose chord no path through a halt covers is invalid (a
 /// phone's 0 km/h while driving), decided by the fix after it.
-pub const ANALYSIS_VERSION: i64 = 15;
+/// 16: a far run of still fixes after a silence over an odometer that stood still re-centres a
+/// stop resting on few fixes instead of splitting it (an adaptive tracker's drifted heartbeats).
+pub const ANALYSIS_VERSION: i64 = 16;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
