@@ -414,8 +414,11 @@ impl StopDetector {
         if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
             return;
         }
-        // Far fixes after a silence with an odometer that stood are the drift too (a tracker
-        // beating hourly through a night): the candidate is re-centred, never split.
+        // A candidate on few fixes is re-centred on the far run, not split: with no silence
+        // before the run its own first fixes were the outliers, and over an odometer that
+        // stood still the unit did not move whatever the silence (an adaptive tracker's
+        // night: its braking and "off" records, then hourly heartbeats the drift put 80 m
+        // away, split the night in the middle of the first silence).
         if (!silence_before || odometer_stood) && open.fixes < SETTLED_CENTRE_FIXES {
             if let Some(centre) = open.far_centre.take() {
                 open.centre = centre;

@@ -118,6 +118,9 @@ pub struct Context<'a> {
     reports: HashMap<String, Reports>,
     /// The fences by name, for the halts at their edges ([`Context::with_fences`]).
     fences: HashMap<String, Geofence>,
+    /// Detected stops (plate, start) over which no truth stop lies and in which no report
+    /// showed a move ([`Context::with_standing`]).
+    standing: HashSet<(String, i64)>,
 }
 
 /// How long a unit's tracker stays silent, without any fault, in each state.
@@ -429,6 +432,7 @@ impl<'a> Context<'a> {
             stops,
             reports: HashMap::new(),
             fences: HashMap::new(),
+            standing: HashSet::new(),
         }
     }
 
@@ -459,6 +463,16 @@ impl<'a> Context<'a> {
     fn open_within_cadence(&self, plate: &str, start: i64, threshold_s: i64) -> bool {
         self.fault_free_silence(plate, start)
             .is_some_and(|period| self.now_utc - start <= period.saturating_add(threshold_s))
+    }
+
+    /// Detected stops (plate, start) over which the truth logs no stop and in which no report
+    /// showed the unit moving ([`unlogged_halts`]): a queue of halts each shorter than the
+    /// truth's shortest stop, the moves between them a few metres each that no report shows
+    /// (a single slow report between still ones, the odometer within a stop's radius). The
+    /// data show one stop there, which the truth does not log: no false alarm.
+    pub fn with_standing(mut self, stops: impl IntoIterator<Item = (String, i64)>) -> Self {
+        self.standing = stops.into_iter().collect();
+        self
     }
 
     /// The fences by name: a crossing made by a unit halted within `parada_radio_m` of the
@@ -712,6 +726,24 @@ pub fn close_stop_pairs(truth: &[TruthEvent], config: &DetectionConfig) -> Vec<(
     pairs
 }
 
+/// Detected stops (plate, start, end) that no truth stop of their unit overlaps: whether
+/// the reports inside them showed a move is for the caller to say
+/// ([`Context::with_standing`]).
+pub fn unlogged_halts(truth: &[TruthEvent], found: &[Detected]) -> Vec<(String, i64, i64)> {
+    let stops = truth_stops(truth);
+    found
+        .iter()
+        .filter(|d| d.kind == EventKind::Stop && !d.from_data_start)
+        .filter_map(|d| {
+            let end = d.end?;
+            let logged = stops
+                .iter()
+                .any(|s| s.plate == d.plate && s.start < end && s.end.is_none_or(|e| e > d.start));
+            (!logged).then(|| (d.plate.clone(), d.start, end))
+        })
+        .collect()
+}
+
 /// The days' parkings (truth stops ending a shift) that went on after the ignition came on
 /// for about as long as a long stop: (plate, the parking's start, the ignition-on). Whether a
 /// report in it said "off" is for the caller to say ([`Context::with_off_unreported`]).
@@ -816,7 +848,8 @@ fn stops<'d>(
                 d,
                 short(ctx.duration(d.start, d.end))
                     || ctx.estimated_in_loss(d)
-                    || ctx.unresolved(&d.plate, Some(d.start), d.end),
+                    || ctx.unresolved(&d.plate, Some(d.start), d.end)
+                    || ctx.standing.contains(&(d.plate.clone(), d.start)),
             )
         })
         .collect();
