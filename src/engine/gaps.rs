@@ -12,7 +12,8 @@
 //! still running at "now" is reported open. A silence the unit spent stopped (slow before it,
 //! in the same place after it) is a loss only if it is longer than the tracker's own cadence
 //! while stopped allows: an adaptive tracker records once an hour, or not at all, while a unit
-//! stands with the engine on, and its silence at a client is its cadence. That cadence is
+//! stands with the engine on, and its silence at a client is its cadence (a record due and
+//! missed by more than the loss threshold is a loss). That cadence is
 //! learned from the unit's own reports — the median interval between consecutive still fixes
 //! in one place with the engine on — and applied when the analysis is finished, so every
 //! silence is judged against all the data (a tracker never seen reporting twice in a row
@@ -38,8 +39,9 @@ use crate::geometry::earth::distance_m;
 /// A fix this slow may be the last before a halt: an adaptive tracker records the change of
 /// speed as the unit brakes, not the moment it reaches zero, km/h.
 const SLOW_KMH: f64 = 15.0;
-/// A silence while stopped is a loss beyond this many of the unit's usual intervals while
-/// stopped (a record due and missed, with room for one late).
+/// A silence while moving is a loss beyond this many of the unit's usual intervals while
+/// moving (the median interval of an adaptive tracker is shorter than its longest: it records
+/// on distance and turns as well as on its period). Stopped, the period is the median.
 const CADENCE_FACTOR: f64 = 2.0;
 /// Without an odometer, two fixes around the same stop lie within this many stop radii
 /// (each carries its own noise).
@@ -257,11 +259,13 @@ impl GapDetector {
         // and beyond the tracker's own cadence when moving.
         let threshold_s = self.threshold_s as f64;
         let beyond = |cadence_s: f64| (CADENCE_FACTOR * cadence_s).max(threshold_s);
+        // Standing, the tracker records on its period alone, so the median interval is that
+        // period: a record due and missed by more than the loss threshold is a loss.
         let allowed_s = self
             .stopped_cadence
             .median()
             .or_else(|| self.parked_cadence.median())
-            .map(beyond);
+            .map(|cadence_s| cadence_s + threshold_s);
         let allowed_moving_s = self.moving_cadence.median().map_or(threshold_s, beyond);
         let is_loss = |from_utc: i64, to_utc: Option<i64>, stopped: bool| {
             let silence_s = (to_utc.unwrap_or(now_utc) - from_utc) as f64;

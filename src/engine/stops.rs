@@ -325,7 +325,17 @@ impl StopDetector {
         // (it halted again before the next one; its drift-held far run would hide the move).
         let moved_unseen =
             (after_gap || still) && Self::odometer_moved(&open.last_still, fix, radius);
-        if moved_unseen {
+        if moved_unseen && let Some(first_moving) = open.first_moving {
+            // A moving fix since the stop's last still one showed the departure (an adaptive
+            // tracker records a unit setting off, then one halting again within seconds): the
+            // stop ended there, and the odometer's advance is the drive after it.
+            let end = self.departure_time(&open.last_still, &first_moving, open.centre.point());
+            self.open = Some(open);
+            self.close(end);
+            if still {
+                self.start(fix);
+            }
+        } else if moved_unseen {
             self.open = Some(open);
             self.left_in_silence(fix, still);
         } else if still && from_centre_m <= radius {
@@ -371,7 +381,8 @@ impl StopDetector {
     /// Doppler speeds needs that silence or a moving fix before the run: without either, a
     /// settled stop keeps its centre (the run is drift). Unless the candidate
     /// itself rests on fewer fixes than that (its centre not settled yet): then its own first
-    /// fixes were the outliers, and it is re-centred on the far ones, keeping its start.
+    /// fixes were the outliers, and it is re-centred on the far ones, keeping its start. An
+    /// odometer that stood between the stop's last fix and the far ones rules a move out.
     fn far_fix(&mut self, fix: &Fix, after_gap: bool, radius_m: f64) {
         let doppler = self.doppler;
         let Some(open) = &mut self.open else {
@@ -403,7 +414,12 @@ impl StopDetector {
         if !evidence && open.fixes >= SETTLED_CENTRE_FIXES {
             return;
         }
-        if !silence_before && open.fixes < SETTLED_CENTRE_FIXES {
+        // A candidate on few fixes is re-centred on the far run, not split: with no silence
+        // before the run its own first fixes were the outliers, and over an odometer that
+        // stood still the unit did not move whatever the silence (an adaptive tracker's
+        // night: its braking and "off" records, then hourly heartbeats the drift put 80 m
+        // away, split the night in the middle of the first silence).
+        if (!silence_before || odometer_stood) && open.fixes < SETTLED_CENTRE_FIXES {
             if let Some(centre) = open.far_centre.take() {
                 open.centre = centre;
             }

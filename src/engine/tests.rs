@@ -802,3 +802,44 @@ fn an_odometer_that_advanced_between_two_still_fixes_ends_the_stop() {
     let entry = a.visits[0].entry_utc;
     assert!((moved..=moved + 30).contains(&entry), "{}", entry - moved);
 }
+
+/// An adaptive tracker's night at σ 25 m with 20 m drift (`minimo`, `comercial`, seeds 73 and
+/// 75): the braking record, the "off" record, then a heartbeat an hour that the drift puts 80
+/// m away, the odometer standing still throughout. Three far heartbeats in a row made a
+/// far run after a silence, and the stop, resting on two fixes, was cut in the middle of the
+/// first silence: the night read as a 33-minute stop and another. An odometer that stood still
+/// says the unit did not move, however few fixes the stop rests on: the far run re-centres it.
+#[test]
+fn far_heartbeats_over_an_odometer_that_stood_still_do_not_split_the_night() {
+    let odometer = |x: f64| Some(x.round() as i64);
+    let at = |t: i64, x: f64, kmh: f64, ignition: bool, odo: f64| {
+        let p = offset_m(ORIGIN, x, 0.0);
+        Fix {
+            ts_utc: T0 + t,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh: kmh,
+            heading_deg: 90.0,
+            ignition,
+            odometer_m: odometer(odo),
+        }
+    };
+    let mut fixes: Vec<Fix> = (0..10)
+        .map(|i| at(15 * i, 165.0 * i as f64, 40.0, true, 165.0 * i as f64))
+        .collect();
+    let parked = 165.0 * 10.0;
+    fixes.push(at(150, parked, 4.0, true, parked));
+    fixes.push(at(317, parked + 15.0, 0.0, false, parked));
+    for h in 1..=14 {
+        fixes.push(at(317 + 3600 * h, parked + 80.0, 0.0, false, parked));
+    }
+    let morning = 317 + 3600 * 14 + 600;
+    fixes.push(at(morning, parked + 20.0, 0.0, true, parked));
+    for i in 1..=6 {
+        let x = parked + 150.0 * i as f64;
+        fixes.push(at(morning + 15 * i, x, 36.0, true, x));
+    }
+    let a = run(&fixes, &[]);
+    assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+    assert!((T0 + 150..=T0 + 160).contains(&a.stops[0].start_utc));
+}

@@ -479,6 +479,11 @@ fn correlated_drift_with_little_white_noise_does_not_split_a_long_stop() {
 /// halts (still rolling at 4.5 km/h), one an hour while it stands with the engine on, and
 /// one as it sets off (7 km/h).
 fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
+    adaptive_every(legs, seed, 3600)
+}
+
+/// [`adaptive`] with another period while standing, seconds.
+fn adaptive_every(legs: &[Leg], seed: u64, standing_period_s: i64) -> Vec<Fix> {
     let quiet = QUIET;
     let starts = starts_of(legs);
     let leg_of = |t: i64| starts.iter().rposition(|s| *s <= t).unwrap_or(0);
@@ -488,7 +493,7 @@ fn adaptive(legs: &[Leg], seed: u64) -> Vec<Fix> {
         let since = fix.ts_utc - starts[leg];
         match legs[leg] {
             Leg::Stand { .. } if since == 0 => fix.speed_kmh = 4.5,
-            Leg::Stand { .. } if since % 3600 != 0 => continue,
+            Leg::Stand { .. } if since % standing_period_s != 0 => continue,
             Leg::Drive { .. } if since == 0 && leg > 0 => fix.speed_kmh = 7.0,
             _ => {}
         }
@@ -597,6 +602,38 @@ fn an_adaptive_tracker_silent_hours_after_a_halt_lost_its_signal() {
     let lost = run(&until_halt, &[], halt + 3 * 3600);
     let found: Vec<_> = lost.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
     assert_eq!(found, vec![(halt, None)]);
+}
+
+/// An adaptive tracker set to record every ten minutes while the unit stands: a record due
+/// and not made within the loss threshold after it is a signal loss. The allowance was twice
+/// the cadence, so a loss that hid one record at a delivery (a 20-minute silence) passed.
+#[test]
+fn a_record_missed_at_a_stop_beyond_the_threshold_is_a_signal_loss() {
+    let legs = [
+        drive(600),
+        stand(3000),
+        drive(600),
+        stand(3000),
+        drive(600),
+        stand(3000),
+        drive(600),
+    ];
+    let starts = starts_of(&legs);
+    let now = starts[6] + 600;
+    for seed in 40..=43 {
+        let fixes = adaptive_every(&legs, seed, 600);
+        let a = run(&fixes, &[], now);
+        assert!(a.gaps.is_empty(), "seed {seed}: {:?}", a.gaps);
+        let missed = starts[3] + 1200;
+        let lost: Vec<Fix> = fixes.into_iter().filter(|f| f.ts_utc != missed).collect();
+        let a = run(&lost, &[], now);
+        let found: Vec<_> = a.gaps.iter().map(|g| (g.from_utc, g.to_utc)).collect();
+        assert_eq!(
+            found,
+            vec![(missed - 600, Some(missed + 600))],
+            "seed {seed}"
+        );
+    }
 }
 
 #[test]
@@ -1070,4 +1107,55 @@ fn a_phones_invalid_zero_while_driving_is_caught_by_the_fix_after_it() {
         "{km} km of {driven_km}"
     );
     assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+}
+
+/// An adaptive tracker (a record every 500 m or 30°, every 120 s at most while moving, every
+/// 10 min while stopped) recorded a unit slowing to 6 km/h, then nothing while it stood ten
+/// minutes at a client, then setting off at 12 km/h, then 19 s later halted at a light 160 m
+/// on (odometer +4 m over the stand, +161 m to the light). The setting-off fix dates the
+/// departure: the delivery is a stop from the slow fix to it. It was read as a move in the
+/// silence's middle (the odometer's jump to the light), the delivery dropped as unseen and a
+/// stop from the silence's middle to well after the light reported instead.
+#[test]
+fn a_setting_off_fix_before_a_halt_dates_the_departure_after_a_silence() {
+    let fix = |t: i64, east_m: f64, kmh: f64, odometer_m: i64| {
+        let p = offset_m(ORIGIN, east_m, 90.0);
+        Fix {
+            ts_utc: T0 + t,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh: kmh,
+            heading_deg: 90.0,
+            ignition: true,
+            odometer_m: Some(odometer_m),
+        }
+    };
+    let mut fixes: Vec<Fix> = (0..10)
+        .map(|i| fix(i * 45, i as f64 * 500.0, 40.0, i * 500))
+        .collect();
+    fixes.push(fix(450, 4560.0, 5.8, 4560));
+    fixes.push(fix(1014, 4564.0, 11.7, 4564));
+    fixes.push(fix(1033, 4725.0, 0.0, 4725));
+    fixes.push(fix(1060, 4735.0, 20.0, 4735));
+    fixes.extend((1..6).map(|i| {
+        fix(
+            1060 + i * 45,
+            4735.0 + i as f64 * 500.0,
+            40.0,
+            4735 + i * 500,
+        )
+    }));
+    let a = run(&fixes, &[], T0 + 1600);
+    let delivery: Vec<_> = a.stops.iter().filter(|s| s.start_utc < T0 + 1014).collect();
+    assert_eq!(delivery.len(), 1, "{:?}", a.stops);
+    let (start, end) = (
+        delivery[0].start_utc - T0,
+        delivery[0].end_utc.unwrap() - T0,
+    );
+    assert!(
+        (450..=470).contains(&start),
+        "starts at {start}: {:?}",
+        a.stops
+    );
+    assert!((1000..=1014).contains(&end), "ends at {end}: {:?}", a.stops);
 }

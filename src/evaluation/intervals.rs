@@ -9,7 +9,8 @@
 //! inside one of the unit's signal losses or losses of the GNSS fix, or inside a silence as long
 //! as a loss that records still in transit at "now" left between records received (the reports
 //! only bound it by the silence), and for signal losses a silence without a GNSS fix, without
-//! network at "now" or left by records in transit (the data cannot tell it from a loss). Truth
+//! network at "now" or left by records in transit (the data cannot tell it from a loss), and
+//! one still open at "now" no longer than the tracker keeps silent in the state last seen. Truth
 //! visits a few seconds apart are merged first (roads hug some fence edges), those apart by an
 //! exit near the debounce or up to a minute and a half are scored as the detections split
 //! them, and truth stops a few metres apart whose move between no report showed are scored as
@@ -21,6 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::matching::Interval;
 use crate::engine::{DetectionConfig, EventKind, LONG_STOP};
 use crate::geometry::earth::{LatLon, distance_m};
+use crate::geometry::geofence::Geofence;
 use crate::sim::TruthEvent;
 
 /// Truth stops this much above the minimum stop time, and detections as short, are don't-care.
@@ -107,6 +109,148 @@ pub struct Context<'a> {
     /// Days' parkings (plate, start) through which no report said the ignition was off
     /// ([`Context::with_off_unreported`]).
     off_unreported: HashSet<(String, i64)>,
+    /// Each profiled unit's tracker periods (the truth's `rastreador`).
+    trackers: HashMap<&'a str, Periods>,
+    /// Each unit's shifts (ignition on) and truth stops: start, end (none: still at "now").
+    shifts: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+    stops: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+    /// Each unit's report times and cadence while moving ([`Context::with_reports`]).
+    reports: HashMap<String, Reports>,
+    /// The fences by name, for the halts at their edges ([`Context::with_fences`]).
+    fences: HashMap<String, Geofence>,
+    /// Detected stops (plate, start) over which no truth stop lies and in which no report
+    /// showed a move ([`Context::with_standing`]).
+    standing: HashSet<(String, i64)>,
+}
+
+/// How long a unit's tracker stays silent, without any fault, in each state.
+#[derive(Debug, Clone, Copy)]
+struct Periods {
+    /// A fixed tracker's period.
+    fixed_s: Option<i64>,
+    /// An adaptive tracker's longest silences, moving and stopped with the engine on.
+    moving_s: Option<i64>,
+    stopped_s: Option<i64>,
+    /// With the ignition off: the heartbeat (none: silent).
+    heartbeat_s: Option<i64>,
+}
+
+/// Whether `t` lies in one of `spans` (`[start, end)`, an open end running on).
+fn within(spans: Option<&Vec<(i64, Option<i64>)>>, t: i64) -> bool {
+    spans.is_some_and(|list| list.iter().any(|(a, b)| *a <= t && b.is_none_or(|b| t < b)))
+}
+
+/// When a unit reported, and how often it records while moving: what bounds the instants the
+/// data can date. A tracker recording a moving unit every `C` seconds shows an arrival, a
+/// departure or a fence crossing only as lying between two reports up to `C` apart, and an
+/// event shorter than `2 C` may fall between two reports or leave one inside.
+#[derive(Debug, Clone, Default)]
+pub struct Reports {
+    /// Distinct report times, ascending.
+    times: Vec<i64>,
+    /// Where each report put the unit, and whether it read a standing speed.
+    at: Vec<(LatLon, bool)>,
+    /// The median interval between consecutive reports both at a moving speed, seconds;
+    /// `None` until [`Reports::MIN_INTERVALS`] such intervals are seen.
+    cadence_s: Option<i64>,
+}
+
+impl Reports {
+    /// Moving intervals needed before the cadence is trusted.
+    const MIN_INTERVALS: usize = 10;
+
+    /// From a unit's reports (time, position, reported speed in km/h) in time order; a speed
+    /// at or above `moving_kmh` is moving.
+    pub fn new(reports: impl IntoIterator<Item = (i64, LatLon, f64)>, moving_kmh: f64) -> Self {
+        let mut times: Vec<i64> = Vec::new();
+        let mut at = Vec::new();
+        let mut intervals = Vec::new();
+        let mut last: Option<(i64, bool)> = None;
+        for (t, point, kmh) in reports {
+            let moving = kmh >= moving_kmh;
+            if let Some((before, was_moving)) = last {
+                if t <= before {
+                    // A duplicate (or a late report stored in order): no new instant.
+                    continue;
+                }
+                if moving && was_moving {
+                    intervals.push(t - before);
+                }
+            }
+            times.push(t);
+            at.push((point, !moving));
+            last = Some((t, moving));
+        }
+        intervals.sort_unstable();
+        let cadence_s =
+            (intervals.len() >= Self::MIN_INTERVALS).then(|| intervals[intervals.len() / 2]);
+        Reports {
+            times,
+            at,
+            cadence_s,
+        }
+    }
+
+    /// How loosely the reports bound a fence crossing at `t` made by a unit that halted at the
+    /// edge: when the report just before `t` or just after it lies at a point `near_edge`
+    /// accepts (within the position noise of the edge), the run of such reports around it,
+    /// if the unit stood still in it, is a halt the noise cannot place on either side — the
+    /// crossing may be at its start or at its end. The window runs from the last report
+    /// before that run (clearly on one side) to the first after it; 0 without such a halt.
+    fn halt_at_edge(&self, t: i64, near_edge: impl Fn(LatLon) -> bool) -> i64 {
+        let near = |i: usize| self.at.get(i).is_some_and(|(p, _)| near_edge(*p));
+        let k = self.times.partition_point(|r| *r < t);
+        let mut widest = 0;
+        for i in [k.checked_sub(1), Some(k)].into_iter().flatten() {
+            if !near(i) {
+                continue;
+            }
+            let (mut lo, mut hi) = (i, i);
+            while lo > 0 && near(lo - 1) {
+                lo -= 1;
+            }
+            while near(hi + 1) {
+                hi += 1;
+            }
+            if !self.at[lo..=hi].iter().any(|(_, still)| *still) {
+                // Driven across the edge without halting: the reports either side date it.
+                continue;
+            }
+            let from = self.times[lo.saturating_sub(1)];
+            let to = self.times[(hi + 1).min(self.times.len() - 1)];
+            widest = widest.max(to - from);
+        }
+        widest
+    }
+
+    /// How loosely the reports bound instant `t`: the interval between the last report at or
+    /// before it and the first at or after it, capped at the cadence while moving (a longer
+    /// silence is a loss, judged apart, or an adaptive tracker asleep while standing, whose
+    /// last record before it dates the halt). 0 without a cadence or outside the reports.
+    fn slack(&self, t: Option<i64>) -> i64 {
+        let (Some(t), Some(cadence)) = (t, self.cadence_s) else {
+            return 0;
+        };
+        // The first report at or after `t`, and the one before it.
+        let k = self.times.partition_point(|r| *r < t);
+        match (k.checked_sub(1).map(|i| self.times[i]), self.times.get(k)) {
+            (_, Some(b)) if *b == t => 0,
+            (Some(a), Some(b)) => (b - a).min(cadence),
+            _ => 0,
+        }
+    }
+
+    /// Whether the reports cannot show an event from `start` to `end` at all: it is shorter
+    /// than two report intervals while moving and fewer than two reports fall inside it (one
+    /// report cannot say how long the unit stood, sped or stayed).
+    fn unresolved(&self, start: i64, end: i64) -> bool {
+        let Some(cadence) = self.cadence_s else {
+            return false;
+        };
+        let inside =
+            self.times.partition_point(|r| *r <= end) - self.times.partition_point(|r| *r < start);
+        end - start < 2 * cadence && inside < 2
+    }
 }
 
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
@@ -223,18 +367,54 @@ impl<'a> Context<'a> {
         }
         let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
         let mut ignition_ons: HashMap<&str, Vec<i64>> = HashMap::new();
+        let mut shifts: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
+        let mut stops: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
+        let mut trackers = HashMap::new();
         for event in truth {
-            if let TruthEvent::Jornada {
-                placa,
-                inicio_utc,
-                fin_utc,
-                ..
-            } = event
-            {
-                ignition_ons.entry(placa).or_default().push(*inicio_utc);
-                if let Some(off) = fin_utc {
-                    ignition_offs.entry(placa).or_default().push(*off);
+            match event {
+                TruthEvent::Jornada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => {
+                    ignition_ons.entry(placa).or_default().push(*inicio_utc);
+                    if let Some(off) = fin_utc {
+                        ignition_offs.entry(placa).or_default().push(*off);
+                    }
+                    shifts
+                        .entry(placa)
+                        .or_default()
+                        .push((*inicio_utc, *fin_utc));
                 }
+                TruthEvent::Parada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => stops
+                    .entry(placa)
+                    .or_default()
+                    .push((*inicio_utc, *fin_utc)),
+                TruthEvent::Rastreador {
+                    placa,
+                    intervalo_s,
+                    periodo_movimiento_s,
+                    periodo_detenido_s,
+                    latido_s,
+                    ..
+                } => {
+                    trackers.insert(
+                        placa.as_str(),
+                        Periods {
+                            fixed_s: *intervalo_s,
+                            moving_s: *periodo_movimiento_s,
+                            stopped_s: *periodo_detenido_s,
+                            heartbeat_s: *latido_s,
+                        },
+                    );
+                }
+                _ => {}
             }
         }
         Context {
@@ -247,7 +427,77 @@ impl<'a> Context<'a> {
             unseen_moves: HashSet::new(),
             ignition_ons,
             off_unreported: HashSet::new(),
+            trackers,
+            shifts,
+            stops,
+            reports: HashMap::new(),
+            fences: HashMap::new(),
+            standing: HashSet::new(),
         }
+    }
+
+    /// How long `plate`'s tracker stays silent without any fault in the state the truth has
+    /// the unit in at `t`: parked (the heartbeat, or for ever), standing with the engine on,
+    /// or moving. None for a unit without a described tracker (its records are on a fixed
+    /// grid, and every silence of a loss shows).
+    fn fault_free_silence(&self, plate: &str, t: i64) -> Option<i64> {
+        let periods = self.trackers.get(plate)?;
+        if !within(self.shifts.get(plate), t) {
+            return Some(periods.heartbeat_s.unwrap_or(i64::MAX));
+        }
+        if let Some(fixed) = periods.fixed_s {
+            return Some(fixed);
+        }
+        if within(self.stops.get(plate), t) {
+            periods.stopped_s
+        } else {
+            periods.moving_s
+        }
+    }
+
+    /// Whether a silence from `start` still open at "now" is no longer than `plate`'s tracker
+    /// keeps without a fault in the state its last record showed, plus `threshold_s`: the
+    /// data so far are those of a unit standing (or driving) as last seen, whatever the loss
+    /// hid since (an adaptive tracker at a client records once an hour; the unit left during
+    /// the loss and nothing shows it).
+    fn open_within_cadence(&self, plate: &str, start: i64, threshold_s: i64) -> bool {
+        self.fault_free_silence(plate, start)
+            .is_some_and(|period| self.now_utc - start <= period.saturating_add(threshold_s))
+    }
+
+    /// Detected stops (plate, start) over which the truth logs no stop and in which no report
+    /// showed the unit moving ([`unlogged_halts`]): a queue of halts each shorter than the
+    /// truth's shortest stop, the moves between them a few metres each that no report shows
+    /// (a single slow report between still ones, the odometer within a stop's radius). The
+    /// data show one stop there, which the truth does not log: no false alarm.
+    pub fn with_standing(mut self, stops: impl IntoIterator<Item = (String, i64)>) -> Self {
+        self.standing = stops.into_iter().collect();
+        self
+    }
+
+    /// The fences by name: a crossing made by a unit halted within `parada_radio_m` of the
+    /// edge is dated by the data only to the halt ([`Reports::halt_at_edge`]).
+    pub fn with_fences(mut self, fences: HashMap<String, Geofence>) -> Self {
+        self.fences = fences;
+        self
+    }
+
+    /// [`Reports::halt_at_edge`] for `plate` at `fence`'s edge; 0 when either is unknown.
+    fn halt_at_edge(&self, plate: &str, fence: &str, t: Option<i64>) -> i64 {
+        let (Some(reports), Some(fence), Some(t)) =
+            (self.reports.get(plate), self.fences.get(fence), t)
+        else {
+            return 0;
+        };
+        let noise_m = self.config.parada_radio_m;
+        reports.halt_at_edge(t, |p| fence.edge_distance_m(p) <= noise_m)
+    }
+
+    /// Each unit's reports (by plate), which bound how closely the data can date an instant
+    /// ([`Reports`]): without them every end is judged at the tolerance alone.
+    pub fn with_reports(mut self, reports: HashMap<String, Reports>) -> Self {
+        self.reports = reports;
+        self
     }
 
     /// The days' parkings ([`parkings_into_a_shift`]: plate, start) through which the unit
@@ -323,6 +573,18 @@ impl<'a> Context<'a> {
         self.duration(start, end)
     }
 
+    /// Whether `plate`'s reports cannot show an event from `start` to `end` at all
+    /// ([`Reports::unresolved`]): too brief for the tracker's cadence, with fewer than two
+    /// reports inside. On both sides: no detector is required to find it, and one that
+    /// reports it (a traffic halt seen as one still report between two moving ones five
+    /// minutes apart) is no false alarm.
+    fn unresolved(&self, plate: &str, start: Option<i64>, end: Option<i64>) -> bool {
+        self.reports
+            .get(plate)
+            .zip(start.zip(end))
+            .is_some_and(|(r, (s, e))| r.unresolved(s, e))
+    }
+
     /// Units silent at "now", with the start of the silence.
     pub fn silent_since(&self) -> impl Iterator<Item = (&str, i64)> {
         self.silent_since.iter().map(|(p, s)| (*p, *s))
@@ -342,12 +604,19 @@ impl<'a> Context<'a> {
         end: Option<i64>,
         dont_care: bool,
     ) -> Interval {
+        let reports = self.reports.get(plate);
+        let end = end.filter(|e| *e <= self.now_utc);
+        let unresolved = self.unresolved(plate, start, end);
         let mut interval = Interval {
             plate: plate.to_owned(),
             key: key.to_owned(),
             start,
-            end: end.filter(|e| *e <= self.now_utc),
-            dont_care: dont_care || self.unseen(plate, start) || self.unseen(plate, end),
+            end,
+            dont_care: dont_care
+                || unresolved
+                || self.unseen(plate, start)
+                || self.unseen(plate, end),
+            slack_s: reports.map_or([0, 0], |r| [r.slack(start), r.slack(end)]),
         };
         if let Some(&silent) = self.silent_since.get(plate)
             && interval.end.is_none_or(|e| e > silent)
@@ -367,6 +636,7 @@ fn detected(d: &Detected, dont_care: bool) -> Interval {
         start: (!d.from_data_start).then_some(d.start),
         end: d.end,
         dont_care,
+        slack_s: [0, 0],
     }
 }
 
@@ -454,6 +724,24 @@ pub fn close_stop_pairs(truth: &[TruthEvent], config: &DetectionConfig) -> Vec<(
         }
     }
     pairs
+}
+
+/// Detected stops (plate, start, end) that no truth stop of their unit overlaps: whether
+/// the reports inside them showed a move is for the caller to say
+/// ([`Context::with_standing`]).
+pub fn unlogged_halts(truth: &[TruthEvent], found: &[Detected]) -> Vec<(String, i64, i64)> {
+    let stops = truth_stops(truth);
+    found
+        .iter()
+        .filter(|d| d.kind == EventKind::Stop && !d.from_data_start)
+        .filter_map(|d| {
+            let end = d.end?;
+            let logged = stops
+                .iter()
+                .any(|s| s.plate == d.plate && s.start < end && s.end.is_none_or(|e| e > d.start));
+            (!logged).then(|| (d.plate.clone(), d.start, end))
+        })
+        .collect()
 }
 
 /// The days' parkings (truth stops ending a shift) that went on after the ignition came on
@@ -558,7 +846,10 @@ fn stops<'d>(
         .map(|d| {
             detected(
                 d,
-                short(ctx.duration(d.start, d.end)) || ctx.estimated_in_loss(d),
+                short(ctx.duration(d.start, d.end))
+                    || ctx.estimated_in_loss(d)
+                    || ctx.unresolved(&d.plate, Some(d.start), d.end)
+                    || ctx.standing.contains(&(d.plate.clone(), d.start)),
             )
         })
         .collect();
@@ -734,6 +1025,7 @@ fn gaps<'d>(
         start: Some(start),
         end: end.filter(|f| *f <= ctx.now_utc),
         dont_care,
+        slack_s: [0, 0],
     };
     let truth = truth
         .iter()
@@ -746,7 +1038,9 @@ fn gaps<'d>(
                 let caused = ctx.silences.get(&(placa.as_str(), *inicio_utc));
                 let (start, end) = seen_bounds(caused, *inicio_utc, *fin_utc);
                 let threshold_s = ctx.config.perdida_senal_s.round() as i64;
-                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s));
+                let unseen = caused.is_some_and(|s| s.added_too_little(threshold_s))
+                    || (end.is_none_or(|end| end > ctx.now_utc)
+                        && ctx.open_within_cadence(placa, start, threshold_s));
                 Some(silence(placa, start, end, unseen))
             }
             TruthEvent::SinFix {
@@ -834,13 +1128,19 @@ fn visits<'d>(
             // minute or more made of stays of a few seconds, which no debounce can confirm.
             let short =
                 entry.is_some() && longest.is_some_and(|stay| ctx.duration(stay.0, stay.1) < brief);
-            intervals.push(ctx.truth(plate, fence, entry, exit, short));
+            let mut interval = ctx.truth(plate, fence, entry, exit, short);
+            for (slack, t) in interval.slack_s.iter_mut().zip([entry, exit]) {
+                *slack = (*slack).max(ctx.halt_at_edge(plate, fence, t));
+            }
+            intervals.push(interval);
         }
     }
     let found = found
         .into_iter()
         .map(|d| {
-            let short = !d.from_data_start && ctx.duration(d.start, d.end) < brief;
+            let short = !d.from_data_start
+                && (ctx.duration(d.start, d.end) < brief
+                    || ctx.unresolved(&d.plate, Some(d.start), d.end));
             detected(d, short)
         })
         .collect();
@@ -1574,6 +1874,86 @@ mod tests {
         assert_eq!(score_of(&set_off, &[gap(4000, Some(5600))]), (0, 0, 0));
     }
 
+    /// A loss that begins while an adaptive tracker stands at a client and is still going on
+    /// at "now": the unit drove off during it (records hidden), but the data show only its
+    /// last record at the client and a silence no longer than the tracker keeps there without
+    /// a fault. Nothing could tell it from the unit still standing, so it is don't-care until
+    /// the silence outgrows the state's period (plus the loss threshold). Sydney seed 81 with
+    /// the `comercial` profile scored signal losses 0.000 on one such silence.
+    #[test]
+    fn an_open_silence_within_the_trackers_own_period_is_dont_care() {
+        let config = DetectionConfig::default();
+        let threshold_s = config.perdida_senal_s.round() as i64;
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let tracker = |fixed_s: Option<i64>| TruthEvent::Rastreador {
+            placa: "A".into(),
+            perfil: "p".into(),
+            modo: if fixed_s.is_some() {
+                "fijo"
+            } else {
+                "adaptativo"
+            }
+            .into(),
+            intervalo_s: fixed_s,
+            periodo_movimiento_s: fixed_s.is_none().then_some(300),
+            periodo_detenido_s: fixed_s.is_none().then_some(3600),
+            latido_s: Some(3600),
+            odometro: true,
+            odometro_desfase_km: 0.0,
+            odometro_escala: 1.0,
+        };
+        let shift = TruthEvent::Jornada {
+            placa: "A".into(),
+            fecha: String::new(),
+            inicio_utc: 0,
+            fin_utc: None,
+            fin_previsto_utc: NOW + 3600,
+        };
+        // Its last record at `from`, a loss from `from + 400` still on at "now".
+        let check = |name: &str, from: i64, standing: bool, fixed_s: Option<i64>, expected| {
+            let mut events = vec![
+                tracker(fixed_s),
+                shift.clone(),
+                loss("A", from + 400, NOW + 1),
+                TruthEvent::SilencioPerdida {
+                    placa: "A".into(),
+                    inicio_utc: from + 400,
+                    desde_utc: Some(from),
+                    hasta_utc: None,
+                    registros_ocultos: 29,
+                    primer_oculto_utc: Some(from + 1200),
+                },
+            ];
+            if standing {
+                events.push(stop("A", from, Some(from + 1200)));
+            }
+            let ctx = Context::new(&config, NOW, &events);
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Gap), &events, &[], &ctx);
+            let s = super::super::matching::score(&truth, &detected, rules);
+            assert_eq!(s.false_negatives, expected, "{name}");
+        };
+        check("standing, 37 min silent", NOW - 2200, true, None, 0);
+        check(
+            "standing, an hour and more",
+            NOW - 3600 - threshold_s - 1,
+            true,
+            None,
+            1,
+        );
+        check("driving, 37 min silent", NOW - 2200, false, None, 1);
+        check(
+            "driving, within the moving period",
+            NOW - 300,
+            false,
+            None,
+            0,
+        );
+        check("a fixed 15 s tracker", NOW - 2200, true, Some(15), 1);
+    }
+
     #[test]
     fn visits_merge_across_brief_exits() {
         #[rustfmt::skip]
@@ -1738,5 +2118,199 @@ mod tests {
         let (truth, _) = of_kind(Scored::LongStop, &events, &[], &ctx);
         assert_eq!(truth.len(), 1);
         assert!(truth[0].dont_care && truth[0].end.is_none());
+    }
+
+    /// A unit recording every `cadence` seconds from 0 to 20,000: moving except while it
+    /// stands from `stand.0` to `stand.1`.
+    fn every(cadence: i64, stand: (i64, i64)) -> Reports {
+        let reports = (0..=20_000 / cadence).map(|k| {
+            let t = k * cadence;
+            let kmh = if (stand.0..=stand.1).contains(&t) {
+                0.0
+            } else {
+                40.0
+            };
+            (t, LatLon::new(0.0, 0.0), kmh)
+        });
+        Reports::new(reports, DetectionConfig::default().velocidad_detenida_kmh)
+    }
+
+    /// Stop (TP, FP, FN) of a truth stop from 5,010 to 6,610 against one detection `late`
+    /// seconds late at both ends, for a unit whose reports are `reports` (`None`: unknown).
+    fn stop_score(reports: Option<Reports>, late: i64) -> (usize, usize, usize) {
+        let config = DetectionConfig::default();
+        let events = [stop("A", 5010, Some(6610))];
+        let mut ctx = Context::new(&config, NOW, &events);
+        if let Some(reports) = reports {
+            ctx = ctx.with_reports(HashMap::from([("A".to_owned(), reports)]));
+        }
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 5010 + late,
+            end: Some(6610 + late),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let (truth, detected) = of_kind(Scored::Event(EventKind::Stop), &events, &found, &ctx);
+        let rules = super::super::matching::Rules {
+            tolerance_s: 60,
+            now_utc: NOW,
+        };
+        let s = super::super::matching::score(&truth, &detected, rules);
+        (s.true_positives, s.false_positives, s.false_negatives)
+    }
+
+    /// A tracker recording every C seconds dates an arrival or a departure only to the
+    /// interval between its reports around it: an end is judged at the larger of the
+    /// tolerance and that interval (capped at C). A 30 s or 60 s tracker is judged exactly as
+    /// before (the tolerance is the larger), a 15 s one too at every error; a 120 s tracker
+    /// accepts 100 s but not 130 s, a 300 s one 250 s but not 320 s.
+    #[test]
+    fn an_end_is_judged_to_the_interval_between_the_reports_around_it() {
+        const HIT: (usize, usize, usize) = (1, 0, 0);
+        const MISS: (usize, usize, usize) = (0, 1, 1);
+        for late in [0, 30, 59, 60, 61, 100, 130, 200, 250, 320] {
+            assert_eq!(
+                stop_score(Some(every(15, (5010, 6610))), late),
+                stop_score(None, late),
+                "15 s, {late} s late"
+            );
+        }
+        for cadence in [30, 60] {
+            let reports = || Some(every(cadence, (5010, 6610)));
+            assert_eq!(stop_score(reports(), 60), HIT, "{cadence} s");
+            assert_eq!(stop_score(reports(), 61), MISS, "{cadence} s");
+            assert_eq!(stop_score(reports(), 100), MISS, "{cadence} s");
+        }
+        let reports = || Some(every(120, (5040, 6600)));
+        assert_eq!(stop_score(reports(), 100), HIT, "120 s");
+        assert_eq!(stop_score(reports(), 130), MISS, "120 s");
+        let reports = || Some(every(300, (5100, 6600)));
+        assert_eq!(stop_score(reports(), 250), HIT, "300 s");
+        assert_eq!(stop_score(reports(), 320), MISS, "300 s");
+        assert_eq!(stop_score(None, 250), MISS, "300 s, reports unknown");
+    }
+
+    /// An event shorter than two report intervals with fewer than two reports inside is
+    /// nothing the data can show: a 6-minute stop a 5-minute tracker saw standing once is
+    /// don't-care, and so is a 4-minute stop detected on one still report (a traffic halt
+    /// the truth does not log). With two reports inside, or a 15 s tracker, it stands.
+    #[test]
+    fn an_event_fewer_than_two_reports_show_is_dont_care() {
+        let config = DetectionConfig::default();
+        let truth_stop = |reports: Reports| {
+            let events = [stop("A", 5010, Some(5380))];
+            let ctx = Context::new(&config, NOW, &events)
+                .with_reports(HashMap::from([("A".to_owned(), reports)]));
+            of_kind(Scored::Event(EventKind::Stop), &events, &[], &ctx).0[0].dont_care
+        };
+        assert!(truth_stop(every(300, (5100, 5100))), "one report inside");
+        assert!(!truth_stop(every(15, (5010, 5380))), "15 s");
+        let events = [stop("A", 5010, Some(5700))];
+        let ctx = Context::new(&config, NOW, &events)
+            .with_reports(HashMap::from([("A".to_owned(), every(300, (5100, 5400)))]));
+        assert!(
+            !of_kind(Scored::Event(EventKind::Stop), &events, &[], &ctx).0[0].dont_care,
+            "two reports inside"
+        );
+        let halt = Detected {
+            plate: "A".into(),
+            kind: EventKind::Stop,
+            start: 8950,
+            end: Some(9200),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let detected = |reports: Reports| {
+            let ctx = Context::new(&config, NOW, &[] as &[TruthEvent])
+                .with_reports(HashMap::from([("A".to_owned(), reports)]));
+            of_kind(
+                Scored::Event(EventKind::Stop),
+                &[],
+                std::slice::from_ref(&halt),
+                &ctx,
+            )
+            .1[0]
+                .dont_care
+        };
+        assert!(detected(every(300, (9000, 9000))), "one still report");
+        assert!(!detected(every(15, (8950, 9200))), "15 s");
+    }
+
+    /// A unit halted within the position noise of a fence's edge, then drove in: the reports
+    /// cannot say on which side it stood, so its entry is dated by the data only to the halt
+    /// (from the last report clearly outside to the first clearly inside). An entry detected
+    /// at the halt's start, 95 s before the truth's, is a hit; with the same reports but no
+    /// halt among them (driven straight in) it is a miss and a false alarm, as before.
+    #[test]
+    fn a_crossing_by_a_unit_halted_at_the_edge_is_dated_only_to_the_halt() {
+        let config = DetectionConfig::default();
+        let fence = Geofence::new(
+            "F".into(),
+            "bodega".into(),
+            crate::geometry::geofence::Shape::Circle {
+                centre: LatLon::new(0.0, 0.0),
+                radius_m: 300.0,
+            },
+            None,
+        );
+        // Metres east of the centre, every 15 s: in from 755 m, halted 3-6 m outside the edge
+        // from 1,000 s to 1,090 s (some fixes read inside), in at 1,095 s.
+        let metres = [
+            (940, 755.0),
+            (955, 605.0),
+            (970, 455.0),
+            (985, 320.0),
+            (1000, 305.0),
+            (1015, 296.0),
+            (1030, 304.0),
+            (1045, 298.0),
+            (1060, 306.0),
+            (1075, 303.0),
+            (1090, 305.0),
+            (1105, 250.0),
+            (1120, 120.0),
+        ];
+        let events = [TruthEvent::VisitaGeocerca {
+            placa: "A".into(),
+            geocerca: "F".into(),
+            entrada_utc: Some(1095),
+            salida_utc: Some(3000),
+        }];
+        let found = [Detected {
+            plate: "A".into(),
+            kind: EventKind::Visit,
+            start: 1000,
+            end: Some(3000),
+            fence: "F".into(),
+            end_of_day: false,
+            from_data_start: false,
+        }];
+        let score = |halted: bool| {
+            let reports = metres.iter().map(|&(t, m)| {
+                let kmh = if halted && (1000..=1090).contains(&t) {
+                    0.0
+                } else {
+                    30.0
+                };
+                (t, LatLon::new(0.0, m / 111_320.0), kmh)
+            });
+            let reports = Reports::new(reports, config.velocidad_detenida_kmh);
+            let ctx = Context::new(&config, NOW, &events)
+                .with_reports(HashMap::from([("A".to_owned(), reports)]))
+                .with_fences(HashMap::from([("F".to_owned(), fence.clone())]));
+            let (truth, detected) = of_kind(Scored::Event(EventKind::Visit), &events, &found, &ctx);
+            let rules = super::super::matching::Rules {
+                tolerance_s: 60,
+                now_utc: NOW,
+            };
+            let s = super::super::matching::score(&truth, &detected, rules);
+            (s.true_positives, s.false_positives, s.false_negatives)
+        };
+        assert_eq!(score(true), (1, 0, 0), "halted at the edge");
+        assert_eq!(score(false), (0, 1, 1), "driven straight in");
     }
 }

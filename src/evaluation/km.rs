@@ -1,6 +1,6 @@
 //! Kilometres against the truth: the error per vehicle-day, reported and GPS-only, and the
-//! phantom kilometres the distance rule would count while a unit truly stands still (on the
-//! fixes as the engine sees them: speeds checked by [`SpeedCheck`] first).
+//! phantom kilometres the distance rule counts while a unit truly stands still (the rule run
+//! over the unit's whole data as the engine runs it: speeds checked by [`SpeedCheck`] first).
 //!
 //! Owns which days are judged: those with at least a kilometre driven, except a day whose
 //! unit is silent at "now" (what it drove after its last report cannot be known) or whose
@@ -8,11 +8,11 @@
 //! signal loss is judged on the reported kilometres (the odometer saw the silence through) but
 //! left out of the GPS-only figures (positions can only bridge it).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::engine::{DetectionConfig, GpsDistance, SpeedCheck};
+use crate::engine::{DetectionConfig, Fix, GpsDistance, SpeedCheck};
 use crate::sim::TruthEvent;
 use crate::store::{Store, StoreError};
 
@@ -126,7 +126,11 @@ pub struct Phantom {
 }
 
 /// Metres the distance rule adds inside true stops of ten minutes or more, how many stops and
-/// how long were checked.
+/// how long were checked. The rule runs over each unit's whole data, as the engine runs it —
+/// what it learned of the unit before a stop (its parked noise, its cadence) included — and
+/// the metres of each pair of fixes inside a stop (less its margins) are phantom. A rule
+/// started afresh at each stop, as this was measured until version 16, knew nothing of a
+/// tracker that records once every ten minutes at a client and counted each chord there.
 pub fn phantom_m(
     store: &Store,
     truth: &[TruthEvent],
@@ -134,9 +138,9 @@ pub fn phantom_m(
     config: &DetectionConfig,
     now_utc: i64,
 ) -> Result<Phantom, StoreError> {
-    let mut metres = 0.0;
-    let mut checked = 0;
-    let mut seconds = 0;
+    // Each unit's stops checked, less their margins; ordered so the sum is reproducible.
+    let mut windows: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    let (mut checked, mut seconds) = (0, 0);
     for event in truth {
         let TruthEvent::Parada {
             placa,
@@ -152,26 +156,40 @@ pub fn phantom_m(
         if end - start < PHANTOM_MIN_STOP_S {
             continue;
         }
-        // The engine's distance as the engine computes it: invalid speeds replaced first.
-        let mut speeds = SpeedCheck::new(config);
-        let mut distance = GpsDistance::new(config);
-        // Inside a parked hour the check's look-ahead has no moving fixes to weigh: the
-        // configured radius stands for the noise the engine learns.
-        store.for_each_fix(
-            *id,
-            start + PHANTOM_MARGIN_S,
-            end - PHANTOM_MARGIN_S,
-            |fix| {
-                if let Some((fix, _)) = speeds.push(fix, config.parada_radio_m) {
-                    metres += distance.push(&fix);
-                }
-            },
-        )?;
-        if let Some((fix, _)) = speeds.flush() {
-            metres += distance.push(&fix);
-        }
+        windows
+            .entry(*id)
+            .or_default()
+            .push((start + PHANTOM_MARGIN_S, end - PHANTOM_MARGIN_S));
         checked += 1;
         seconds += end - start - 2 * PHANTOM_MARGIN_S;
+    }
+    let mut metres = 0.0;
+    for (id, spans) in &windows {
+        let inside = |a: i64, b: i64| spans.iter().any(|(from, to)| *from <= a && b <= *to);
+        // The engine's distance as the engine computes it: invalid speeds replaced first. The
+        // configured radius stands for the noise the engine learns (the check's look-ahead
+        // weighs a still reading against it).
+        let mut speeds = SpeedCheck::new(config);
+        let mut distance = GpsDistance::new(config);
+        let mut prev_utc: Option<i64> = None;
+        let mut take = |fix: Fix| {
+            if prev_utc.is_some_and(|prev| fix.ts_utc <= prev) {
+                return;
+            }
+            let counted = distance.push(&fix);
+            if prev_utc.is_some_and(|prev| inside(prev, fix.ts_utc)) {
+                metres += counted;
+            }
+            prev_utc = Some(fix.ts_utc);
+        };
+        store.for_each_fix(*id, 0, now_utc, |fix| {
+            if let Some((fix, _)) = speeds.push(fix, config.parada_radio_m) {
+                take(fix);
+            }
+        })?;
+        if let Some((fix, _)) = speeds.flush() {
+            take(fix);
+        }
     }
     Ok(Phantom {
         metres,

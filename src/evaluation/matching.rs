@@ -22,6 +22,13 @@ pub struct Interval {
     /// `None`: still under way at "now".
     pub end: Option<i64>,
     pub dont_care: bool,
+    /// On a truth interval, how loosely the unit's reports bound its start and its end,
+    /// seconds: the interval between the reports either side of the instant (capped at the
+    /// tracker's cadence while moving, see `intervals::Reports`). A match's error at that end
+    /// may be this large when it exceeds the tolerance: a tracker recording every five
+    /// minutes dates a crossing only to five minutes, whatever a detector does. 0 on
+    /// detections and wherever the reports are not known.
+    pub slack_s: [i64; 2],
 }
 
 /// How strict a match is.
@@ -97,8 +104,8 @@ fn errors(
         (None, None) => None,
         (t, d) => Some((d.unwrap_or(rules.now_utc) - t.unwrap_or(rules.now_utc)).abs()),
     };
-    let within = |e: Option<i64>| e.is_none_or(|e| e <= rules.tolerance_s);
-    (within(start) && within(end)).then_some((start, end))
+    let within = |e: Option<i64>, slack: i64| e.is_none_or(|e| e <= rules.tolerance_s.max(slack));
+    (within(start, truth.slack_s[0]) && within(end, truth.slack_s[1])).then_some((start, end))
 }
 
 fn same_subject(a: &Interval, b: &Interval) -> bool {
@@ -197,6 +204,7 @@ mod tests {
             start,
             end,
             dont_care: false,
+            slack_s: [0, 0],
         }
     }
     fn closed(start: i64, end: i64) -> Interval {
@@ -246,6 +254,12 @@ mod tests {
             dont_care: true,
             ..closed(1000, 1200)
         };
+        // The reports bound the truth's start only to 200 s (a tracker recording every few
+        // minutes): a start that far off is still a hit, an end as far off is not.
+        let loose_start = Interval {
+            slack_s: [200, 0],
+            ..closed(1000, 2000)
+        };
         #[rustfmt::skip]
         let cases: Vec<Case> = vec![
             ("empty", vec![], vec![], RULES, (0, 0, 0, &[], &[])),
@@ -274,6 +288,9 @@ mod tests {
             ("don't care matched", vec![dont_care.clone()], vec![closed(1010, 1190)], RULES, (0, 0, 0, &[], &[])),
             ("don't care absorbs a loose detection", vec![dont_care.clone()], vec![closed(1150, 1500)], RULES, (0, 0, 0, &[], &[])),
             ("don't care missed", vec![dont_care], vec![], RULES, (0, 0, 0, &[], &[])),
+            ("start within the reports' slack", vec![loose_start.clone()], vec![closed(1150, 2030)], RULES, (1, 0, 0, &[150], &[30])),
+            ("start beyond the reports' slack", vec![loose_start.clone()], vec![closed(1210, 2000)], RULES, (0, 1, 1, &[], &[])),
+            ("end as far off, no slack there", vec![loose_start], vec![closed(1000, 2150)], RULES, (0, 1, 1, &[], &[])),
         ];
         for (name, truth, detected, rules, expected) in cases {
             check(name, &truth, &detected, rules, expected);

@@ -167,7 +167,16 @@ pub fn run(options: &Options) -> anyhow::Result<Evaluation> {
     let ids: HashMap<String, i64> = plates.iter().map(|(id, p)| (p.clone(), *id)).collect();
     let ctx = Context::new(&meta.config, now, truth)
         .with_unseen_moves(unseen_moves(&store, &ids, truth, &meta.config)?)
-        .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?);
+        .with_off_unreported(off_unreported(&store, &ids, truth, &meta.config, now)?)
+        .with_standing(standing(&store, &ids, truth, &found, &meta.config)?)
+        .with_reports(reports(&store, &ids, &meta.config)?)
+        .with_fences(
+            store
+                .fences()?
+                .into_iter()
+                .map(|f| (f.fence.name.clone(), f.fence))
+                .collect(),
+        );
     let rules = Rules {
         tolerance_s: i64::from(options.tolerance_s),
         now_utc: now,
@@ -292,6 +301,73 @@ fn move_shown(
         .zip(after.and_then(|a| a.odometer_m))
         .is_some_and(|(b, a)| (a - b) as f64 > config.parada_radio_m);
     in_a_row || fast || driven
+}
+
+/// The detected stops the truth logs no stop over ([`intervals::unlogged_halts`]) in which
+/// no report showed a move ([`move_shown`], from the stop's first report to its last): the
+/// data show the unit standing there throughout.
+fn standing(
+    store: &Store,
+    ids: &HashMap<String, i64>,
+    truth: &[crate::sim::TruthEvent],
+    found: &[Detected],
+    config: &crate::engine::DetectionConfig,
+) -> anyhow::Result<Vec<(String, i64)>> {
+    let mut standing = Vec::new();
+    for (plate, start, end) in intervals::unlogged_halts(truth, found) {
+        let Some(id) = ids.get(&plate) else { continue };
+        // The reports just outside bound the odometer's advance across the stop.
+        let around = config.perdida_senal_s.round() as i64;
+        let fixes = store.fixes(*id, start - around, end + around + 1)?;
+        if stood_throughout(&fixes, start, end, config) {
+            standing.push((plate, start));
+        }
+    }
+    Ok(standing)
+}
+
+/// Whether the reports `fixes` (in time order, around a detected stop from `start` to `end`)
+/// show the unit standing throughout: at least two reports inside, and no move between its
+/// first report and its last as [`move_shown`] judges one. From the first report, not from
+/// `start`: the stop's start is dated back to the halt, and the odometer from the report
+/// before it counts the braking.
+fn stood_throughout(
+    fixes: &[crate::engine::Fix],
+    start: i64,
+    end: i64,
+    config: &crate::engine::DetectionConfig,
+) -> bool {
+    let inside = || {
+        fixes
+            .iter()
+            .filter(|f| start <= f.ts_utc && f.ts_utc <= end)
+    };
+    match (inside().next(), inside().next_back()) {
+        (Some(first), Some(last)) if first.ts_utc < last.ts_utc => {
+            !move_shown(fixes, first.ts_utc, last.ts_utc, config)
+        }
+        _ => false,
+    }
+}
+
+/// Every unit's report times and cadence while moving ([`intervals::Reports`]), by plate.
+fn reports(
+    store: &Store,
+    ids: &HashMap<String, i64>,
+    config: &crate::engine::DetectionConfig,
+) -> anyhow::Result<HashMap<String, intervals::Reports>> {
+    let mut by_plate = HashMap::new();
+    for (plate, id) in ids {
+        let mut times = Vec::new();
+        store.for_each_fix(*id, i64::MIN, i64::MAX, |fix| {
+            times.push((fix.ts_utc, fix.point(), fix.speed_kmh));
+        })?;
+        by_plate.insert(
+            plate.clone(),
+            intervals::Reports::new(times, config.velocidad_detenida_kmh),
+        );
+    }
+    Ok(by_plate)
 }
 
 /// The days' parkings that went on into a shift for as long as a long stop
@@ -440,5 +516,84 @@ mod tests {
         assert!(shown(&[(103, 16.0)]));
         assert!(shown(&[(102, 6.0), (104, 9.0)]));
         assert!(!shown(&[(102, 6.0), (104, 0.0)]));
+    }
+
+    /// A queue at a gate (dos_zonas seed 101): halts of under a minute, which the truth does
+    /// not log, with single slow reports between them and 52 m on the odometer. The data
+    /// show one stop; a move shown by two moving reports in a row, a fast one or the
+    /// odometer beyond the stop's radius is a queue the data do show moving.
+    #[test]
+    fn a_queue_of_unlogged_halts_no_report_shows_moving_stood_throughout() {
+        let config = DetectionConfig::default();
+        // Seconds after the halt, km/h, odometer metres (the reports of 1111-BCD).
+        let queue = [
+            (-9, 26.0, 0),
+            (6, 0.0, 63),
+            (21, 0.0, 63),
+            (36, 0.0, 63),
+            (51, 7.8, 65),
+            (66, 0.0, 82),
+            (81, 0.0, 82),
+            (96, 11.1, 84),
+            (111, 0.0, 115),
+            (126, 0.0, 115),
+            (141, 0.0, 115),
+            (156, 6.0, 115),
+            (171, 25.1, 215),
+        ];
+        let stood = |changed: &[(i64, f64, i64)]| {
+            let fixes: Vec<Fix> = queue
+                .iter()
+                .map(|&(t, kmh, odo)| {
+                    let (_, kmh, odo) = changed
+                        .iter()
+                        .find(|c| c.0 == t)
+                        .copied()
+                        .unwrap_or((t, kmh, odo));
+                    report(t, kmh, odo)
+                })
+                .collect();
+            stood_throughout(&fixes, 0, 155, &config)
+        };
+        assert!(stood(&[]), "single slow reports, 52 m");
+        assert!(!stood(&[(66, 6.0, 82)]), "two moving reports in a row");
+        assert!(!stood(&[(96, 16.0, 84)]), "one fast report");
+        assert!(!stood(&[(141, 0.0, 140)]), "77 m on the odometer");
+        assert!(
+            !stood_throughout(&[report(6, 0.0, 0)], 0, 155, &config),
+            "one report inside shows nothing"
+        );
+    }
+
+    /// A detected stop no truth stop overlaps is a candidate; one the truth logs is not.
+    #[test]
+    fn only_stops_the_truth_does_not_log_are_unlogged_halts() {
+        let stop = |start: i64, end: i64| Detected {
+            plate: "A".into(),
+            kind: crate::engine::EventKind::Stop,
+            start,
+            end: Some(end),
+            fence: String::new(),
+            end_of_day: false,
+            from_data_start: false,
+        };
+        let truth = [crate::sim::TruthEvent::Parada {
+            placa: "A".into(),
+            inicio_utc: 1000,
+            fin_utc: Some(2000),
+            duracion_s: 1000,
+            lat: 0.0,
+            lon: 0.0,
+            lugar: String::new(),
+            motivo: crate::sim::StopReason::Entrega,
+            motor_encendido: true,
+            desde_inicio_datos: false,
+            inyectada: false,
+        }];
+        let found = [stop(1010, 1990), stop(3000, 3155)];
+        assert_eq!(
+            intervals::unlogged_halts(&truth, &found),
+            [("A".to_owned(), 3000, 3155)]
+        );
     }
 }

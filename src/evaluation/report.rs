@@ -237,6 +237,7 @@ mod tests {
                 start,
                 end,
                 dont_care: false,
+                slack_s: [0, 0],
             };
             assert_eq!(Listed::of(&interval, zone()).text, expected);
         };

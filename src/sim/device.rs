@@ -118,15 +118,26 @@ impl Device {
     pub fn describe(&self) -> Option<TruthEvent> {
         let p = &self.profile;
         let name = p.name.clone()?;
-        let (mode, interval_s) = match p.recording {
-            Recording::Fixed { interval_s } => ("fijo", Some(interval_s)),
-            Recording::Adaptive { .. } => ("adaptativo", None),
+        let (mode, interval_s, moving_s, stopped_s) = match p.recording {
+            Recording::Fixed { interval_s } => ("fijo", Some(interval_s), None, None),
+            Recording::Adaptive {
+                moving_period_s,
+                stopped_period_s,
+                ..
+            } => (
+                "adaptativo",
+                None,
+                Some(moving_period_s),
+                Some(stopped_period_s),
+            ),
         };
         Some(TruthEvent::Rastreador {
             placa: self.plate.clone(),
             perfil: name,
             modo: mode.into(),
             intervalo_s: interval_s,
+            periodo_movimiento_s: moving_s,
+            periodo_detenido_s: stopped_s,
             latido_s: p.heartbeat_s,
             odometro: p.odometer.is_some(),
             odometro_desfase_km: p.odometer.map_or(0.0, |o| o.offset_km),

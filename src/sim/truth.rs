@@ -205,6 +205,13 @@ pub enum TruthEvent {
         modo: String,
         /// The fixed mode's period (null when adaptive).
         intervalo_s: Option<i64>,
+        /// Adaptive recording's longest silence while moving and while stopped with the
+        /// engine on (absent when fixed): the evaluation judges a silence still open at
+        /// `ahora` against the period of the state the unit was last seen in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        periodo_movimiento_s: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        periodo_detenido_s: Option<i64>,
         /// Heartbeat period with the ignition off (null: silent).
         latido_s: Option<i64>,
         /// Whether it sends an odometer, and how it is off: `real + desfase + escala × recorrido`.

@@ -47,7 +47,11 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// stopped, when no stop showed it, against its heartbeats' period while parked; and a still
 /// speed between two moving fixes whose chord no path through a halt covers is invalid (a
 /// phone's 0 km/h while driving), decided by the fix after it.
-pub const ANALYSIS_VERSION: i64 = 15;
+/// 16: a silence at a stop is a loss beyond the unit's cadence there plus the loss threshold
+/// (was twice the cadence); a setting-off fix since a stop's last still one dates its
+/// departure when the odometer shows a move at the next fix; an odometer that stood keeps a
+/// parking whole however few fixes it rests on (hourly heartbeats drifting off at night).
+pub const ANALYSIS_VERSION: i64 = 16;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
