@@ -253,6 +253,77 @@ impl Reports {
     }
 }
 
+/// What state each unit was in, and when, by the truth: its shifts (ignition on and off),
+/// its stops, and its tracker's periods.
+#[derive(Default)]
+struct UnitStates<'a> {
+    ignition_offs: HashMap<&'a str, Vec<i64>>,
+    ignition_ons: HashMap<&'a str, Vec<i64>>,
+    shifts: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+    stops: HashMap<&'a str, Vec<(i64, Option<i64>)>>,
+    trackers: HashMap<&'a str, Periods>,
+}
+
+impl<'a> UnitStates<'a> {
+    fn of(truth: &'a [TruthEvent]) -> Self {
+        let mut states = UnitStates::default();
+        for event in truth {
+            match event {
+                TruthEvent::Jornada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => {
+                    states
+                        .ignition_ons
+                        .entry(placa)
+                        .or_default()
+                        .push(*inicio_utc);
+                    if let Some(off) = fin_utc {
+                        states.ignition_offs.entry(placa).or_default().push(*off);
+                    }
+                    states
+                        .shifts
+                        .entry(placa)
+                        .or_default()
+                        .push((*inicio_utc, *fin_utc));
+                }
+                TruthEvent::Parada {
+                    placa,
+                    inicio_utc,
+                    fin_utc,
+                    ..
+                } => states
+                    .stops
+                    .entry(placa)
+                    .or_default()
+                    .push((*inicio_utc, *fin_utc)),
+                TruthEvent::Rastreador {
+                    placa,
+                    intervalo_s,
+                    periodo_movimiento_s,
+                    periodo_detenido_s,
+                    latido_s,
+                    ..
+                } => {
+                    states.trackers.insert(
+                        placa.as_str(),
+                        Periods {
+                            fixed_s: *intervalo_s,
+                            moving_s: *periodo_movimiento_s,
+                            stopped_s: *periodo_detenido_s,
+                            heartbeat_s: *latido_s,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        states
+    }
+}
+
 /// What a signal loss did to the records (the truth's `silencio_perdida`): the last record
 /// before it, the first after it, and how many it hid.
 #[derive(Debug, Clone, Copy)]
@@ -365,58 +436,13 @@ impl<'a> Context<'a> {
                 losses.entry(placa).or_default().push((*inicio_utc, *end));
             }
         }
-        let mut ignition_offs: HashMap<&str, Vec<i64>> = HashMap::new();
-        let mut ignition_ons: HashMap<&str, Vec<i64>> = HashMap::new();
-        let mut shifts: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
-        let mut stops: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
-        let mut trackers = HashMap::new();
-        for event in truth {
-            match event {
-                TruthEvent::Jornada {
-                    placa,
-                    inicio_utc,
-                    fin_utc,
-                    ..
-                } => {
-                    ignition_ons.entry(placa).or_default().push(*inicio_utc);
-                    if let Some(off) = fin_utc {
-                        ignition_offs.entry(placa).or_default().push(*off);
-                    }
-                    shifts
-                        .entry(placa)
-                        .or_default()
-                        .push((*inicio_utc, *fin_utc));
-                }
-                TruthEvent::Parada {
-                    placa,
-                    inicio_utc,
-                    fin_utc,
-                    ..
-                } => stops
-                    .entry(placa)
-                    .or_default()
-                    .push((*inicio_utc, *fin_utc)),
-                TruthEvent::Rastreador {
-                    placa,
-                    intervalo_s,
-                    periodo_movimiento_s,
-                    periodo_detenido_s,
-                    latido_s,
-                    ..
-                } => {
-                    trackers.insert(
-                        placa.as_str(),
-                        Periods {
-                            fixed_s: *intervalo_s,
-                            moving_s: *periodo_movimiento_s,
-                            stopped_s: *periodo_detenido_s,
-                            heartbeat_s: *latido_s,
-                        },
-                    );
-                }
-                _ => {}
-            }
-        }
+        let UnitStates {
+            ignition_offs,
+            ignition_ons,
+            shifts,
+            stops,
+            trackers,
+        } = UnitStates::of(truth);
         Context {
             config,
             now_utc,
