@@ -299,6 +299,28 @@ rutas = ["m01_cuadricula", "m02_anillo"]
     scenario
 }
 
+/// The Madrid fleet (`madrid`) at issue 14's σ 15 m with 10 m of drift (τ 120 s), every panel
+/// van on the tracker profile `name` whose keys are `keys`.
+fn madrid_with_tracker(dir: &Path, name: &str, keys: &str) -> PathBuf {
+    let scenario = madrid(dir);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let text = text
+        .replace(
+            "[ruido]\nsigma_m = 5.0\n",
+            &format!(
+                "[ruido]\nsigma_m = 15.0\nderiva_sigma_m = 10.0\nderiva_tau_s = 120.0\n\n\
+                 [rastreadores.{name}]\n{keys}"
+            ),
+        )
+        .replace(
+            "tipo = \"panel\"\n",
+            &format!("tipo = \"panel\"\nrastreador = \"{name}\"\n"),
+        );
+    assert!(text.contains("rastreador = "), "{text}");
+    std::fs::write(&scenario, text).unwrap();
+    scenario
+}
+
 /// The Madrid fleet with trackers that record adaptively (factory criteria: 300 s, 100 m,
 /// 10°, 10 km/h; nothing while the unit stands with the engine on) at issue 14's σ 15 m with
 /// 10 m of drift: such a tracker's still record and its next moving one straddle every
@@ -307,20 +329,7 @@ rutas = ["m01_cuadricula", "m02_anillo"]
 #[test]
 fn gps_km_of_adaptive_trackers() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = madrid(dir.path());
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let text = text
-        .replace(
-            "[ruido]\nsigma_m = 5.0\n",
-            "[ruido]\nsigma_m = 15.0\nderiva_sigma_m = 10.0\nderiva_tau_s = 120.0\n\n\
-             [rastreadores.adaptativo]\nmodo = \"adaptativo\"\n",
-        )
-        .replace(
-            "tipo = \"panel\"\n",
-            "tipo = \"panel\"\nrastreador = \"adaptativo\"\n",
-        );
-    assert!(text.contains("rastreador = "), "{text}");
-    std::fs::write(&scenario, text).unwrap();
+    let scenario = madrid_with_tracker(dir.path(), "adaptativo", "modo = \"adaptativo\"\n");
     let (ok, stderr, db, truth) = simulate_file(&scenario, dir.path(), &[]);
     assert!(ok, "{stderr}");
     assert!(check("madrid, adaptativo", &days(&db, &truth), 2.0) >= 15);
@@ -335,22 +344,13 @@ fn gps_km_of_adaptive_trackers() {
 #[test]
 fn a_sparse_tracker_at_a_client_adds_no_phantom_kilometres() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = madrid(dir.path());
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let text = text
-        .replace(
-            "[ruido]\nsigma_m = 5.0\n",
-            "[ruido]\nsigma_m = 15.0\nderiva_sigma_m = 10.0\nderiva_tau_s = 120.0\n\n\
-             [rastreadores.escaso]\nmodo = \"adaptativo\"\nperiodo_movimiento_s = 120\n\
-             distancia_m = 500\nangulo_grados = 30\ndelta_velocidad_kmh = 0\n\
-             periodo_detenido_s = 600\numbral_movimiento_kmh = 8\nlatido_apagado_min = 15\n",
-        )
-        .replace(
-            "tipo = \"panel\"\n",
-            "tipo = \"panel\"\nrastreador = \"escaso\"\n",
-        );
-    assert!(text.contains("rastreador = "), "{text}");
-    std::fs::write(&scenario, text).unwrap();
+    let scenario = madrid_with_tracker(
+        dir.path(),
+        "escaso",
+        "modo = \"adaptativo\"\nperiodo_movimiento_s = 120\ndistancia_m = 500\n\
+         angulo_grados = 30\ndelta_velocidad_kmh = 0\nperiodo_detenido_s = 600\n\
+         umbral_movimiento_kmh = 8\nlatido_apagado_min = 15\n",
+    );
     let (ok, stderr, db, _) = simulate_file(&scenario, dir.path(), &[]);
     assert!(ok, "{stderr}");
     assert_no_phantom_km(&db);
