@@ -8,10 +8,13 @@
 //! SIGTERM) stops it between units: the temporary files are removed, the previous ones are
 //! left as they were, and it says so ([`Interrupted`], exit 128 + the signal).
 
+use std::collections::VecDeque;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc::sync_channel;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, sync_channel};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -357,7 +360,9 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
     if let Location::Sqlite(db) = &options.db {
         check_paths(db, &options.truth)?;
     }
+    let started = Instant::now();
     let world = scenario::load(&options.scenario, options.ahora)?;
+    crate::log_debug!("escenario cargado: {:?}", started.elapsed());
     simulate_world(options, world)
 }
 
@@ -368,9 +373,9 @@ pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary
     if let Location::Sqlite(db) = &options.db {
         check_paths(db, &options.truth)?;
     }
-    let (simulation, config) = prepare(options, world)?;
+    let (simulation, config, outputs) = prepare(options, world, started)?;
     let world = &simulation.world;
-    let mut outputs = Outputs::open(options, world)?;
+    let mut outputs = outputs?;
     let bar = progress_bar(
         options.progress,
         (world.units.len() * world.days.len()) as u64,
@@ -403,8 +408,17 @@ pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary
     })
 }
 
-/// The checked scenario (with `--semilla`) ready to run, and the detection thresholds it sets.
-fn prepare(options: &Options, mut world: World) -> anyhow::Result<(Simulation, DetectionConfig)> {
+/// The checked scenario (with `--semilla`) ready to run, the detection thresholds it sets,
+/// and the output files opened ([`Outputs::open`]) — on a thread of their own while the roads
+/// are made: creating two files with the schema and writing the fleet is SQLite's work and
+/// file-system calls that needed none of the roads, and it held the workers back (12 ms
+/// of the reference week's setup under load, docs/rendimiento.md). Its outcome is returned
+/// as it came, so a place that cannot be written is reported as before.
+fn prepare(
+    options: &Options,
+    mut world: World,
+    started: Instant,
+) -> anyhow::Result<(Simulation, DetectionConfig, anyhow::Result<Outputs>)> {
     if let Some(seed) = options.seed {
         world.seed = seed;
     }
@@ -414,10 +428,21 @@ fn prepare(options: &Options, mut world: World) -> anyhow::Result<(Simulation, D
         None => DetectionConfig::default(),
     };
     let workers = options.workers.unwrap_or_else(cores);
-    Ok((
-        Simulation::with_roads(world, |routes, fences| roads(routes, fences, workers)),
-        config,
-    ))
+    let world_ref = &world;
+    let (made, outputs) = std::thread::scope(|scope| {
+        let opening = scope.spawn(move || {
+            let outputs = Outputs::open(options, world_ref);
+            crate::log_debug!("archivos abiertos: {:?}", started.elapsed());
+            outputs
+        });
+        let made = roads(&world_ref.routes, &world_ref.fences, workers);
+        crate::log_debug!("caminos preparados: {:?}", started.elapsed());
+        let outputs = opening
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (made, outputs)
+    });
+    Ok((Simulation::with_roads(world, |_, _| made), config, outputs))
 }
 
 /// The cores this machine offers (2 when it cannot tell).
@@ -694,12 +719,16 @@ const AHEAD: usize = 2;
 
 /// Simulates units on worker threads and writes them on this one, in unit order whatever
 /// order they finish in: the files are deterministic, whatever the number of workers.
-/// Worker `w` of `n` takes units `w`, `w + n`, `w + 2n`… and hands them over through its own
-/// bounded channel, which the writer reads in turn: at most `n × (AHEAD + 1)` units are held
-/// in memory. Each unit's rows go to the database as soon as they arrive, in the same order of
-/// writes as when they came with its detections (so the same bytes). Returns the fixes the engine read and the time spent writing, or `None` when
-/// `interrupt` asked for a stop (checked between units; the units being simulated then are
-/// finished and dropped).
+/// A worker takes the next unit nobody has taken as soon as it is free, so the workers
+/// finish together however the units' sizes fall (taken in turn, `w`, `w + n`…, one worker
+/// of the reference week sat idle for the last unit or two of the other, docs/rendimiento.md).
+/// A unit is taken only with one of `n × (AHEAD + 1)` credits, which the writer hands back
+/// as it writes each unit: at most that many units are held in memory, and since units are
+/// taken in order the one the writer waits for is always taken or about to be. Each unit's
+/// rows go to the database as soon as they arrive, in the same order of writes as when they
+/// came with its detections (so the same bytes). Returns the fixes the engine read and the
+/// time spent writing, or `None` when `interrupt` asked for a stop (checked between units;
+/// the units being simulated then are finished and dropped).
 fn write_units(
     simulation: &Simulation,
     config: &DetectionConfig,
@@ -717,20 +746,50 @@ fn write_units(
     let keep_delivered = keep.is_some();
     let mut fixes = 0u64;
     let mut write_time = Duration::ZERO;
+    let started = Instant::now();
+    let started = &started;
+    let credits = workers * (AHEAD + 1);
+    let (give_back, credit) = sync_channel::<()>(credits);
+    for _ in 0..credits {
+        // Room for every credit: the channel was made that size.
+        let _ = give_back.try_send(());
+    }
+    let credit = &Mutex::new(credit);
+    let next = &AtomicUsize::new(0);
+    // Unbounded: the credits bound what is in it, and a worker never waits to hand a unit in.
+    let (sender, receiver) = channel::<(usize, anyhow::Result<UnitPart>)>();
     std::thread::scope(|scope| {
-        let mut receivers = Vec::with_capacity(workers);
-        for first in 0..workers {
-            let (sender, receiver) = sync_channel::<anyhow::Result<UnitPart>>(2 * AHEAD);
-            receivers.push(receiver);
+        // Owned by this closure, so that whatever way it returns (a stop, an error) drops
+        // them before the workers are waited for: a worker waiting for a credit or handing a
+        // unit in then sees the writer gone and stops.
+        let (give_back, receiver) = (give_back, receiver);
+        for worker in 0..workers {
+            let sender = sender.clone();
             scope.spawn(move || {
                 // One unit's reports, kept from unit to unit: grown once, not doubled and
                 // copied from empty for every unit (2.3 % of a worker's instructions).
                 let mut reports = Vec::new();
-                for unit in (first..units).step_by(workers) {
+                loop {
                     if interrupt.asked() {
                         return;
                     }
-                    let rows = |rows| sender.send(Ok(UnitPart::Rows(rows))).is_ok();
+                    // Gone: the writer stopped (a stop asked for, or an error).
+                    let taken = credit.lock().map(|credit| credit.recv().is_ok());
+                    if !matches!(taken, Ok(true)) {
+                        return;
+                    }
+                    let unit = next.fetch_add(1, Ordering::Relaxed);
+                    if unit >= units {
+                        return;
+                    }
+                    let begun = started.elapsed();
+                    let rows = |rows| {
+                        crate::log_debug!(
+                            "unidad {unit} (hilo {worker}): simulada {begun:?} → {:?}",
+                            started.elapsed()
+                        );
+                        sender.send((unit, Ok(UnitPart::Rows(rows)))).is_ok()
+                    };
                     let output = match simulate_unit(
                         simulation,
                         config,
@@ -739,25 +798,50 @@ fn write_units(
                         &mut reports,
                         rows,
                     ) {
-                        Ok(Some(output)) => Ok(UnitPart::Rest(Box::new(output))),
+                        Ok(Some(output)) => {
+                            crate::log_debug!(
+                                "unidad {unit} (hilo {worker}): analizada → {:?}",
+                                started.elapsed()
+                            );
+                            Ok(UnitPart::Rest(Box::new(output)))
+                        }
                         // The writer hung up.
                         Ok(None) => return,
                         Err(e) => Err(e),
                     };
-                    if sender.send(output).is_err() {
+                    if sender.send((unit, output)).is_err() {
                         return;
                     }
                 }
             });
         }
+        drop(sender);
+        // Parts of later units that came before the one being written.
+        let mut early: Vec<VecDeque<anyhow::Result<UnitPart>>> =
+            (0..units).map(|_| VecDeque::new()).collect();
         for unit in 0..units {
             let output = loop {
-                let received = receivers[unit % workers].recv();
+                let waited = Instant::now();
+                let received = match early[unit].pop_front() {
+                    Some(part) => Some(part),
+                    None => loop {
+                        match receiver.recv() {
+                            Ok((from, part)) if from == unit => break Some(part),
+                            Ok((from, part)) => early[from].push_back(part),
+                            // Every worker hung up: only when they saw the stop asked for.
+                            Err(_) => break None,
+                        }
+                    },
+                };
+                crate::log_debug!(
+                    "escritor: unidad {unit} esperada {:?} hasta {:?}",
+                    waited.elapsed(),
+                    started.elapsed()
+                );
                 if interrupt.asked() {
                     return Ok(None);
                 }
-                // A worker hangs up early only when it saw the stop asked for.
-                let Ok(part) = received else {
+                let Some(part) = received else {
                     return Ok(None);
                 };
                 match part? {
@@ -771,6 +855,9 @@ fn write_units(
                     UnitPart::Rest(output) => break output,
                 }
             };
+            // The unit is no longer held: a worker may take another. (Full cannot happen:
+            // there are never more credits than the channel holds.)
+            let _ = give_back.try_send(());
             if !output.unhonoured.is_empty() {
                 return Err(NotHonoured(output.unhonoured).into());
             }

@@ -41,7 +41,7 @@
 use super::Fix;
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
-use crate::geometry::earth::{distance_m, hypot_exceeds, local_m};
+use crate::geometry::earth::{distance_m, distance_m_at, hypot_exceeds, local_m_at};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
 const MARGIN_SCALES: f64 = 3.0;
@@ -113,6 +113,46 @@ pub struct GpsDistance {
     /// The fix before `prev` and the metres counted from it to `prev`: what a jump at `prev`
     /// is judged against, and what is taken back if it was one.
     before: Option<(Fix, f64)>,
+    /// The cosines of the latitudes of the last fixes: each fix is measured from as `b`,
+    /// then `a`, then the jump test's `a`, and a stretch's start for as long as it lasts,
+    /// where each measure took its cosine anew (four `cos` a fix, 4 % of a worker's
+    /// instructions on the reference week).
+    cosines: Cosines,
+}
+
+/// A memo of [`crate::geometry::earth::cos_lat`] for the last few latitudes: the same values,
+/// computed once.
+#[derive(Debug, Clone)]
+struct Cosines {
+    bits: [u64; 4],
+    cos: [f64; 4],
+    next: usize,
+}
+
+impl Default for Cosines {
+    /// Every slot holds latitude 0.0, whose cosine is exactly 1.
+    fn default() -> Self {
+        Cosines {
+            bits: [0.0f64.to_bits(); 4],
+            cos: [1.0; 4],
+            next: 0,
+        }
+    }
+}
+
+impl Cosines {
+    /// The cosine of `lat` (degrees), bit for bit what `lat.to_radians().cos()` gives.
+    fn of(&mut self, lat: f64) -> f64 {
+        let bits = lat.to_bits();
+        if let Some(slot) = self.bits.iter().position(|&b| b == bits) {
+            return self.cos[slot];
+        }
+        let cos = lat.to_radians().cos();
+        self.bits[self.next] = bits;
+        self.cos[self.next] = cos;
+        self.next = (self.next + 1) % self.bits.len();
+        cos
+    }
 }
 
 impl GpsDistance {
@@ -135,6 +175,7 @@ impl GpsDistance {
             long_stop_s: config.parada_prolongada_min * 60.0,
             prev: None,
             before: None,
+            cosines: Cosines::default(),
         }
     }
 
@@ -152,7 +193,7 @@ impl GpsDistance {
         };
         if let Some((a, counted)) = self.before
             && let Some(margin) = self.margin_m()
-            && is_jump(&a, &b, fix, self.gap_s, margin)
+            && is_jump(&a, &b, fix, self.gap_s, margin, &mut self.cosines)
         {
             // The speeds are Doppler, untouched by a jump: the path through it is theirs.
             let metres = by_speed(&a, &b) + by_speed(&b, fix);
@@ -353,7 +394,7 @@ impl GpsDistance {
                 run.end_ts == a.ts_utc && !run.halted && run.is_on_line(b, margin, true)
             });
             if !continues {
-                self.run = straight.then(|| Run::new(a, a.heading_deg));
+                self.run = straight.then(|| Run::new(a, a.heading_deg, self.cosines.of(a.lat)));
             }
         } else if dt <= STILL_PAIR_MAX_S as f64 {
             // A halt (starts returned above): the still fix ends the stretch if it stands on
@@ -365,7 +406,7 @@ impl GpsDistance {
                 run.end_ts == a.ts_utc && !run.halted && run.is_on_line(b, margin, false)
             });
             if !continues {
-                let alone = Run::new(a, a.heading_deg);
+                let alone = Run::new(a, a.heading_deg, self.cosines.of(a.lat));
                 self.run = alone.is_on_line(b, margin, false).then_some(alone);
             }
         } else {
@@ -385,6 +426,7 @@ impl GpsDistance {
         } else {
             scale
         };
+        let cos_b = self.cosines.of(b.lat);
         let Some(run) = self.run.as_mut() else {
             return released;
         };
@@ -394,7 +436,7 @@ impl GpsDistance {
         // Noise across the street lengthens a chord, never shortens it: by chord_var / 2L on
         // average, 2 m on a 110 m stretch at 15 m of noise. Taken out (the along-street noise
         // averages out on its own).
-        let noisy = distance_m(run.start.point(), b.point());
+        let noisy = distance_m_at(run.start.point(), run.start_cos, b.point(), cos_b);
         let end_to_end = (noisy * noisy - chord_var).max(0.0).sqrt();
         let spread = (summed_var + chord_var).sqrt();
         let correction =
@@ -448,7 +490,7 @@ impl GpsDistance {
             return across_silence(on, speed_m, distance_m(a.point(), b.point()));
         }
         // Fixes 15 s apart are close: the flat-earth distance is exact enough, and cheap.
-        let (east_m, north_m) = local_m(a.point(), b.point());
+        let (east_m, north_m) = local_m_at(a.point(), self.cosines.of(a.lat), b.point());
         let chord = east_m.hypot(north_m);
         if a.speed_kmh < self.still_kmh && b.speed_kmh < self.still_kmh {
             if dt <= STILL_PAIR_MAX_S {
@@ -484,6 +526,8 @@ struct Halt {
 #[derive(Debug, Clone, Copy)]
 struct Run {
     start: Fix,
+    /// The cosine of `start`'s latitude.
+    start_cos: f64,
     /// The stretch's direction: its first moving fix's heading.
     heading_deg: f64,
     /// Whether it ended at a still fix: nothing follows a halt.
@@ -503,9 +547,10 @@ struct Run {
 }
 
 impl Run {
-    fn new(start: &Fix, heading_deg: f64) -> Self {
+    fn new(start: &Fix, heading_deg: f64, start_cos: f64) -> Self {
         Run {
             start: *start,
+            start_cos,
             heading_deg,
             halted: false,
             timing_var_m2: 0.0,
@@ -524,7 +569,7 @@ impl Run {
         if check_heading && heading_change_deg(self.heading_deg, b.heading_deg) >= STRAIGHT_DEG {
             return false;
         }
-        let (east_m, north_m) = local_m(self.start.point(), b.point());
+        let (east_m, north_m) = local_m_at(self.start.point(), self.start_cos, b.point());
         let heading = self.heading_deg.to_radians();
         let along = east_m * heading.sin() + north_m * heading.cos();
         let across = (east_m * heading.cos() - north_m * heading.sin()).abs();
@@ -557,17 +602,19 @@ impl Run {
 /// than the noise margin plus what the speed integral can miss in an interval of hard
 /// acceleration or braking. Only short intervals are judged: across a silence the path is
 /// unknown.
-fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64) -> bool {
+fn is_jump(a: &Fix, b: &Fix, c: &Fix, gap_s: f64, margin_m: f64, cosines: &mut Cosines) -> bool {
     let dt = |x: &Fix, y: &Fix| (y.ts_utc - x.ts_utc) as f64;
     let (dt_ab, dt_bc) = (dt(a, b), dt(b, c));
     if dt_ab <= 0.0 || dt_bc <= 0.0 || dt_ab > gap_s || dt_bc > gap_s {
         return false;
     }
     let (path_ab, path_bc) = (by_speed(a, b), by_speed(b, c));
-    let (east_ac, north_ac) = local_m(a.point(), c.point());
-    let (east_ab, north_ab) = local_m(a.point(), b.point());
+    let cos_a = cosines.of(a.lat);
+    let (east_ac, north_ac) = local_m_at(a.point(), cos_a, c.point());
+    let (east_ab, north_ab) = local_m_at(a.point(), cos_a, b.point());
     let chord_ac = east_ac.hypot(north_ac);
-    let (chord_ab, chord_bc) = (east_ab.hypot(north_ab), distance_m(b.point(), c.point()));
+    let chord_bc = distance_m_at(b.point(), cosines.of(b.lat), c.point(), cosines.of(c.lat));
+    let chord_ab = east_ab.hypot(north_ab);
     // Through `b` the chords run longer than both the speeds and the chord from `a` to `c`,
     // beyond the noise of two chords: whatever the cadence, only a path that bent away and
     // back faster than the speeds show could do that, and `b` being off does it at every
