@@ -11,7 +11,9 @@
 //! chord less a noise margin; and where the heading did not change (a straight street) the path
 //! is the chord, so the estimate is lowered to the chord plus that margin. The margin is three
 //! times the tracker's fix-to-fix noise, learned from the unit's own still fixes (the median of
-//! their displacements, robust to outlier jumps); until enough are seen, speeds alone decide.
+//! their displacements, robust to outlier jumps), or, for a tracker that never records two
+//! still fixes within a minute, a parked unit's noise over minutes (wider: drift included);
+//! until either is known, speeds alone decide.
 //! Two still fixes never add distance, whatever their positions say. Across a silence the
 //! unit drove at least the chord if it was on before it — its ignition on, or its speed a
 //! driving one (an "off" at 28 km/h is the ignition line flickering). A silence that began at a
@@ -269,9 +271,20 @@ impl GpsDistance {
         }
     }
 
-    /// The noise margin, once the noise is known.
+    /// The noise margin, once the noise is known: the fix-to-fix noise of still fixes within
+    /// [`STILL_PAIR_MAX_S`], else a parked unit's over minutes. A tracker silent while a unit
+    /// stands (a record every few minutes at a stop) never shows two still fixes within a
+    /// minute; without the fallback its positions never vetoed its speeds, and one that records
+    /// a moving unit every 500 m, 30° of turn or 120 s under-counted 9–15 % a day: its records
+    /// fire at turns, where the unit is slow, so the speeds it samples are low. The parked
+    /// noise (drift over minutes included) is never below the fix-to-fix noise, so its margin
+    /// is wider: the positions veto less, never wrongly more.
     fn margin_m(&mut self) -> Option<f64> {
-        self.noise.scale_m().map(|scale| MARGIN_SCALES * scale)
+        let scale = match self.noise.scale_m() {
+            Some(scale) => Some(scale),
+            None => self.parked.scale_m(),
+        };
+        scale.map(|scale| MARGIN_SCALES * scale)
     }
 
     /// Learns the Doppler speed noise from the speeds alone: three consecutive moving fixes
@@ -957,6 +970,58 @@ mod tests {
         d.push(&fix(600, 6000.0, 0.0, 0.0, 90.0));
         let start = d.push(&fix(615, 6080.0, 0.0, 30.0, 90.0));
         assert!((start - 62.5).abs() < 1e-9, "{start}");
+    }
+
+    /// A sparse adaptive tracker (a record every 500 m, 30° of turn or 120 s while moving,
+    /// one every 10 min at a stop) never shows two still fixes within a minute, so its
+    /// fix-to-fix noise is never learned; its records fire in the turns, where the unit is
+    /// slow. Around city blocks of 400 m driven at 50 km/h with three records in each
+    /// corner at 15 km/h the speeds show a third of the path: the positions must veto them once
+    /// the parked noise is known (from a night's heartbeats ±5 m). It counted 32 % before
+    /// the parked noise gave the margin (2,690 m of 8,332).
+    #[test]
+    fn a_sparse_trackers_slow_records_in_the_turns_do_not_hide_the_blocks() {
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        for i in 0..12 {
+            let (e, n) = (((i * 37) % 11) as f64 - 5.0, ((i * 53) % 11) as f64 - 5.0);
+            let mut heartbeat = fix(i * 600, e, n, 0.0, 0.0);
+            heartbeat.ignition = false;
+            d.push(&heartbeat);
+        }
+        // The ignition goes on: the unit moves off.
+        let mut t = 12 * 600;
+        d.push(&fix(t, 0.0, 0.0, 0.0, 0.0));
+        let (mut at, mut counted, mut truth) = ((0.0_f64, 0.0_f64), 0.0, 0.0);
+        // Five times round a square block, anticlockwise (east, north, west, south).
+        let sides = [
+            ((1.0, 0.0), 90.0),
+            ((0.0, 1.0), 0.0),
+            ((-1.0, 0.0), 270.0),
+            ((0.0, -1.0), 180.0),
+        ];
+        for side in 0..20 {
+            let ((east, north), heading) = sides[side % 4];
+            // The street: 400 m at 50 km/h, no record until the corner.
+            at = (at.0 + east * 400.0, at.1 + north * 400.0);
+            t += 29;
+            truth += 400.0;
+            // The corner into the next street: records 30°, 60° and 90° into the turn, 2 s
+            // and 8.3 m apart at 15 km/h.
+            let ((next_east, next_north), _) = sides[(side + 1) % 4];
+            for step in 1..=3 {
+                if step > 1 {
+                    at = (at.0 + next_east * 8.3, at.1 + next_north * 8.3);
+                    t += 2;
+                    truth += 8.3;
+                }
+                let turned = (heading - 30.0 * step as f64).rem_euclid(360.0);
+                counted += d.push(&fix(t, at.0, at.1, 15.0, turned));
+            }
+        }
+        assert!(
+            (counted - truth).abs() <= 0.04 * truth,
+            "{counted:.0} m counted of {truth:.0} m"
+        );
     }
 
     /// A cheap tracker's ignition line flickers: one report says "off" while the unit drives

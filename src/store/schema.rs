@@ -51,7 +51,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// (was twice the cadence); a setting-off fix since a stop's last still one dates its
 /// departure when the odometer shows a move at the next fix; an odometer that stood keeps a
 /// parking whole however few fixes it rests on (hourly heartbeats drifting off at night).
-pub const ANALYSIS_VERSION: i64 = 16;
+/// 17: the GPS distance's noise margin falls back to a parked unit's noise when a tracker
+/// never records two still fixes within a minute (a sparse adaptive one under-counted 9–15 %).
+pub const ANALYSIS_VERSION: i64 = 17;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
