@@ -74,12 +74,14 @@ fn closing_stdin_ends_the_server_even_when_nobody_reads_its_output() {
     // The feeder dies: the server's stdin is closed with lines still in it.
     feeder.kill().unwrap();
     feeder.wait().unwrap();
-    let status = exit_before(&mut server, Instant::now() + Duration::from_secs(5));
+    // It exits about a second after (the output's stall mark, then the drain); the bound is
+    // a liveness guard only, far beyond what a slow machine takes.
+    let status = exit_before(&mut server, Instant::now() + TIMEOUT);
     if status.is_none() {
         server.kill().unwrap();
         server.wait().unwrap();
     }
-    let status = status.expect("the server was still alive 5 s after its stdin closed");
+    let status = status.expect("the server was still alive long after its stdin closed");
     assert_eq!(status.code(), Some(0));
 }
 
