@@ -85,10 +85,25 @@ fn closing_stdin_ends_the_server_even_when_nobody_reads_its_output() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// A pause between two reads of a line being written that counts as the client (or the
+/// server) having stalled: half the server's mark for output that accepts nothing (500 ms),
+/// a dozen of the reader's own pauses.
+const STALLED: Duration = Duration::from_millis(250);
+
+/// What the slow client read, and whether it ever stalled mid-line.
+#[derive(Default)]
+struct SlowRead {
+    bytes: Vec<u8>,
+    stalled: bool,
+}
+
 /// Sends `signal` while the client is reading a map answer (about 200 KB, more than a pipe
 /// holds) slowly, then reads on to the end. At 100 KB/s the line is still being written when
 /// the grace and the drain are over (about a second): only waiting for it keeps it whole.
-fn stop_mid_answer(signal_to_send: Signal) {
+/// Returns false, checking only the exit, when a line stopped flowing for [`STALLED`] while
+/// it was read: a client descheduled that long (or a frozen server) is one that stopped
+/// reading, which may see a cut line; the caller tries again.
+fn stop_mid_answer(signal_to_send: Signal) -> bool {
     let db = fixture("minimo").db.to_str().unwrap().to_owned();
     let mut server = Command::new(flota_bin())
         .args(["servir", "--db", &db])
@@ -107,16 +122,26 @@ fn stop_mid_answer(signal_to_send: Signal) {
         writeln!(stdin, "{call}").unwrap();
     }
     stdin.flush().unwrap();
-    let read = Arc::new(Mutex::new(Vec::new()));
+    let read = Arc::new(Mutex::new(SlowRead::default()));
     let mut stdout = server.stdout.take().unwrap();
     let reader = {
         let read = Arc::clone(&read);
         std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
+            // When the last read ended inside a line: the next one should follow at once.
+            let mut mid_line: Option<Instant> = None;
             loop {
                 match stdout.read(&mut chunk) {
                     Ok(0) | Err(_) => return,
-                    Ok(n) => read.lock().unwrap().extend_from_slice(&chunk[..n]),
+                    Ok(n) => {
+                        let now = Instant::now();
+                        let mut read = read.lock().unwrap();
+                        if mid_line.is_some_and(|before| now - before >= STALLED) {
+                            read.stalled = true;
+                        }
+                        read.bytes.extend_from_slice(&chunk[..n]);
+                        mid_line = (read.bytes.last() != Some(&b'\n')).then_some(now);
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(40));
             }
@@ -127,7 +152,7 @@ fn stop_mid_answer(signal_to_send: Signal) {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         {
-            let read = read.lock().unwrap();
+            let read = &read.lock().unwrap().bytes;
             let lines = read.iter().filter(|&&b| b == b'\n').count();
             if lines >= 1 && read.last() != Some(&b'\n') {
                 break;
@@ -145,7 +170,11 @@ fn stop_mid_answer(signal_to_send: Signal) {
     let status = status.unwrap_or_else(|| panic!("alive after {signal_to_send:?}"));
     assert_eq!(status.code(), Some(0), "{signal_to_send:?}: {status}");
     let read = read.lock().unwrap();
-    let text = std::str::from_utf8(&read).unwrap();
+    if read.stalled {
+        eprintln!("{signal_to_send:?}: a line stalled while read; once more");
+        return false;
+    }
+    let text = std::str::from_utf8(&read.bytes).unwrap();
     assert!(
         text.ends_with('\n'),
         "{signal_to_send:?}: stdout ends mid-line"
@@ -161,12 +190,20 @@ fn stop_mid_answer(signal_to_send: Signal) {
         "{signal_to_send:?}: the answer being read was lost"
     );
     drop(stdin);
+    true
 }
 
+/// Each signal until one attempt had a client that kept reading (on a healthy machine, the
+/// first): a stall of the client or the server mid-line is the machine's, not a failure.
 #[test]
 fn sigterm_and_sigint_mid_answer_exit_zero_without_cutting_a_line() {
-    stop_mid_answer(Signal::TERM);
-    stop_mid_answer(Signal::INT);
+    for signal_to_send in [Signal::TERM, Signal::INT] {
+        let attempts = 10;
+        assert!(
+            (0..attempts).any(|_| stop_mid_answer(signal_to_send)),
+            "{signal_to_send:?}: the client or the server stalled in each of {attempts} attempts"
+        );
+    }
 }
 
 /// How a test ends a session.
