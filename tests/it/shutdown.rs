@@ -213,6 +213,39 @@ enum Ending {
     Signal(Signal),
 }
 
+/// The example server (with `--gracia grace`, else its default grace), initialized, then an
+/// `esperar` call of `ms` and a ping: the reader answers the ping after it handed the call
+/// to a worker, so it is running (or done) when the session ends by `ending`. Returns the
+/// exit status and what was written after the ping's answer.
+fn end_with_a_call_running(
+    grace: Option<&str>,
+    ms: u32,
+    ending: Ending,
+) -> (ExitStatus, Vec<Value>) {
+    let mut server = match grace {
+        Some(seconds) => Server::spawn(crate::support::example_bin(), &["--gracia", seconds]),
+        None => Server::example(),
+    };
+    server.initialize("2025-11-25");
+    server.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "esperar", "arguments": {"milisegundos": ms}}}));
+    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    assert_eq!(server.recv()["id"], 2);
+    if let Ending::Signal(signal_to_send) = ending {
+        signal(server.child(), signal_to_send);
+    }
+    let (status, rest) = server.finish();
+    let answers = rest
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (status, answers)
+}
+
+/// Each ending, twice: a short call (300 ms of work) under a grace no slow machine
+/// approaches is answered; a call of 60 s under the default grace (0.8 s) is abandoned, and
+/// the server still exits 0. Once both shared a session under the default grace, and a
+/// worker descheduled for half a second lost the short call's answer.
 #[test]
 fn a_call_that_finishes_within_the_grace_is_still_answered() {
     for ending in [
@@ -220,24 +253,9 @@ fn a_call_that_finishes_within_the_grace_is_still_answered() {
         Ending::Signal(Signal::TERM),
         Ending::Signal(Signal::INT),
     ] {
-        let mut server = Server::example();
-        server.initialize("2025-11-25");
-        // 300 ms of work, well inside the grace; and 60 s of work, well beyond it.
-        server.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"esperar","arguments":{"milisegundos":300}}}"#);
-        server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"esperar","arguments":{"milisegundos":60000}}}"#);
-        // Answered by the reader after it handed both calls to workers: both are running.
-        server.send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
-        assert_eq!(server.recv()["id"], 3);
-        if let Ending::Signal(signal_to_send) = ending {
-            signal(server.child(), signal_to_send);
-        }
-        let (status, rest) = server.finish();
+        let (status, answers) = end_with_a_call_running(Some("120"), 300, ending);
         assert_eq!(status.code(), Some(0), "{ending:?}");
-        let answers: Vec<Value> = rest
-            .iter()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(answers.len(), 1, "{ending:?}: {rest:?}");
+        assert_eq!(answers.len(), 1, "{ending:?}: {answers:?}");
         assert_eq!(answers[0]["id"], 1, "{ending:?}");
         assert!(
             answers[0]["result"]["structuredContent"]["milisegundos_esperados"]
@@ -245,6 +263,12 @@ fn a_call_that_finishes_within_the_grace_is_still_answered() {
                 .is_some_and(|ms| ms >= 300),
             "{ending:?}: {}",
             answers[0]
+        );
+        let (status, answers) = end_with_a_call_running(None, 60_000, ending);
+        assert_eq!(status.code(), Some(0), "{ending:?}");
+        assert!(
+            answers.is_empty(),
+            "{ending:?}: abandoned, yet answered: {answers:?}"
         );
     }
 }
