@@ -455,7 +455,11 @@ fn http_calls_follow_the_in_flight_rules() {
         "{timed_out}"
     );
 
-    // Cancelled: the stream ends, and nothing is ever sent for that id.
+    // Cancelled: the stream ends, and nothing is ever sent for that id. On a server with
+    // the default limit (30 s): under the 1 s one, a client held up for a second before its
+    // cancellation landed saw the limit's answer instead.
+    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
+    let session = Session::open(&server, None);
     let waiting = {
         let session_id = session.id.clone();
         let url = server.url.clone();
