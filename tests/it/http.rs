@@ -34,6 +34,8 @@ impl HttpServer {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .env("FLOTA_TILES_URL", "no")
+            // As `Server::spawn`: no per-call limit unless a test sets one.
+            .env("FLOTA_LIMITE_LLAMADA_S", "0")
             .env("FLOTA_LOG", "info")
             .env_remove("FLOTA_TOKEN");
         for (key, value) in env {

@@ -54,6 +54,11 @@ impl Server {
             .stderr(Stdio::null());
         // No test reaches a real tile server; the map tests point at loopback mocks.
         command.env("FLOTA_TILES_URL", "no");
+        // No per-call limit unless a test sets one (`--limite-llamada` wins over this): the
+        // default 30 s is a clock a loaded CI machine reaches on a debug build's map (a whole
+        // suite on one busy core once had an answer differ between two servers), and an
+        // answer must not depend on the machine's speed.
+        command.env("FLOTA_LIMITE_LLAMADA_S", "0");
         for (key, value) in env {
             command.env(key, value);
         }
