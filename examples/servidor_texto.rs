@@ -4,7 +4,9 @@
 //! (the course server's original three) and `esperar`, a slow tool that shows progress and
 //! cancellation, and runs as a task for clients that declare the tasks extension. Each tool is a [`TypedTool`]: typed parameters, typed output, schemas derived
 //! from the types. Try it: `cargo run --example servidor_texto < examples/requests.jsonl`, or
-//! over HTTP with `--http 127.0.0.1:8770` (plus `--limite-llamada SEGUNDOS`).
+//! over HTTP with `--http 127.0.0.1:8770` (plus `--limite-llamada SEGUNDOS`). `--gracia
+//! SEGUNDOS` sets how long calls still running at the end of the session may finish (the
+//! tests give a short call a grace no slow machine approaches).
 #![allow(clippy::print_stderr)]
 
 use std::time::{Duration, Instant};
@@ -265,9 +267,16 @@ fn main() {
         Some(_) => None,
         None => ServeOptions::default().call_timeout,
     };
+    let stop_grace = match value_of("--gracia").map(|s| s.parse::<f64>()) {
+        Some(Ok(seconds)) if (0.0..=86_400.0).contains(&seconds) => {
+            Duration::from_secs_f64(seconds)
+        }
+        _ => ServeOptions::default().stop_grace,
+    };
     let options = ServeOptions {
         verbose: args.iter().any(|a| a == "--verbose"),
         call_timeout,
+        stop_grace,
         ..ServeOptions::default()
     };
     // `--http 127.0.0.1:PUERTO`: the same service over Streamable HTTP, without a token (a

@@ -598,7 +598,7 @@ mod tests {
             let _ = done.send(result.is_ok());
         });
         // Generous: a liveness bound, not a performance claim.
-        let outcome = returned.recv_timeout(Duration::from_secs(20));
+        let outcome = returned.recv_timeout(Duration::from_secs(120));
         drop(release);
         assert_eq!(outcome, Ok(true), "serve did not return");
     }
@@ -645,7 +645,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25"}}}}"#
         )
         .unwrap();
-        let answer = output.recv_timeout(Duration::from_secs(20)).unwrap();
+        let answer = output.recv_timeout(Duration::from_secs(120)).unwrap();
         assert!(answer.contains(r#""id":1"#), "{answer}");
         version.store(2, Ordering::SeqCst);
         writeln!(
@@ -654,7 +654,7 @@ mod tests {
         )
         .unwrap();
         // Generous: a liveness bound, not a performance claim (the watcher looks every second).
-        let announced = output.recv_timeout(Duration::from_secs(10));
+        let announced = output.recv_timeout(Duration::from_secs(120));
         assert!(
             announced
                 .as_deref()

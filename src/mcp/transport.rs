@@ -372,7 +372,7 @@ pub(super) mod tests {
         assert!(outbox.send("{\"b\":2}".into()));
         outbox.close();
         assert!(!outbox.send("{\"c\":3}".into()), "closed: dropped");
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(120);
         assert!(outbox.drain(deadline, Duration::MAX));
         assert_eq!(&*shared.0.lock().unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
     }
@@ -418,7 +418,7 @@ pub(super) mod tests {
     }
 
     fn wait_for_writing(outbox: &Outbox) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(120);
         while outbox.stalled_for().is_none() {
             assert!(Instant::now() < deadline, "the writer never started");
             std::thread::sleep(Duration::from_millis(1));
@@ -437,14 +437,14 @@ pub(super) mod tests {
         let big = format!("{{\"x\":\"{}\"}}", "a".repeat(100_000));
         assert!(outbox.send(big.clone()));
         assert!(outbox.send("{\"next\":1}".into()));
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(120);
         while read.lock().unwrap().is_empty() {
             assert!(Instant::now() < deadline, "the writer never started");
             std::thread::sleep(Duration::from_millis(1));
         }
         outbox.stop();
         go_on.send(()).unwrap();
-        assert!(outbox.finish_line(Instant::now() + Duration::from_secs(20), Duration::MAX));
+        assert!(outbox.finish_line(Instant::now() + Duration::from_secs(120), Duration::MAX));
         let written = read.lock().unwrap().clone();
         let whole = format!("{big}\n").into_bytes();
         assert!(
@@ -471,8 +471,8 @@ pub(super) mod tests {
             let _ = sent.send(producer.send("{\"late\":1}".into()));
         });
         outbox.close();
-        assert_eq!(outcome.recv_timeout(Duration::from_secs(20)), Ok(false));
-        let generous = Instant::now() + Duration::from_secs(20);
+        assert_eq!(outcome.recv_timeout(Duration::from_secs(120)), Ok(false));
+        let generous = Instant::now() + Duration::from_secs(120);
         assert!(
             !outbox.drain(generous, Duration::from_millis(50)),
             "stalled"

@@ -31,7 +31,8 @@ start() {
     log="$results/server-${#pids[@]}.log"
     "$@" >/dev/null 2>"$log" &
     pids+=($!)
-    for _ in $(seq 1 200); do
+    # A hang guard (60 s), not a timing: the loop ends as soon as the URL is logged.
+    for _ in $(seq 1 1200); do
         url=$(grep -o 'http://[^ ]*/mcp' "$log" | head -1 || true)
         if [ -n "$url" ]; then return; fi
         sleep 0.05

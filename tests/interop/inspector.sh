@@ -11,7 +11,7 @@ db="$3"
 check() {
     local tool="$1"
     shift
-    timeout 120 "$inspector" --cli "$bin" servir --db "$db" \
+    timeout 600 "$inspector" --cli "$bin" servir --db "$db" \
         --method tools/call --tool-name "$tool" "$@" 2>/dev/null |
         python3 -c '
 import json, sys

@@ -176,7 +176,7 @@ def start_http(db: str, token: str) -> tuple[subprocess.Popen, str]:
         text=True,
     )
     assert process.stderr is not None
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # a hang guard: the address comes within milliseconds
     while time.monotonic() < deadline:
         line = process.stderr.readline()
         if "http://" in line and line.rstrip().endswith("/mcp"):
@@ -222,7 +222,7 @@ async def flota_over_http(db: str) -> None:
         check(refused, "refused without the token")
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=120)
 
 
 async def main() -> None:

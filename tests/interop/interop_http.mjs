@@ -35,7 +35,8 @@ function start() {
   });
   return new Promise((resolve, reject) => {
     let buffered = "";
-    const timer = setTimeout(() => reject(new Error("no address on stderr")), 20000);
+    // A hang guard only: the address is printed within milliseconds.
+    const timer = setTimeout(() => reject(new Error("no address on stderr")), 120000);
     child.stderr.on("data", (chunk) => {
       buffered += chunk.toString();
       const match = buffered.match(/(http:\/\/\S+\/mcp)\s*$/m);

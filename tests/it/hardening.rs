@@ -490,21 +490,19 @@ fn a_call_over_the_time_limit_is_answered_and_cancelled() {
         &[("FLOTA_TILES_URL", &template)],
     );
     server.initialize("2025-11-25");
-    let started = Instant::now();
     let answer = server.call(
         1,
         "mapa_recorrido",
         json!({"placa": "P-123BCD", "fecha": "ayer"}),
     );
-    let elapsed = started.elapsed();
+    // Answered by the limit, not by the 4 s tile deadline: that answer would be the map
+    // (no timing assert: a busy machine may take seconds to deliver the limit's answer).
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(
         text.contains("'mapa_recorrido' superó el límite de 0.5 s"),
         "{text}"
     );
-    // Answered by the limit, not by the 4 s tile deadline (a bound, not a benchmark).
-    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
     // The tool saw the cancellation and stopped; its own answer is never sent.
     server.expect_silence(Duration::from_secs(1));
     let answer = server.call(2, "posicion_actual", json!({"placa": "P-123BCD"}));

@@ -34,6 +34,8 @@ impl HttpServer {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .env("FLOTA_TILES_URL", "no")
+            // As `Server::spawn`: no per-call limit unless a test sets one.
+            .env("FLOTA_LIMITE_LLAMADA_S", "0")
             .env("FLOTA_LOG", "info")
             .env_remove("FLOTA_TOKEN");
         for (key, value) in env {
@@ -455,7 +457,11 @@ fn http_calls_follow_the_in_flight_rules() {
         "{timed_out}"
     );
 
-    // Cancelled: the stream ends, and nothing is ever sent for that id.
+    // Cancelled: the stream ends, and nothing is ever sent for that id. On a server with
+    // the default limit (30 s): under the 1 s one, a client held up for a second before its
+    // cancellation landed saw the limit's answer instead.
+    let server = HttpServer::spawn(example_bin(), &["--http", "127.0.0.1:0"], &[]);
+    let session = Session::open(&server, None);
     let waiting = {
         let session_id = session.id.clone();
         let url = server.url.clone();

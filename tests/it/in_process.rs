@@ -25,7 +25,8 @@ impl Write for Sink {
     }
 }
 
-struct Boom;
+/// The tool; it sees what the server wrote so far, to hold its slot until an event.
+struct Boom(Sink);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +34,23 @@ struct BoomParams {
     fuerte: Option<bool>,
     /// Works this long (polling for cancellation) before answering.
     espera_ms: Option<u64>,
+    /// Holds its slot, cancelled or not, until the server has answered the request with
+    /// this id; then works until cancelled. The order of events, not a clock, decides.
+    hasta_respuesta: Option<i64>,
+}
+
+/// A hang guard for the waits below: only a broken server gets near it.
+const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
+
+impl Sink {
+    /// True once a line answering `id` was written.
+    fn answered(&self, id: i64) -> bool {
+        let bytes = self.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|m| m["id"] == id && m.get("method").is_none())
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -56,6 +74,16 @@ impl TypedTool for Boom {
         if p.fuerte == Some(true) {
             panic!("boom (expected by the test)");
         }
+        if let Some(id) = p.hasta_respuesta {
+            let guard = std::time::Instant::now() + HANG_GUARD;
+            while !self.0.answered(id) && std::time::Instant::now() < guard {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            while !ctx.is_cancelled() && std::time::Instant::now() < guard {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            return Ok(Reply::new(BoomOutput { ok: true }));
+        }
         let until =
             std::time::Instant::now() + std::time::Duration::from_millis(p.espera_ms.unwrap_or(0));
         while std::time::Instant::now() < until && !ctx.is_cancelled() {
@@ -65,7 +93,7 @@ impl TypedTool for Boom {
     }
 }
 
-fn service() -> Service {
+fn service(sink: &Sink) -> Service {
     Service {
         info: ServerInfo {
             name: "t".into(),
@@ -73,7 +101,7 @@ fn service() -> Service {
             title: "T".into(),
         },
         instructions: None,
-        tools: vec![typed(Boom)],
+        tools: vec![typed(Boom(sink.clone()))],
         ..Service::default()
     }
 }
@@ -83,7 +111,7 @@ fn service() -> Service {
 /// about answers, not shutdown, and a loaded machine may be slow to run them.
 fn run(input: Vec<u8>) -> Vec<String> {
     let options = ServeOptions {
-        stop_grace: std::time::Duration::from_secs(20),
+        stop_grace: HANG_GUARD,
         ..ServeOptions::default()
     };
     run_with(input, options)
@@ -91,7 +119,7 @@ fn run(input: Vec<u8>) -> Vec<String> {
 
 fn run_with(input: Vec<u8>, options: ServeOptions) -> Vec<String> {
     let sink = Sink::default();
-    mcp::serve(service(), Cursor::new(input), sink.clone(), options).unwrap();
+    mcp::serve(service(&sink), Cursor::new(input), sink.clone(), options).unwrap();
     let bytes = sink.0.lock().unwrap().clone();
     let text = String::from_utf8(bytes).expect("stdout is UTF-8");
     assert!(text.is_empty() || text.ends_with('\n'));
@@ -105,11 +133,15 @@ const HANDSHAKE: &str = concat!(
     "\n"
 );
 
+/// The long call holds the only slot until the second call has been answered (refused, or
+/// wrongly run), however late its time limit fires or the reader reaches the second call;
+/// then it works until the limit cancels it. The end of input waits for it (a generous
+/// grace: the calls finish on events, the grace is only a hang guard).
 #[test]
 fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
     let input = format!(
         "{HANDSHAKE}{}\n{}\n{}\n",
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"explotar","arguments":{"espera_ms":5000}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"explotar","arguments":{"hasta_respuesta":2}}}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"explotar","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
     );
@@ -117,7 +149,7 @@ fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
         max_in_flight: 1,
         admission_wait: std::time::Duration::from_millis(100),
         call_timeout: Some(std::time::Duration::from_millis(400)),
-        stop_grace: std::time::Duration::from_secs(3),
+        stop_grace: HANG_GUARD,
         ..ServeOptions::default()
     };
     let lines = run_with(input.into_bytes(), options);
@@ -155,17 +187,18 @@ fn the_in_flight_cap_waits_then_refuses_and_the_time_limit_answers() {
 #[test]
 fn the_byte_budget_admits_a_big_call_alone_and_holds_the_next() {
     let padding = "x".repeat(4000);
+    // As above: the big call holds its bytes until the second call has been answered.
     let input = format!(
         "{HANDSHAKE}{}\n{}\n",
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "explotar", "arguments": {"espera_ms": 5000}, "_meta": {"relleno": padding}}}),
+               "params": {"name": "explotar", "arguments": {"hasta_respuesta": 2}, "_meta": {"relleno": padding}}}),
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"explotar","arguments":{}}}"#,
     );
     let options = ServeOptions {
         max_in_flight_bytes: 1000,
         admission_wait: std::time::Duration::from_millis(100),
         call_timeout: Some(std::time::Duration::from_millis(400)),
-        stop_grace: std::time::Duration::from_secs(3),
+        stop_grace: HANG_GUARD,
         ..ServeOptions::default()
     };
     let lines = run_with(input.into_bytes(), options);

@@ -149,7 +149,8 @@ impl Cluster {
             .arg(&data)
             .arg("-l")
             .arg(&log)
-            .args(["-w", "-t", "60", "-m", "fast", action])
+            // -t: a hang guard, far beyond the second a restart takes here.
+            .args(["-w", "-t", "300", "-m", "fast", action])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -288,27 +288,37 @@ fn a_full_queue_is_answered_503_and_nothing_is_lost() {
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
     let t = now() - 600;
     let addr = receiver.addr;
-    let senders: Vec<_> = (0..6)
-        .map(|i| {
-            std::thread::spawn(move || {
-                let mut stream = TcpStream::connect(addr).unwrap();
-                stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-                let query = format!("id=P-123BCD&timestamp={}&lat=14.6&lon=-90.5", t + i);
-                write!(
-                    stream,
-                    "GET /?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                )
-                .unwrap();
-                let mut answer = String::new();
-                let _ = stream.read_to_string(&mut answer);
-                answer
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(1500));
+    let (answered, answers) = channel();
+    for i in 0..6 {
+        let answered = answered.clone();
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let query = format!("id=P-123BCD&timestamp={}&lat=14.6&lon=-90.5", t + i);
+            write!(
+                stream,
+                "GET /?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer);
+            answered.send(answer).unwrap();
+        });
+    }
+    drop(answered);
+    // The lock is held until the full queue has answered 503 (the writer holds one position
+    // and the queue one, so six senders must meet it full), or until every sender has its
+    // answer (then the queue refused none, and the assertion below says so). Events, not a
+    // clock: a fixed pause once let a slow machine deliver too few requests before it ended.
+    let full = |a: &String| a.starts_with("HTTP/1.1 503") && a.contains("cola llena");
+    let mut seen = Vec::new();
+    while !seen.iter().any(full) && seen.len() < 6 {
+        seen.push(answers.recv_timeout(TIMEOUT).expect("a sender's answer"));
+    }
     blocker.execute_batch("ROLLBACK").unwrap();
     drop(blocker);
-    let answers: Vec<String> = senders.into_iter().map(|s| s.join().unwrap()).collect();
+    let answers: Vec<String> = seen.into_iter().chain(answers.iter()).collect();
+    assert!(answers.iter().any(full), "{answers:#?}");
     let busy = answers
         .iter()
         .filter(|a| a.starts_with("HTTP/1.1 503"))
@@ -360,8 +370,10 @@ fn sigterm_commits_what_was_accepted_and_exits_0() {
     let receiver = Receiver::start(&db, &[]);
     let t = now() - 3600;
     let addr = receiver.addr;
+    let acknowledged_so_far = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let senders: Vec<_> = (0..4)
         .map(|k| {
+            let acknowledged_so_far = Arc::clone(&acknowledged_so_far);
             std::thread::spawn(move || {
                 let mut ok = 0;
                 for i in 0..200 {
@@ -385,13 +397,20 @@ fn sigterm_commits_what_was_accepted_and_exits_0() {
                     let _ = stream.read_to_string(&mut answer);
                     if answer.starts_with("HTTP/1.1 200") {
                         ok += 1;
+                        acknowledged_so_far.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     }
                 }
                 ok
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // The signal comes mid-stream, once some positions were acknowledged (a fixed pause once
+    // let a slow machine signal before the first).
+    let deadline = Instant::now() + TIMEOUT;
+    while acknowledged_so_far.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+        assert!(Instant::now() < deadline, "nothing acknowledged");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     receiver.signal(rustix::process::Signal::TERM);
     let status = receiver.wait();
     let acknowledged: i64 = senders.into_iter().map(|s| s.join().unwrap()).sum();

@@ -79,7 +79,8 @@ CONF
         printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$dir/conf"
     fi
     as_owner sh -c "cat '$dir/conf' >>'$dir/data/postgresql.conf'"
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    # -t: a hang guard (the server is ready in about a second here), not a timing.
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 300 start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     as_owner "$bin/psql" -h "$dir" -p "$port" -U flota -d postgres -qAt \
         -c "CREATE ROLE flota_clave LOGIN PASSWORD 'secreta' CREATEDB" >/dev/null

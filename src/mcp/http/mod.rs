@@ -838,7 +838,7 @@ mod tests {
         let request = |method: &str, body: &str, session: Option<&str>| {
             let mut stream = std::net::TcpStream::connect(addr).unwrap();
             stream
-                .set_read_timeout(Some(Duration::from_secs(20)))
+                .set_read_timeout(Some(Duration::from_secs(120)))
                 .unwrap();
             let session = session.map_or(String::new(), |id| format!("mcp-session-id: {id}\r\n"));
             let accept = if method == "GET" {
@@ -902,7 +902,7 @@ mod tests {
             }
         });
         // Generous: a liveness bound, not a performance claim (the watcher looks every second).
-        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let until = std::time::Instant::now() + Duration::from_secs(120);
         let mut announced = false;
         while let Ok(line) =
             seen.recv_timeout(until.saturating_duration_since(std::time::Instant::now()))
