@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -754,10 +754,20 @@ fn write_units(
         // Room for every credit: the channel was made that size.
         let _ = give_back.try_send(());
     }
-    let credit = &Mutex::new(credit);
-    let next = &AtomicUsize::new(0);
+    let credit = Mutex::new(credit);
+    let next = AtomicUsize::new(0);
     // Unbounded: the credits bound what is in it, and a worker never waits to hand a unit in.
     let (sender, receiver) = channel::<(usize, anyhow::Result<UnitPart>)>();
+    let shared = Shared {
+        simulation,
+        config,
+        interrupt,
+        credit,
+        next,
+        units,
+        started,
+        keep_delivered,
+    };
     std::thread::scope(|scope| {
         // Owned by this closure, so that whatever way it returns (a stop, an error) drops
         // them before the workers are waited for: a worker waiting for a credit or handing a
@@ -765,55 +775,8 @@ fn write_units(
         let (give_back, receiver) = (give_back, receiver);
         for worker in 0..workers {
             let sender = sender.clone();
-            scope.spawn(move || {
-                // One unit's reports, kept from unit to unit: grown once, not doubled and
-                // copied from empty for every unit (2.3 % of a worker's instructions).
-                let mut reports = Vec::new();
-                loop {
-                    if interrupt.asked() {
-                        return;
-                    }
-                    // Gone: the writer stopped (a stop asked for, or an error).
-                    let taken = credit.lock().map(|credit| credit.recv().is_ok());
-                    if !matches!(taken, Ok(true)) {
-                        return;
-                    }
-                    let unit = next.fetch_add(1, Ordering::Relaxed);
-                    if unit >= units {
-                        return;
-                    }
-                    let begun = started.elapsed();
-                    let rows = |rows| {
-                        crate::log_debug!(
-                            "unidad {unit} (hilo {worker}): simulada {begun:?} → {:?}",
-                            started.elapsed()
-                        );
-                        sender.send((unit, Ok(UnitPart::Rows(rows)))).is_ok()
-                    };
-                    let output = match simulate_unit(
-                        simulation,
-                        config,
-                        unit,
-                        keep_delivered,
-                        &mut reports,
-                        rows,
-                    ) {
-                        Ok(Some(output)) => {
-                            crate::log_debug!(
-                                "unidad {unit} (hilo {worker}): analizada → {:?}",
-                                started.elapsed()
-                            );
-                            Ok(UnitPart::Rest(Box::new(output)))
-                        }
-                        // The writer hung up.
-                        Ok(None) => return,
-                        Err(e) => Err(e),
-                    };
-                    if sender.send((unit, output)).is_err() {
-                        return;
-                    }
-                }
-            });
+            let shared = &shared;
+            scope.spawn(move || work(shared, worker, &sender));
         }
         drop(sender);
         // Parts of later units that came before the one being written.
@@ -875,6 +838,82 @@ fn write_units(
         }
         Ok(Some((fixes, write_time)))
     })
+}
+
+/// What the workers of [`write_units`] share: the simulation, the credits that bound how far
+/// ahead of the writer they run, and the next unit to take.
+struct Shared<'a> {
+    simulation: &'a Simulation,
+    config: &'a DetectionConfig,
+    interrupt: &'a Interrupt,
+    credit: Mutex<Receiver<()>>,
+    next: AtomicUsize,
+    units: usize,
+    started: &'a Instant,
+    keep_delivered: bool,
+}
+
+/// One worker of [`write_units`]: takes the next unit whenever it holds a credit, and hands
+/// its rows, then the rest of it, to the writer; stops at a stop asked for, when the units
+/// run out, or when the writer is gone.
+fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Result<UnitPart>)>) {
+    let Shared {
+        simulation,
+        config,
+        interrupt,
+        credit,
+        next,
+        units,
+        started,
+        keep_delivered,
+    } = shared;
+    // One unit's reports, kept from unit to unit: grown once, not doubled and copied from
+    // empty for every unit (2.3 % of a worker's instructions).
+    let mut reports = Vec::new();
+    loop {
+        if interrupt.asked() {
+            return;
+        }
+        // Gone: the writer stopped (a stop asked for, or an error).
+        let taken = credit.lock().map(|credit| credit.recv().is_ok());
+        if !matches!(taken, Ok(true)) {
+            return;
+        }
+        let unit = next.fetch_add(1, Ordering::Relaxed);
+        if unit >= *units {
+            return;
+        }
+        let begun = started.elapsed();
+        let rows = |rows| {
+            crate::log_debug!(
+                "unidad {unit} (hilo {worker}): simulada {begun:?} → {:?}",
+                started.elapsed()
+            );
+            sender.send((unit, Ok(UnitPart::Rows(rows)))).is_ok()
+        };
+        let output = match simulate_unit(
+            simulation,
+            config,
+            unit,
+            *keep_delivered,
+            &mut reports,
+            rows,
+        ) {
+            Ok(Some(output)) => {
+                crate::log_debug!(
+                    "unidad {unit} (hilo {worker}): analizada → {:?}",
+                    started.elapsed()
+                );
+                Ok(UnitPart::Rest(Box::new(output)))
+            }
+            // The writer hung up.
+            Ok(None) => return,
+            Err(e) => Err(e),
+        };
+        if sender.send((unit, output)).is_err() {
+            return;
+        }
+    }
 }
 
 /// One unit simulated, what the detection engine makes of its reports exactly as the table
