@@ -857,30 +857,21 @@ struct Shared<'a> {
 /// its rows, then the rest of it, to the writer; stops at a stop asked for, when the units
 /// run out, or when the writer is gone.
 fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Result<UnitPart>)>) {
-    let Shared {
-        simulation,
-        config,
-        interrupt,
-        credit,
-        next,
-        units,
-        started,
-        keep_delivered,
-    } = shared;
+    let started = shared.started;
     // One unit's reports, kept from unit to unit: grown once, not doubled and copied from
     // empty for every unit (2.3 % of a worker's instructions).
     let mut reports = Vec::new();
     loop {
-        if interrupt.asked() {
+        if shared.interrupt.asked() {
             return;
         }
         // Gone: the writer stopped (a stop asked for, or an error).
-        let taken = credit.lock().map(|credit| credit.recv().is_ok());
+        let taken = shared.credit.lock().map(|credit| credit.recv().is_ok());
         if !matches!(taken, Ok(true)) {
             return;
         }
-        let unit = next.fetch_add(1, Ordering::Relaxed);
-        if unit >= *units {
+        let unit = shared.next.fetch_add(1, Ordering::Relaxed);
+        if unit >= shared.units {
             return;
         }
         let begun = started.elapsed();
@@ -892,10 +883,10 @@ fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Resu
             sender.send((unit, Ok(UnitPart::Rows(rows)))).is_ok()
         };
         let output = match simulate_unit(
-            simulation,
-            config,
+            shared.simulation,
+            shared.config,
             unit,
-            *keep_delivered,
+            shared.keep_delivered,
             &mut reports,
             rows,
         ) {
