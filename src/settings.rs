@@ -3,7 +3,8 @@
 //! Owns the variables' names, what their values mean (blank, `no`, a default) and the Spanish
 //! error when a value is wrong. `main` builds one `Settings` before anything runs and the verbs
 //! in `src/commands/` hand its parts down: the log level, the User-Agent contact, the tile
-//! source, the geocoder, the directions services, the database, "now", the call limit. Nothing
+//! source, the geocoder, the directions services, the database, "now", the call limit, the
+//! deadlines of the two online services a tool call waits on (tiles, addresses). Nothing
 //! below the command line looks at the environment (a tidy test); a variable is added here, to
 //! the table in README.md and to the one in ARCHITECTURE.md. A value that cannot be used is
 //! kept as an [`Invalid`] and reported only by the verbs that need it, so a bad
@@ -11,6 +12,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::calendar::WallTime;
 
@@ -45,14 +47,19 @@ pub struct Settings {
     /// `FLOTA_CONTACTO`: appended to the User-Agent of every outbound request.
     pub contact: Option<String>,
     /// `FLOTA_TILES_URL`, `FLOTA_TILES_ATRIBUCION`, `FLOTA_TILES_DIR` (and the per-user cache
-    /// folder from `XDG_CACHE_HOME`, `HOME` or `LOCALAPPDATA`).
-    pub tiles: TileConfig,
+    /// folder from `XDG_CACHE_HOME`, `HOME` or `LOCALAPPDATA`), with the default deadline:
+    /// [`Self::tiles`] applies `FLOTA_TILES_LIMITE_S`.
+    tiles: TileConfig,
+    /// `FLOTA_TILES_LIMITE_S`: seconds a map waits for its tiles.
+    tiles_deadline_s: Result<Option<f64>, Invalid>,
     /// `FLOTA_TILES_URL` names a tile server (not left unset, not switched off): only then do
     /// the interactive map views load online tiles (and declare their origin in the CSP).
     pub tiles_chosen: bool,
     /// `GOOGLE_MAPS_API_KEY` (with `FLOTA_GOOGLE_GEOCODE_URL`), else `FLOTA_GEOCODER_URL`:
     /// the online address service, if any.
     pub geocoding: Option<Service>,
+    /// `FLOTA_GEOCODER_LIMITE_S`: seconds an address lookup waits for the service.
+    geocoding_deadline_s: Result<Option<f64>, Invalid>,
     /// What `flota rutas` may use to reach a directions service.
     pub directions: Directions,
     /// `NO_COLOR` (<https://no-color.org>) set to anything but empty: no colour.
@@ -107,8 +114,10 @@ impl Settings {
             log_level: log_level(&vars),
             contact: vars.trimmed("FLOTA_CONTACTO"),
             tiles: tiles(&vars),
+            tiles_deadline_s: deadline_s(&vars, "FLOTA_TILES_LIMITE_S"),
             tiles_chosen: vars.text("FLOTA_TILES_URL").is_some_and(|v| !disabled(&v)),
             geocoding: geocoding(&vars),
+            geocoding_deadline_s: deadline_s(&vars, "FLOTA_GEOCODER_LIMITE_S"),
             directions: Directions {
                 google_key: vars.trimmed("GOOGLE_MAPS_API_KEY"),
                 google_routes_url: vars.trimmed("FLOTA_GOOGLE_ROUTES_URL"),
@@ -158,10 +167,33 @@ impl Settings {
             None => Ok(self.call_limit_s.clone()?.unwrap_or(DEFAULT_CALL_LIMIT_S)),
         }
     }
+
+    /// Where map tiles come from and how long a map waits for them: `FLOTA_TILES_LIMITE_S`,
+    /// else [`TileConfig::new`]'s deadline.
+    pub fn tiles(&self) -> Result<TileConfig, Invalid> {
+        let mut tiles = self.tiles.clone();
+        if let Some(seconds) = self.tiles_deadline_s.clone()? {
+            tiles.deadline = Duration::from_secs_f64(seconds);
+        }
+        Ok(tiles)
+    }
+
+    /// How long an online address lookup may take: `FLOTA_GEOCODER_LIMITE_S`, else `None`
+    /// (the geocoder's own default).
+    pub fn geocoding_deadline(&self) -> Result<Option<Duration>, Invalid> {
+        Ok(self
+            .geocoding_deadline_s
+            .clone()?
+            .map(Duration::from_secs_f64))
+    }
 }
 
 /// A tool call's time limit when neither the flag nor the variable sets one.
 const DEFAULT_CALL_LIMIT_S: f64 = 30.0;
+
+/// The longest deadline `FLOTA_TILES_LIMITE_S` and `FLOTA_GEOCODER_LIMITE_S` accept: an hour
+/// is already far beyond any answer worth waiting for inside a tool call.
+const MAX_DEADLINE_S: f64 = 3600.0;
 
 /// The variables, looked up by name.
 struct Vars<'a>(&'a dyn Fn(&str) -> Option<OsString>);
@@ -211,6 +243,26 @@ fn call_limit_s(vars: &Vars) -> Result<Option<f64>, Invalid> {
         variable: "FLOTA_LIMITE_LLAMADA_S",
         reason,
     })
+}
+
+/// A service's deadline in seconds: more than 0 (a deadline of none would let one silent
+/// server hold a tool call forever), at most [`MAX_DEADLINE_S`]. Blank is unset, as for the
+/// services' URLs beside it.
+fn deadline_s(vars: &Vars, variable: &'static str) -> Result<Option<f64>, Invalid> {
+    let Some(text) = vars.nonblank(variable) else {
+        return Ok(None);
+    };
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0 && *v <= MAX_DEADLINE_S)
+        .map(Some)
+        .ok_or_else(|| Invalid {
+            variable,
+            reason: format!(
+                "'{text}' no es un número de segundos mayor que 0 y de {MAX_DEADLINE_S} como mucho"
+            ),
+        })
 }
 
 fn log_level(vars: &Vars) -> Option<Level> {
@@ -307,6 +359,8 @@ mod tests {
         assert_eq!(s.directions, Directions::default());
         assert_eq!(s.tiles.template.as_deref(), Some(OSM_TEMPLATE));
         assert_eq!(s.tiles.attribution, OSM_ATTRIBUTION);
+        assert_eq!(s.tiles().map(|t| t.deadline), Ok(Duration::from_secs(4)));
+        assert_eq!(s.geocoding_deadline(), Ok(None));
         if cfg!(target_os = "linux") {
             let cache = PathBuf::from("/home/ana/.cache/flota/teselas");
             assert_eq!(s.tiles.cache_dir, Some(cache));
@@ -332,6 +386,52 @@ mod tests {
         assert_eq!(s.ahora(at("2026-01-01T00:00")), Ok(at("2026-01-01T00:00")));
         assert_eq!(s.call_limit_s(None), Ok(5.0));
         assert_eq!(s.call_limit_s(Some(0.0)), Ok(0.0));
+    }
+
+    #[test]
+    fn the_services_deadlines_can_be_set() {
+        let s = settings(&[
+            ("FLOTA_TILES_LIMITE_S", " 0.25 "),
+            ("FLOTA_GEOCODER_LIMITE_S", "90"),
+            ("FLOTA_TILES_URL", "https://t.example/{z}/{x}/{y}.png"),
+        ]);
+        let tiles = s.tiles().unwrap();
+        assert_eq!(tiles.deadline, Duration::from_millis(250));
+        // The deadline changes nothing else about the tiles.
+        assert_eq!(
+            tiles.template.as_deref(),
+            Some("https://t.example/{z}/{x}/{y}.png")
+        );
+        assert_eq!(s.geocoding_deadline(), Ok(Some(Duration::from_secs(90))));
+        // Blank is unset, as for the URLs beside them.
+        let s = settings(&[
+            ("FLOTA_TILES_LIMITE_S", " "),
+            ("FLOTA_GEOCODER_LIMITE_S", ""),
+        ]);
+        assert_eq!(s.tiles().map(|t| t.deadline), Ok(Duration::from_secs(4)));
+        assert_eq!(s.geocoding_deadline(), Ok(None));
+    }
+
+    #[test]
+    fn a_bad_deadline_names_its_variable() {
+        for value in ["0", "-1", "abc", "3601", "inf", "NaN"] {
+            let s = settings(&[
+                ("FLOTA_TILES_LIMITE_S", value),
+                ("FLOTA_GEOCODER_LIMITE_S", value),
+            ]);
+            let err = s.tiles().unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "FLOTA_TILES_LIMITE_S: '{value}' no es un número de segundos mayor que 0 y de 3600 como mucho"
+                )
+            );
+            let err = s.geocoding_deadline().unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("FLOTA_GEOCODER_LIMITE_S: '{value}' no es")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::cli::ExportArgs;
 use crate::export;
 use crate::fleet::Fleet;
 use crate::fleet::places::Geocoder;
+use crate::map::TileConfig;
 use crate::mcp::ToolError;
 use crate::plumbing::clock::Clock;
 use crate::plumbing::output::Staged;
@@ -29,7 +30,12 @@ pub fn run(args: ExportArgs, io: &mut Io, settings: &Settings) -> anyhow::Result
     let track = fleet
         .day_track(&snapshot, &args.placa, &args.fecha)
         .map_err(spanish)?;
-    let (bytes, what) = export::render(args.formato, &track, &snapshot, settings.tiles.clone())?;
+    // Only a picture fetches tiles, so only a picture cares about a bad FLOTA_TILES_LIMITE_S.
+    let tiles = match args.formato {
+        export::Format::Png => settings.tiles()?,
+        export::Format::Geojson | export::Format::Gpx => TileConfig::offline(),
+    };
+    let (bytes, what) = export::render(args.formato, &track, &snapshot, tiles)?;
     let summary = format!(
         "{} {}: {} ({what})",
         track.vehicle.plate,

@@ -1,7 +1,7 @@
 //! `flota servir`: the fleet's MCP service on this process's stdin and stdout, or over HTTP.
 //!
-//! Owns the verb: which database, "now", the geocoder and the map tiles (from the flags and
-//! [`Settings`]), the time limit per call, and which transport carries the protocol: stdio
+//! Owns the verb: which database, "now", the geocoder and the map tiles with their deadlines
+//! (from the flags and [`Settings`]), the time limit per call, and which transport carries the protocol: stdio
 //! (the streams are taken over from [`Io`] and handed to the core for the rest of the
 //! process), or Streamable HTTP with `--http` (who may connect is decided by
 //! `mcp::http::policy`; a generated token is shown once on stderr). The service itself
@@ -38,7 +38,11 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
         "flota servir {} (base de datos {db})",
         env!("CARGO_PKG_VERSION")
     );
-    let geocoder = Geocoder::new(settings.geocoding.clone());
+    let mut geocoder = Geocoder::new(settings.geocoding.clone());
+    if let Some(timeout) = settings.geocoding_deadline()? {
+        geocoder = geocoder.with_timeout(timeout);
+    }
+    let tiles = settings.tiles()?;
     if let Some(service) = geocoder.service() {
         log_info!("direcciones en línea: {}", service.name());
     }
@@ -56,9 +60,9 @@ pub fn run(args: ServeArgs, io: &mut Io, settings: &Settings) -> anyhow::Result<
     // The views load online tiles only when the operator named a tile server.
     let view_tiles = settings
         .tiles_chosen
-        .then(|| crate::ui::datos::Teselas::from_config(&settings.tiles))
+        .then(|| crate::ui::datos::Teselas::from_config(&tiles))
         .flatten();
-    let mut service = tools::service(&fleet, settings.tiles.clone(), view_tiles);
+    let mut service = tools::service(&fleet, tiles, view_tiles);
     // The tasks extension: long calls (the maps) become tasks for clients that declare it.
     service.tasks = Some(mcp::Tasks::new(mcp::TaskSettings::new(Clock::system())));
     if let Some(address) = args.http.http.clone() {

@@ -4,7 +4,7 @@
 //! de Bodega Mixco" or "a 350 m de la parada z10_oakland" for the nearest geofence or route
 //! stop — needs nothing but the database. The online address comes from Google's Geocoding
 //! API (`GOOGLE_MAPS_API_KEY`) or a Nominatim-compatible service (`FLOTA_GEOCODER_URL`), with
-//! a two-second timeout, a cache of answers (never of failures), a one-minute pause after a
+//! a two-second timeout (`FLOTA_GEOCODER_LIMITE_S`, handed in by the verb), a cache of answers (never of failures), a one-minute pause after a
 //! failure so an offline machine stays fast, and the offline phrase as fallback. The tools
 //! make no other HTTP call; this one goes through `net`, whose errors never carry the URL or
 //! the key.
@@ -176,6 +176,9 @@ pub struct Geocoder {
     timeout: Duration,
 }
 
+/// How long a lookup waits for the service unless told otherwise: an address is a nicety
+/// next to a position, not worth holding the answer for.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A failure pauses online lookups this long.
 const PAUSE: Duration = Duration::from_secs(60);
 /// Largest answer read (one address is a few KB).
@@ -188,8 +191,15 @@ impl Geocoder {
             client: Mutex::new(None),
             cache: Mutex::new(HashMap::new()),
             paused_until: Mutex::new(None),
-            timeout: Duration::from_secs(2),
+            timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// The same geocoder waiting `timeout` for each answer instead of the default two
+    /// seconds: `FLOTA_GEOCODER_LIMITE_S`, for a slow service or a loaded machine.
+    pub fn with_timeout(mut self, timeout: Duration) -> Geocoder {
+        self.timeout = timeout;
+        self
     }
 
     pub fn service(&self) -> Option<&Service> {

@@ -686,18 +686,25 @@ fn downsample(buffer: &[u8], w: u32, h: u32) -> Buffer {
     let (ow, oh) = ((w / SS) as usize, (h / SS) as usize);
     let w = w as usize;
     let mut out = Buffer::zeroed(ow * oh * 3);
-    // Row by row through exact chunks: no index arithmetic or bounds check per byte (this
-    // loop was a fifth of a map's instructions with them).
+    // Three passes per row pair, each a plain loop the compiler turns into vector
+    // instructions: the vertical sums, then each byte's mean with the byte three along (the
+    // same channel of the next pixel), then every other pixel's three means copied out.
+    // Done in one pass, channel by channel, this was 33 instructions a pixel, a tenth of a
+    // fleet map's. Each sum carries half of the rounding term, so the output is
+    // `(a + b + c + d + 2) / 4` exactly as before.
+    let mut sums = vec![0u16; w * 3];
+    let mut means = vec![0u8; w * 3 - 3];
     let rows = buffer.chunks_exact(2 * w * 3);
     for (out_row, pair) in out.chunks_exact_mut(ow * 3).zip(rows) {
         let (row0, row1) = pair.split_at(w * 3);
-        let blocks = row0.chunks_exact(6).zip(row1.chunks_exact(6));
-        for (pixel, (a, b)) in out_row.chunks_exact_mut(3).zip(blocks) {
-            for c in 0..3 {
-                let sum =
-                    u16::from(a[c]) + u16::from(a[3 + c]) + u16::from(b[c]) + u16::from(b[3 + c]);
-                pixel[c] = ((sum + 2) / 4) as u8;
-            }
+        for ((sum, a), b) in sums.iter_mut().zip(row0).zip(row1) {
+            *sum = u16::from(*a) + u16::from(*b) + 1;
+        }
+        for ((mean, left), right) in means.iter_mut().zip(&sums).zip(&sums[3..]) {
+            *mean = ((left + right) >> 2) as u8;
+        }
+        for (pixel, block) in out_row.chunks_exact_mut(3).zip(means.chunks(6)) {
+            pixel.copy_from_slice(&block[..3]);
         }
     }
     out
@@ -1161,6 +1168,37 @@ mod tests {
         assert_eq!(out.len(), (WIDTH * HEIGHT * 3) as usize);
         assert_eq!(&out[0..3], &[128, 128, 128]);
         assert_eq!(&out[3..6], &[0, 0, 0]);
+    }
+
+    /// Every output byte is its block's rounded mean, `(a + b + c + d + 2) / 4`, over bytes
+    /// that differ everywhere (a generator's, not a picture's).
+    #[test]
+    fn downsampling_rounds_every_byte_as_the_mean_of_its_block() {
+        let (w, h) = (WIDTH * SS, HEIGHT * SS);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let buffer: Vec<u8> = (0..w * h * 3)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 56) as u8
+            })
+            .collect();
+        let out = downsample(&buffer, w, h);
+        let (w, ow) = (w as usize, WIDTH as usize);
+        let at = |x: usize, y: usize, c: usize| u16::from(buffer[(y * w + x) * 3 + c]);
+        for y in 0..HEIGHT as usize {
+            for x in 0..ow {
+                for c in 0..3 {
+                    let sum = at(2 * x, 2 * y, c)
+                        + at(2 * x + 1, 2 * y, c)
+                        + at(2 * x, 2 * y + 1, c)
+                        + at(2 * x + 1, 2 * y + 1, c);
+                    let want = ((sum + 2) / 4) as u8;
+                    assert_eq!(out[(y * ow + x) * 3 + c], want, "({x}, {y}) channel {c}");
+                }
+            }
+        }
     }
 
     /// The canvas and the picture are mappings of their own, returned to the system when a

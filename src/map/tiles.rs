@@ -1,4 +1,4 @@
-//! Map tiles from a URL template, fetched concurrently with a deadline and cached on disk.
+//! Map tiles from a URL template, fetched concurrently within a deadline and cached on disk.
 //!
 //! Owns the tile requests (made through `net`, whose errors never carry the URL or a token in
 //! the template) and the tile cache, nothing else. The default is OpenStreetMap's tile
@@ -31,6 +31,10 @@ const PAUSE: Duration = Duration::from_secs(60);
 const MAX_TILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Requests in flight for one picture.
 const PARALLEL: usize = 4;
+/// The part of the picture's deadline a connection may take to open.
+const CONNECT_SHARE: f64 = 0.375;
+/// How long a picture waits for its tiles unless `FLOTA_TILES_LIMITE_S` says otherwise.
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(4);
 
 /// Where tiles come from and where they are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +60,7 @@ impl TileConfig {
             template,
             attribution,
             cache_dir,
-            deadline: Duration::from_secs(4),
+            deadline: DEFAULT_DEADLINE,
         }
     }
 
@@ -262,7 +266,10 @@ impl TileFetcher {
             return Ok(client.clone());
         }
         // No client-wide timeout: each request gets what remains of the picture's deadline.
-        let client = Http::new(None, Duration::from_millis(1500)).map_err(|e| e.to_string())?;
+        // Connecting may take the same share of it as 1.5 s is of the usual 4 s, so a deadline
+        // raised for a slow machine (`FLOTA_TILES_LIMITE_S`) raises this one too.
+        let connect = self.config.deadline.mul_f64(CONNECT_SHARE);
+        let client = Http::new(None, connect).map_err(|e| e.to_string())?;
         *slot = Some(client.clone());
         Ok(client)
     }

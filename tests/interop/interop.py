@@ -137,20 +137,23 @@ async def flota_with_client_session(db: str) -> None:
 async def auto_mode(command: str, args: list[str], tool: str | None) -> None:
     print(f"Client(mode='auto') against {Path(command).name}")
     params = StdioServerParameters(command=command, args=args, env=ENV)
-    started = time.monotonic()
-    async with Client(params) as client:
-        elapsed = time.monotonic() - started
-        # Answering server/discover is what makes auto mode fast: a silent server costs the
-        # client its 10 s probe timeout before it falls back to initialize.
-        check(client.protocol_version == "2026-07-28", f"modern era adopted ({client.protocol_version})")
-        check(elapsed < 10.0, f"connected in {elapsed * 1000:.0f} ms (no probe timeout)")
-        tools = await client.list_tools()
-        check(isinstance(tools.tools, list), f"{len(tools.tools)} tools in the modern era")
-        if tool:
-            res = await client.call_tool(tool, {"texto": "uno dos"})
-            check(not res.is_error and res.structured_content["palabras"] == 2, "modern tools/call")
-            res = await client.call_tool(tool, {})
-            check(res.is_error, "modern validation error is isError")
+    # A hang guard, not a timing claim: the whole exchange takes milliseconds. Whether the
+    # server answered the server/discover probe is read from the era, not from the clock: a
+    # server that ignores or refuses the probe is reached through `initialize`, a
+    # handshake-era version (a probe answered too late for a loaded machine still ends
+    # modern, through the SDK's re-probe, and is no failure of the server's).
+    with anyio.fail_after(120):
+        async with Client(params) as client:
+            session = client.session
+            check(client.protocol_version == "2026-07-28", f"modern era adopted ({client.protocol_version})")
+            check(session.discover_result is not None and session.initialize_result is None, "server/discover answered, no initialize")
+            tools = await client.list_tools()
+            check(isinstance(tools.tools, list), f"{len(tools.tools)} tools in the modern era")
+            if tool:
+                res = await client.call_tool(tool, {"texto": "uno dos"})
+                check(not res.is_error and res.structured_content["palabras"] == 2, "modern tools/call")
+                res = await client.call_tool(tool, {})
+                check(res.is_error, "modern validation error is isError")
 
 
 def simulate_minimo(folder: str) -> str:

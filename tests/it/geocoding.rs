@@ -28,7 +28,8 @@ fn mock(mode: Mode) -> (String, Mock) {
         Mode::Google => Reply::Json(200, json!({"status": "OK", "results": [{"formatted_address": "7a Avenida 1-23, Zona 1, Ciudad de Guatemala"}]}).to_string()),
         Mode::Nominatim => Reply::Json(200, json!({"display_name": "Calzada Roosevelt, Zona 11, Guatemala"}).to_string()),
         Mode::Garbage => Reply::Json(200, "<html>no es JSON</html>".to_owned()),
-        Mode::Hang => Reply::Hang(Duration::from_secs(30)),
+        // Longer than any test waits: the deadline, never the mock, ends the lookup.
+        Mode::Hang => Reply::Hang(Duration::from_secs(600)),
     }
     });
     (mock.url.clone(), mock)
@@ -118,9 +119,12 @@ fn nominatim_answers_are_used() {
 fn a_hanging_or_broken_service_falls_back_to_the_local_reference() {
     for mode in [Mode::Hang, Mode::Garbage] {
         let (url, seen) = mock(mode);
+        // The deadline is what this test is about: a short one, set here (the harness raises
+        // it for every other test), against a service that never answers.
         let (first, second) = position(&[
             ("GOOGLE_MAPS_API_KEY", "CLAVE-SECRETA-123"),
             ("FLOTA_GOOGLE_GEOCODE_URL", &url),
+            ("FLOTA_GEOCODER_LIMITE_S", "0.5"),
         ]);
         assert_eq!(first["direccion"], first["referencia"]);
         assert_eq!(second["direccion"], second["referencia"]);

@@ -313,7 +313,8 @@ fn tile_server(mode: Tiles) -> (String, Mock) {
         Tiles::Png => Reply::Full(200, png(), tile.clone()),
         Tiles::Garbage => Reply::Full(200, png(), b"<html>demasiadas solicitudes</html>".to_vec()),
         Tiles::Status(code) => Reply::Full(code, vec![], Vec::new()),
-        Tiles::Hang => Reply::Hang(Duration::from_secs(30)),
+        // Longer than any test waits: the deadline, never the mock, ends the fetch.
+        Tiles::Hang => Reply::Hang(Duration::from_secs(600)),
     });
     (format!("{}/{{z}}/{{x}}/{{y}}.png", mock.url), mock)
 }
@@ -402,9 +403,12 @@ fn offline_detail(mode: Tiles) -> String {
     let fixture = fixture("minimo");
     let (template, seen) = tile_server(mode);
     let cache = tempfile::tempdir().unwrap();
+    // A short deadline, set here (the harness raises it for every other test): a hanging
+    // server is given up on by it alone.
     let env = [
         ("FLOTA_TILES_URL", template.as_str()),
         ("FLOTA_TILES_DIR", cache.path().to_str().unwrap()),
+        ("FLOTA_TILES_LIMITE_S", "0.5"),
     ];
     let mut server = Server::spawn_with_env(
         flota_bin(),

@@ -36,8 +36,8 @@ const ENGLISH: [&str; 11] = [
     "eof while parsing",
     "png signature",
 ];
-/// A hanging service says nothing for this long: longer than every client's deadline.
-const HANG: Duration = Duration::from_secs(10);
+/// A hanging service says nothing for this long: far longer than every client's deadline.
+const HANG: Duration = Duration::from_secs(30);
 
 /// How the service fails.
 #[derive(Debug, Clone, Copy)]
@@ -287,6 +287,10 @@ fn flota(tmp: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
         .env_remove("FLOTA_OSRM_URL")
         .env("FLOTA_LOG", "debug")
         .env("FLOTA_TILES_URL", "no")
+        // Short deadlines, set here rather than left to the defaults: the hanging service is
+        // given up on by them, well before it closes the connection after `HANG`.
+        .env("FLOTA_TILES_LIMITE_S", "1")
+        .env("FLOTA_GEOCODER_LIMITE_S", "1")
         .env("HOME", tmp.join("home"))
         .env("XDG_CACHE_HOME", tmp.join("cache"));
     for (name, value) in env {

@@ -1,5 +1,6 @@
 //! Environment variables reach the verbs that use them, and only those: the database, "now",
-//! the call limit and the log level, through the real binary (src/settings.rs reads them).
+//! the call limit, the online services' deadlines and the log level, through the real binary
+//! (src/settings.rs reads them).
 
 use std::process::{Command, Stdio};
 
@@ -15,6 +16,8 @@ const CLEARED: &[&str] = &[
     "FLOTA_LOG",
     "GOOGLE_MAPS_API_KEY",
     "FLOTA_GEOCODER_URL",
+    "FLOTA_GEOCODER_LIMITE_S",
+    "FLOTA_TILES_LIMITE_S",
 ];
 
 /// What one run must show.
@@ -165,6 +168,37 @@ fn a_bad_value_is_an_error_only_for_the_verbs_that_use_it() {
             stderr: &[
                 "error: FLOTA_LIMITE_LLAMADA_S: 'abc' no es un número de segundos entre 0 y 86400",
             ],
+            db: None,
+        },
+    );
+    // The services' deadlines: refused by the verbs that wait on the service, ignored by an
+    // export that fetches no tiles.
+    for variable in ["FLOTA_TILES_LIMITE_S", "FLOTA_GEOCODER_LIMITE_S"] {
+        check(
+            &["servir", "--db", "/no/existe.db"],
+            &[(variable, "0")],
+            Want {
+                code: 1,
+                stderr: &["no es un número de segundos mayor que 0 y de 3600 como mucho"],
+                db: None,
+            },
+        );
+    }
+    check(
+        &["servir", "--db", "/no/existe.db"],
+        &[("FLOTA_TILES_LIMITE_S", "-1")],
+        Want {
+            code: 1,
+            stderr: &["error: FLOTA_TILES_LIMITE_S: '-1' no es un número de segundos"],
+            db: None,
+        },
+    );
+    check(
+        &["servir", "--db", "/no/existe.db"],
+        &[("FLOTA_GEOCODER_LIMITE_S", "pronto")],
+        Want {
+            code: 1,
+            stderr: &["error: FLOTA_GEOCODER_LIMITE_S: 'pronto' no es un número de segundos"],
             db: None,
         },
     );

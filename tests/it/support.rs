@@ -18,6 +18,10 @@ use serde_json::{Value, json};
 /// the slowest such step (a map drawn in a debug build, ten times slower than here).
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The tiles' and the geocoder's deadline in every server the harness starts: longer than
+/// any wait the tests bound by [`TIMEOUT`] (and the product's own maximum).
+pub const SERVICE_DEADLINE_S: &str = "3600";
+
 pub fn flota_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_flota"))
 }
@@ -59,6 +63,12 @@ impl Server {
         // suite on one busy core once had an answer differ between two servers), and an
         // answer must not depend on the machine's speed.
         command.env("FLOTA_LIMITE_LLAMADA_S", "0");
+        // The same for the online services' deadlines (4 s for tiles, 2 s for addresses): a
+        // test process frozen that long by a busy machine would turn a loopback mock's answer
+        // into the offline fallback. Raised far beyond `TIMEOUT`, so a mock that answers is
+        // always waited for; a test about the deadline itself sets a short one.
+        command.env("FLOTA_TILES_LIMITE_S", SERVICE_DEADLINE_S);
+        command.env("FLOTA_GEOCODER_LIMITE_S", SERVICE_DEADLINE_S);
         for (key, value) in env {
             command.env(key, value);
         }
