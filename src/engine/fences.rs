@@ -15,6 +15,7 @@
 //! dated no later than the stop's start — the unit crossed before it halted.
 
 use super::config::DetectionConfig;
+use super::distance::Cosines;
 use super::evidence::{Evidence, FENCE_CONFIRMATION, Threshold};
 use super::{Fix, Visit};
 use crate::geometry::earth::{distance_m, lerp};
@@ -267,13 +268,15 @@ impl FenceDetector {
 
     /// `inside[i]` tells whether `fix` lies inside fence `i`. `parked_since`: the fix is a
     /// parked unit's (its position the stop's centre), parked since then — a crossing it
-    /// shows happened before the unit halted, so it is dated no later than that.
+    /// shows happened before the unit halted, so it is dated no later than that. `cosines`:
+    /// the engine's memo of latitude cosines (the fix's own is in it already).
     pub fn push(
         &mut self,
         fix: &Fix,
         inside: &[bool],
         fences: &[Geofence],
         parked_since: Option<i64>,
+        cosines: &mut Cosines,
     ) {
         let first = self.prev.is_none();
         if first {
@@ -285,14 +288,15 @@ impl FenceDetector {
             first_utc: self.first_utc,
             threshold,
         };
-        // The cosine of the fix's latitude, for the depth of a fix inside a fence: computed
+        // The cosine of the fix's latitude, for the depth of a fix inside a fence: taken
         // once here and only when some fence holds the fix (the depth is measured for those
-        // alone). Left inside the closure below, the compiler hoisted the cosine before the
-        // loop and computed it for every fix: ~5 M instructions a worker on the reference week.
+        // alone), from the memo. Computed here with `cos` itself, the compiler hoisted the
+        // call out of its condition (a cosine has no side effects) and made it for every fix:
+        // ~5 M instructions a worker on the reference week.
         let cos_lat = inside
             .iter()
             .any(|inside| *inside)
-            .then(|| crate::geometry::earth::cos_lat(fix.point()));
+            .then(|| cosines.of(fix.lat));
         // A moving fix after a silence longer than a signal loss (see `settle_lone`).
         let after_silence = parked_since.is_none()
             && self
@@ -300,6 +304,16 @@ impl FenceDetector {
                 .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
+            // Outside, as confirmed, with no crossing under way: nothing below would change
+            // (most fences, for most fixes). Skipped before the rules are walked through.
+            if !first
+                && !now_inside
+                && !track.inside
+                && track.pending.is_none()
+                && track.lone.is_none()
+            {
+                continue;
+            }
             // Only called for a fix inside fence `index`, so `cos_lat` is known.
             let depth_m =
                 || fences[index].edge_distance_m_at(fix.point(), cos_lat.unwrap_or(f64::NAN));
