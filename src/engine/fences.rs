@@ -167,6 +167,9 @@ pub struct FenceDetector {
     prev: Option<Fix>,
     /// The data's first fix time.
     first_utc: i64,
+    /// After the last fix, every track was outside, as confirmed, with no crossing under
+    /// way: a fix no fence holds then changes nothing, and the tracks are not walked.
+    idle: bool,
     pub visits: Vec<Visit>,
 }
 
@@ -254,6 +257,7 @@ impl FenceDetector {
             ],
             prev: None,
             first_utc: i64::MIN,
+            idle: false,
             visits: Vec::new(),
         }
     }
@@ -279,6 +283,11 @@ impl FenceDetector {
         cosines: &mut Cosines,
     ) {
         let first = self.prev.is_none();
+        let in_any = inside.iter().any(|inside| *inside);
+        if !first && self.idle && !in_any {
+            self.prev = Some(*fix);
+            return;
+        }
         if first {
             self.first_utc = fix.ts_utc;
         }
@@ -293,10 +302,7 @@ impl FenceDetector {
         // alone), from the memo. Computed here with `cos` itself, the compiler hoisted the
         // call out of its condition (a cosine has no side effects) and made it for every fix:
         // ~5 M instructions a worker on the reference week.
-        let cos_lat = inside
-            .iter()
-            .any(|inside| *inside)
-            .then(|| cosines.of(fix.lat));
+        let cos_lat = in_any.then(|| cosines.of(fix.lat));
         // A moving fix after a silence longer than a signal loss (see `settle_lone`).
         let after_silence = parked_since.is_none()
             && self
@@ -392,6 +398,10 @@ impl FenceDetector {
             }
         }
         self.prev = Some(*fix);
+        self.idle = self
+            .tracks
+            .iter()
+            .all(|track| !track.inside && track.pending.is_none() && track.lone.is_none());
     }
 
     /// Visits still open at the end of the data (pending crossings not yet confirmed are
