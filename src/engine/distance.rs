@@ -735,6 +735,32 @@ mod tests {
         d.push(&b)
     }
 
+    /// The memo is only a memo: whatever latitudes it is asked for or handed (primed), in
+    /// whatever order, repeated or evicted, its answers are `cos_lat`'s bit for bit — the
+    /// engine shares one between its detectors and the distance rule.
+    #[test]
+    fn the_cosine_memo_answers_as_the_cosine_itself() {
+        let lats: Vec<f64> = (0..40)
+            .map(|k| 14.6 + f64::from(k % 7) * 1e-4 - f64::from(k % 3) * 0.37)
+            .collect();
+        let mut memo = Cosines::default();
+        for (k, lat) in lats.iter().enumerate() {
+            let exact = crate::geometry::earth::cos_lat(LatLon::new(*lat, -90.5));
+            if k % 2 == 0 {
+                memo.prime(*lat, exact);
+            }
+            let other = lats[(k * 5) % lats.len()];
+            let other_exact = crate::geometry::earth::cos_lat(LatLon::new(other, -90.5));
+            assert_eq!(memo.of(*lat).to_bits(), exact.to_bits(), "latitude {lat}");
+            assert_eq!(
+                memo.of(other).to_bits(),
+                other_exact.to_bits(),
+                "latitude {other}"
+            );
+        }
+        assert_eq!(Cosines::default().of(0.0), 1.0);
+    }
+
     #[test]
     fn positions_veto_the_speeds_only_beyond_the_noise() {
         // (name, second fix, expected metres, to within)
