@@ -50,6 +50,12 @@ struct Track {
 }
 
 impl Track {
+    /// Outside, as confirmed, with no crossing under way: a fix outside the fence changes
+    /// nothing in it.
+    fn idle(&self) -> bool {
+        !self.inside && self.pending.is_none() && self.lone.is_none()
+    }
+
     /// Takes a confirmed crossing at `at` to the `inside` side: starts a visit, or ends the
     /// open one and returns its start.
     fn cross(&mut self, inside: bool, at: i64) -> Option<(i64, bool)> {
@@ -297,11 +303,9 @@ impl FenceDetector {
             first_utc: self.first_utc,
             threshold,
         };
-        // The cosine of the fix's latitude, for the depth of a fix inside a fence: taken
-        // once here and only when some fence holds the fix (the depth is measured for those
-        // alone), from the memo. Computed here with `cos` itself, the compiler hoisted the
-        // call out of its condition (a cosine has no side effects) and made it for every fix:
-        // ~5 M instructions a worker on the reference week.
+        // The fix's latitude's cosine, for the depth inside a fence, only when some fence
+        // holds the fix, from the memo: `cos` called here was hoisted out of its condition by
+        // the compiler (it has no side effects) and made for every fix, ~5 M a worker.
         let cos_lat = in_any.then(|| cosines.of(fix.lat));
         // A moving fix after a silence longer than a signal loss (see `settle_lone`).
         let after_silence = parked_since.is_none()
@@ -310,14 +314,8 @@ impl FenceDetector {
                 .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
-            // Outside, as confirmed, with no crossing under way: nothing below would change
-            // (most fences, for most fixes). Skipped before the rules are walked through.
-            if !first
-                && !now_inside
-                && !track.inside
-                && track.pending.is_none()
-                && track.lone.is_none()
-            {
+            // Nothing below would change it (most fences, for most fixes).
+            if !first && !now_inside && track.idle() {
                 continue;
             }
             // Only called for a fix inside fence `index`, so `cos_lat` is known.
@@ -398,10 +396,7 @@ impl FenceDetector {
             }
         }
         self.prev = Some(*fix);
-        self.idle = self
-            .tracks
-            .iter()
-            .all(|track| !track.inside && track.pending.is_none() && track.lone.is_none());
+        self.idle = self.tracks.iter().all(Track::idle);
     }
 
     /// Visits still open at the end of the data (pending crossings not yet confirmed are
