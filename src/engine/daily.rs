@@ -132,7 +132,9 @@ impl DayAccumulator {
         date
     }
 
-    pub fn push(&mut self, fix: &Fix) {
+    /// Takes the next fix; `cos_lat`, the cosine of its latitude when the caller knows it
+    /// (the distance rule measures from it).
+    pub fn push(&mut self, fix: &Fix, cos_lat: Option<f64>) {
         let date = self.date_of(fix.ts_utc);
         let day = self.days.get_or_insert_with(date, || Partial {
             first_fix_utc: fix.ts_utc,
@@ -146,7 +148,7 @@ impl DayAccumulator {
             Some(_) => day.has_odometer = true,
             None => day.odometer_ok = false,
         }
-        let metres = self.distance.push(fix);
+        let metres = self.distance.push_at(fix, cos_lat);
         let previous = self.previous.replace((fix.ts_utc, date, fix.odometer_m));
         let Some((prev_ts, prev_date, prev_odometer)) = previous else {
             return;

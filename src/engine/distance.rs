@@ -123,9 +123,10 @@ pub struct GpsDistance {
 }
 
 /// A memo of [`crate::geometry::earth::cos_lat`] for the last few latitudes: the same values,
-/// computed once.
+/// computed once. The engine keeps one too, for the stop detector's and the fence detector's
+/// measures around a fix and a stop's centre.
 #[derive(Debug, Clone)]
-struct Cosines {
+pub(super) struct Cosines {
     bits: [u64; 4],
     cos: [f64; 4],
     next: usize,
@@ -144,16 +145,29 @@ impl Default for Cosines {
 
 impl Cosines {
     /// The cosine of `lat` (degrees), bit for bit what `lat.to_radians().cos()` gives.
-    fn of(&mut self, lat: f64) -> f64 {
+    pub(super) fn of(&mut self, lat: f64) -> f64 {
         let bits = lat.to_bits();
         if let Some(slot) = self.bits.iter().position(|&b| b == bits) {
             return self.cos[slot];
         }
         let cos = lat.to_radians().cos();
+        self.keep(bits, cos);
+        cos
+    }
+
+    /// Takes `cos`, the cosine of `lat` computed elsewhere (by [`Cosines::of`]), as a miss of
+    /// `of` would have kept it: the memo ends as it would have had it computed the cosine.
+    fn prime(&mut self, lat: f64, cos: f64) {
+        let bits = lat.to_bits();
+        if !self.bits.contains(&bits) {
+            self.keep(bits, cos);
+        }
+    }
+
+    fn keep(&mut self, bits: u64, cos: f64) {
         self.bits[self.next] = bits;
         self.cos[self.next] = cos;
         self.next = (self.next + 1) % self.bits.len();
-        cos
     }
 }
 
@@ -186,6 +200,15 @@ impl GpsDistance {
     /// the path runs straight from the fix before it: the result may then be negative, and
     /// the running sum is what the rule measures.
     pub fn push(&mut self, fix: &Fix) -> f64 {
+        self.push_at(fix, None)
+    }
+
+    /// [`GpsDistance::push`] with the cosine of `fix`'s latitude already known (from the
+    /// engine's own [`Cosines`]): the same metres, one cosine fewer a fix.
+    pub(super) fn push_at(&mut self, fix: &Fix, cos_lat: Option<f64>) -> f64 {
+        if let Some(cos) = cos_lat {
+            self.cosines.prime(fix.lat, cos);
+        }
         if self.prev.is_some_and(|prev| fix.ts_utc <= prev.ts_utc) {
             // A repeat or a late fix: the engine drops them, and so does the rule.
             return 0.0;
@@ -710,6 +733,32 @@ mod tests {
         d.prev = None;
         d.push(&a);
         d.push(&b)
+    }
+
+    /// The memo is only a memo: whatever latitudes it is asked for or handed (primed), in
+    /// whatever order, repeated or evicted, its answers are `cos_lat`'s bit for bit — the
+    /// engine shares one between its detectors and the distance rule.
+    #[test]
+    fn the_cosine_memo_answers_as_the_cosine_itself() {
+        let lats: Vec<f64> = (0..40)
+            .map(|k| 14.6 + f64::from(k % 7) * 1e-4 - f64::from(k % 3) * 0.37)
+            .collect();
+        let mut memo = Cosines::default();
+        for (k, lat) in lats.iter().enumerate() {
+            let exact = crate::geometry::earth::cos_lat(LatLon::new(*lat, -90.5));
+            if k % 2 == 0 {
+                memo.prime(*lat, exact);
+            }
+            let other = lats[(k * 5) % lats.len()];
+            let other_exact = crate::geometry::earth::cos_lat(LatLon::new(other, -90.5));
+            assert_eq!(memo.of(*lat).to_bits(), exact.to_bits(), "latitude {lat}");
+            assert_eq!(
+                memo.of(other).to_bits(),
+                other_exact.to_bits(),
+                "latitude {other}"
+            );
+        }
+        assert_eq!(Cosines::default().of(0.0), 1.0);
     }
 
     #[test]

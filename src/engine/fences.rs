@@ -15,6 +15,7 @@
 //! dated no later than the stop's start — the unit crossed before it halted.
 
 use super::config::DetectionConfig;
+use super::distance::Cosines;
 use super::evidence::{Evidence, FENCE_CONFIRMATION, Threshold};
 use super::{Fix, Visit};
 use crate::geometry::earth::{distance_m, lerp};
@@ -49,6 +50,12 @@ struct Track {
 }
 
 impl Track {
+    /// Outside, as confirmed, with no crossing under way: a fix outside the fence changes
+    /// nothing in it.
+    fn idle(&self) -> bool {
+        !self.inside && self.pending.is_none() && self.lone.is_none()
+    }
+
     /// Takes a confirmed crossing at `at` to the `inside` side: starts a visit, or ends the
     /// open one and returns its start.
     fn cross(&mut self, inside: bool, at: i64) -> Option<(i64, bool)> {
@@ -166,6 +173,9 @@ pub struct FenceDetector {
     prev: Option<Fix>,
     /// The data's first fix time.
     first_utc: i64,
+    /// After the last fix, every track was outside, as confirmed, with no crossing under
+    /// way: a fix no fence holds then changes nothing, and the tracks are not walked.
+    idle: bool,
     pub visits: Vec<Visit>,
 }
 
@@ -253,6 +263,7 @@ impl FenceDetector {
             ],
             prev: None,
             first_utc: i64::MIN,
+            idle: false,
             visits: Vec::new(),
         }
     }
@@ -267,15 +278,22 @@ impl FenceDetector {
 
     /// `inside[i]` tells whether `fix` lies inside fence `i`. `parked_since`: the fix is a
     /// parked unit's (its position the stop's centre), parked since then — a crossing it
-    /// shows happened before the unit halted, so it is dated no later than that.
+    /// shows happened before the unit halted, so it is dated no later than that. `cosines`:
+    /// the engine's memo of latitude cosines (the fix's own is in it already).
     pub fn push(
         &mut self,
         fix: &Fix,
         inside: &[bool],
         fences: &[Geofence],
         parked_since: Option<i64>,
+        cosines: &mut Cosines,
     ) {
         let first = self.prev.is_none();
+        let in_any = inside.iter().any(|inside| *inside);
+        if !first && self.idle && !in_any {
+            self.prev = Some(*fix);
+            return;
+        }
         if first {
             self.first_utc = fix.ts_utc;
         }
@@ -285,14 +303,10 @@ impl FenceDetector {
             first_utc: self.first_utc,
             threshold,
         };
-        // The cosine of the fix's latitude, for the depth of a fix inside a fence: computed
-        // once here and only when some fence holds the fix (the depth is measured for those
-        // alone). Left inside the closure below, the compiler hoisted the cosine before the
-        // loop and computed it for every fix: ~5 M instructions a worker on the reference week.
-        let cos_lat = inside
-            .iter()
-            .any(|inside| *inside)
-            .then(|| crate::geometry::earth::cos_lat(fix.point()));
+        // The fix's latitude's cosine, for the depth inside a fence, only when some fence
+        // holds the fix, from the memo: `cos` called here was hoisted out of its condition by
+        // the compiler (it has no side effects) and made for every fix, ~5 M a worker.
+        let cos_lat = in_any.then(|| cosines.of(fix.lat));
         // A moving fix after a silence longer than a signal loss (see `settle_lone`).
         let after_silence = parked_since.is_none()
             && self
@@ -300,6 +314,10 @@ impl FenceDetector {
                 .is_some_and(|p| fix.ts_utc - p.ts_utc > self.silence_s);
         for (index, track) in self.tracks.iter_mut().enumerate() {
             let now_inside = inside[index];
+            // Nothing below would change it (most fences, for most fixes).
+            if !first && !now_inside && track.idle() {
+                continue;
+            }
             // Only called for a fix inside fence `index`, so `cos_lat` is known.
             let depth_m =
                 || fences[index].edge_distance_m_at(fix.point(), cos_lat.unwrap_or(f64::NAN));
@@ -378,6 +396,7 @@ impl FenceDetector {
             }
         }
         self.prev = Some(*fix);
+        self.idle = self.tracks.iter().all(Track::idle);
     }
 
     /// Visits still open at the end of the data (pending crossings not yet confirmed are

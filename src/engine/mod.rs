@@ -155,6 +155,10 @@ pub struct VehicleEngine<'a> {
     last: Option<Fix>,
     /// The last fix the detectors have seen, its speed checked.
     analysed: Option<Fix>,
+    /// The cosines of the latitudes the detectors measure from: each fix's own (wanted by the
+    /// stop detector, the fence depth and the distance rule, which each took it anew) and a
+    /// stop's centre (by the fence detector at one fix, by the stop detector at the next).
+    cosines: distance::Cosines,
 }
 
 impl<'a> VehicleEngine<'a> {
@@ -175,6 +179,7 @@ impl<'a> VehicleEngine<'a> {
             speeds: speed_check::SpeedCheck::new(ctx.config),
             last: None,
             analysed: None,
+            cosines: distance::Cosines::default(),
         }
     }
 
@@ -203,7 +208,8 @@ impl<'a> VehicleEngine<'a> {
     /// not the last valid one repeated in place of an invalid one — which must not count twice
     /// as evidence of speeding (two absurd readings after one noisy high one).
     fn analyse(&mut self, fix: Fix, measured: bool) {
-        self.stops.push(&fix);
+        let cos_lat = self.cosines.of(fix.lat);
+        self.stops.push(&fix, cos_lat, &mut self.cosines);
         // A parked unit is where its stop's centre is: drift and jumps around it at a fence
         // edge neither cross the fence nor change the limit. Parked means halted for as long
         // as a stop: a traffic light at a fence edge is a crossing the fixes themselves date
@@ -217,35 +223,49 @@ impl<'a> VehicleEngine<'a> {
         if let Some((centre, _)) = parked {
             (place.lat, place.lon) = (centre.lat, centre.lon);
         }
+        let mut in_any = false;
         for (index, fence) in self.ctx.fences.iter().enumerate() {
-            self.inside[index] = fence.contains(place.point());
+            let inside = fence.contains(place.point());
+            self.inside[index] = inside;
+            in_any |= inside;
         }
-        let limit = applicable_limit_kmh(
-            self.ctx.limit_kmh,
-            self.ctx
-                .fences
-                .iter()
-                .zip(&self.inside)
-                .filter(|(fence, inside)| {
-                    // Only a fence with a limit of its own can change it: the others are
-                    // not measured (the eight-point test is the costly part).
-                    **inside
-                        && fence.speed_limit_kmh.is_some()
-                        && overspeed::surely_inside(
-                            fence,
-                            place.point(),
-                            self.ctx.config.parada_radio_m,
-                        )
-                })
-                .filter_map(|(fence, _)| fence.speed_limit_kmh),
-        );
+        // Outside every fence (most fixes), no fence's limit applies: the vehicle's own (what
+        // `applicable_limit_kmh` gives for no fence), without walking the fences again.
+        let limit = if in_any {
+            applicable_limit_kmh(
+                self.ctx.limit_kmh,
+                self.ctx
+                    .fences
+                    .iter()
+                    .zip(&self.inside)
+                    .filter(|(fence, inside)| {
+                        // Only a fence with a limit of its own can change it: the others are
+                        // not measured (the eight-point test is the costly part).
+                        **inside
+                            && fence.speed_limit_kmh.is_some()
+                            && overspeed::surely_inside(
+                                fence,
+                                place.point(),
+                                self.ctx.config.parada_radio_m,
+                            )
+                    })
+                    .filter_map(|(fence, _)| fence.speed_limit_kmh),
+            )
+        } else {
+            self.ctx.limit_kmh
+        };
         if measured {
             self.overspeed.push(&fix, limit);
         }
         self.gaps.push(&fix);
-        self.fences
-            .push(&place, &self.inside, self.ctx.fences, parked.map(|p| p.1));
-        self.days.push(&fix);
+        self.fences.push(
+            &place,
+            &self.inside,
+            self.ctx.fences,
+            parked.map(|p| p.1),
+            &mut self.cosines,
+        );
+        self.days.push(&fix, Some(cos_lat));
         self.analysed = Some(fix);
     }
 

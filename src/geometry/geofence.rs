@@ -126,11 +126,13 @@ impl Bounds {
 
     /// Whether `p` may be inside (`false`: surely outside). NaN is never outside: the exact
     /// test decides it.
+    #[inline]
     fn may_hold(&self, p: LatLon) -> bool {
         !(p.lat < self.south || p.lat > self.north || p.lon < self.west || p.lon > self.east)
     }
 
     /// `Some(inside)` when the box alone decides.
+    #[inline]
     fn decide(&self, p: LatLon) -> Option<bool> {
         if !self.may_hold(p) {
             return Some(false);
@@ -158,6 +160,7 @@ impl Geofence {
         }
     }
 
+    #[inline]
     pub fn contains(&self, p: LatLon) -> bool {
         self.bounds
             .decide(p)
