@@ -341,8 +341,8 @@ mod tests {
         };
         let speeds: Vec<(i64, f64)> = (0..20_000)
             .map(|i| {
-                let gauss = (-2.0 * uniform().ln()).sqrt()
-                    * (2.0 * std::f64::consts::PI * uniform()).cos();
+                let gauss =
+                    (-2.0 * uniform().ln()).sqrt() * (2.0 * std::f64::consts::PI * uniform()).cos();
                 (15 * i, 28.0 + 2.5 * gauss)
             })
             .collect();

@@ -486,9 +486,12 @@ fn an_adaptive_tracker_on_a_freeway_speeds_and_stands_in_one_story() {
     let minutes = unit["minutos_detenida"].as_f64().unwrap();
     assert!((minutes - held_min).abs() < 1.0, "{minutes} vs {held_min}");
     assert_eq!(stopped["por_estado"]["sin_senal"], 0, "{stopped}");
-    let position = server.call(3, "posicion_actual", json!({"placa": "MB-02"}))["result"]
-        ["structuredContent"]
-        .clone();
-    assert_eq!(position["estado"], "detenida con motor encendido", "{position}");
+    let position =
+        server.call(3, "posicion_actual", json!({"placa": "MB-02"}))["result"]["structuredContent"]
+            .clone();
+    assert_eq!(
+        position["estado"], "detenida con motor encendido",
+        "{position}"
+    );
     drop(server);
 }
