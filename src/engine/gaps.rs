@@ -120,6 +120,14 @@ impl GapDetector {
         }
     }
 
+    /// Both fixes carry an odometer and it did not advance beyond a stop's radius between them.
+    fn odometer_stood(&self, before: &Fix, after: &Fix) -> bool {
+        matches!(
+            (before.odometer_m, after.odometer_m),
+            (Some(a), Some(b)) if ((b - a) as f64).abs() <= self.radius_m
+        )
+    }
+
     /// The odometer says the unit drove between `before` and `after` (positions alone could
     /// be a jump: a night's first fix 200 m off is no drive).
     fn odometer_moved(&self, before: &Fix, after: &Fix) -> bool {
@@ -168,7 +176,12 @@ impl GapDetector {
                 to_utc: Some(fix.ts_utc),
                 lat: prev.lat,
                 lon: prev.lon,
-                stopped: prev.speed_kmh < SLOW_KMH && self.same_place(&prev, fix),
+                // Slow before it, or an odometer that stood through it: the halt's record
+                // may read fast when its position jumped far enough that the speed check took
+                // its zero for invalid (σ 35 m with 500 m jumps, beyond its allowance), and an
+                // odometer that did not advance is the better witness that the unit stood.
+                stopped: (prev.speed_kmh < SLOW_KMH || self.odometer_stood(&prev, fix))
+                    && self.same_place(&prev, fix),
                 evidence: Evidence {
                     last_fix_utc: fix.ts_utc,
                     fixes: 2,

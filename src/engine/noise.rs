@@ -3,8 +3,8 @@
 //!
 //! Owns [`RayleighScale`], shared by the distance rule (displacements between consecutive
 //! still fixes) and the stop detector (distances of a parked unit's fixes to its stop's
-//! centre), and by the overspeed detector for the Doppler speed noise (the [`RayleighScale::median`] of the
-//! speed changes between consecutive moving fixes). Two-dimensional Gaussian noise of σ per axis puts distances on a Rayleigh
+//! centre), and by the overspeed detector for the Doppler speed noise (the [`RayleighScale::median`] of
+//! moving fixes' speed departures from the line through their neighbours'). Two-dimensional Gaussian noise of σ per axis puts distances on a Rayleigh
 //! distribution of scale σ, whose median is σ·√(2 ln 2); a median barely moves for the rare
 //! outlier jump, so the scale is robust to them. A fixed-width histogram keeps it streaming;
 //! it is kept sparse (only the bins that have samples, a few dozen of the [`BINS`]) because

@@ -1159,3 +1159,24 @@ fn a_setting_off_fix_before_a_halt_dates_the_departure_after_a_silence() {
     );
     assert!((1000..=1014).contains(&end), "ends at {end}: {:?}", a.stops);
 }
+
+/// An adaptive tracker's halt record read 0 km/h but its position jumped a kilometre (σ 35 m
+/// with 500 m jumps, Kolkata): the speed check took the zero for invalid and put back the
+/// speed before it, and the 20 minutes the tracker then slept at the stop (once an hour while
+/// standing) were judged as a silence while moving, a false signal loss. The odometer, which
+/// did not advance through the silence, says the unit stood.
+#[test]
+fn a_halt_whose_position_jumped_is_still_a_halt_to_an_odometer_that_stood() {
+    let legs = [drive(600), stand(1200), drive(600)];
+    let starts = starts_of(&legs);
+    let mut fixes = adaptive(&legs, 11);
+    let halt = fixes
+        .iter_mut()
+        .find(|f| f.ts_utc == starts[1])
+        .expect("a record at the halt");
+    halt.speed_kmh = 0.0;
+    let jumped = offset_m(halt.point(), 0.0, 1000.0);
+    (halt.lat, halt.lon) = (jumped.lat, jumped.lon);
+    let a = run(&fixes, &[], starts[2] + 600);
+    assert!(a.gaps.is_empty(), "{:?}", a.gaps);
+}

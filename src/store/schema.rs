@@ -53,7 +53,11 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// parking whole however few fixes it rests on (hourly heartbeats drifting off at night).
 /// 17: the GPS distance's noise margin falls back to a parked unit's noise when a tracker
 /// never records two still fixes within a minute (a sparse adaptive one under-counted 9–15 %).
-pub const ANALYSIS_VERSION: i64 = 17;
+/// 18: the overspeed margin's Doppler noise is learned from each moving fix's departure from
+/// its neighbours' line, not from consecutive changes (an adaptive tracker recording on 15 km/h
+/// changes learned 17 km/h of noise and missed 108 km/h under a 100 km/h limit); a silence is
+/// spent stopped when the odometer stood through it, whatever the last speed read.
+pub const ANALYSIS_VERSION: i64 = 18;
 
 pub const DDL: &str = "
 CREATE TABLE meta (

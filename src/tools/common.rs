@@ -9,9 +9,11 @@ use chrono_tz::Tz;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::engine::{EventKind, Fix};
 use crate::fleet::{Snapshot, dates};
 use crate::geometry::earth::LatLon;
 use crate::mcp::ToolError;
+use crate::store::{EventRow, Store, StoreError};
 
 /// How every tool describes a `placa` argument to the model.
 pub const PLATE: &str = "Placa de la unidad, p. ej. P-123BCD (se aceptan minúsculas y espacios)";
@@ -140,9 +142,41 @@ pub fn capped<T>(mut items: Vec<T>) -> Vec<T> {
     items
 }
 
+/// Whether a unit silent since `fix` with the engine on is asleep where it halted rather than
+/// without signal, by the engine's verdict: the engine judges a silence against the tracker's
+/// own cadence while stopped (an adaptive tracker records once per "on stop" period, five
+/// minutes to an hour), and at its analysis's "now" it left `stop` open with no signal loss
+/// under way. Judged by the loss threshold alone, such a unit read "sin señal" in
+/// `unidades_detenidas` and `posicion_actual` while `alertas` had no loss for it (a unit held
+/// in Melbourne's CBD, docs/deteccion.md, "Session sixteen"). Past the analysis's "now" (or
+/// with unusable detections) the verdict is unknown, and the threshold rules as before.
+pub fn asleep_halted(
+    store: &Store,
+    snapshot: &Snapshot,
+    vehicle_id: i64,
+    fix: &Fix,
+    stop: Option<&EventRow>,
+) -> Result<bool, StoreError> {
+    let now = snapshot.now_utc;
+    let judged = snapshot.detections_usable()
+        && snapshot
+            .meta
+            .analysis
+            .until_utc
+            .is_some_and(|until| now <= until);
+    let halted_open = stop.is_some_and(|s| s.vehicle_id == vehicle_id && s.end_utc.is_none());
+    let silent = now - fix.ts_utc > snapshot.meta.config.perdida_senal_s as i64;
+    if !(judged && halted_open && silent && fix.ignition) {
+        return Ok(false);
+    }
+    let losses = store.vehicle_events(vehicle_id, EventKind::Gap, fix.ts_utc, now + 1)?;
+    Ok(!losses.iter().any(|loss| loss.end_utc.is_none()))
+}
+
 /// What a unit is doing at the fleet's now, from its last report (`posicion_actual`'s and
 /// `mapa_flota`'s `estado`): switched off; silent longer than a signal loss with the engine
-/// on; moving; stopped with the engine on.
+/// on, unless `asleep` ([`asleep_halted`]: halted, within its tracker's cadence); moving;
+/// stopped with the engine on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnitState {
     Moving,
@@ -152,9 +186,13 @@ pub enum UnitState {
 }
 
 impl UnitState {
-    pub fn of(fix: &crate::engine::Fix, now_utc: i64, signal_loss_s: i64) -> UnitState {
+    pub fn of(fix: &Fix, now_utc: i64, signal_loss_s: i64, asleep: bool) -> UnitState {
         if !fix.ignition {
             UnitState::Off
+        } else if asleep {
+            // Its last record may be the braking's (an adaptive tracker records the change of
+            // speed, not the halt): the engine found it halted there.
+            UnitState::EngineOn
         } else if now_utc - fix.ts_utc > signal_loss_s {
             UnitState::Silent
         } else if fix.speed_kmh > 0.0 {

@@ -9,14 +9,16 @@
 //! at `ui://flota/flota`; a client that negotiated the extension also gets the view's basemap
 //! (`vista`, left out of the text). Answers from positions and stops, never the truth log.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, MAX_ROWS, UnitState, cap, coord, iso, minutes, place, round1};
+use super::common::{
+    AVISO, MAX_ROWS, UnitState, asleep_halted, cap, coord, iso, minutes, place, round1,
+};
 use super::mapa_recorrido::{FrameOut, ImageOut, background_name};
 use crate::engine::Fix;
 use crate::fleet::{Fleet, Snapshot};
@@ -258,7 +260,7 @@ impl MapaFlota {
             let Some(fix) = fleet.fixes.get(&vehicle.id) else {
                 continue;
             };
-            let state = UnitState::of(fix, now, gap_s);
+            let state = UnitState::of(fix, now, gap_s, fleet.asleep.contains(&vehicle.id));
             let since = match state {
                 UnitState::Moving => fleet.last_ends.get(&vehicle.id).copied(),
                 UnitState::EngineOn | UnitState::Off => {
@@ -314,6 +316,13 @@ impl MapaFlota {
                 if usable {
                     let stops = store.stops_under_way(now)?;
                     fleet.stops = stops.into_iter().map(|s| (s.vehicle_id, s)).collect();
+                    for (id, stop) in &fleet.stops {
+                        if let Some(fix) = fleet.fixes.get(id)
+                            && asleep_halted(store, snapshot, *id, fix, Some(stop))?
+                        {
+                            fleet.asleep.insert(*id);
+                        }
+                    }
                     fleet.last_ends = (store.last_stop_ends(now - LOOKBACK_S, now)?)
                         .into_iter()
                         .collect();
@@ -392,6 +401,8 @@ struct FleetNow {
     fixes: HashMap<i64, Fix>,
     stops: HashMap<i64, EventRow>,
     last_ends: HashMap<i64, i64>,
+    /// Units the engine found halted and asleep within their tracker's cadence.
+    asleep: HashSet<i64>,
 }
 
 /// The picture: every listed unit with its state's colour and «placa · minutos».

@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    EVIDENCE, PLATE, UnitState, coord, iso, minutes, place, round1, stop_before_data_note,
+    EVIDENCE, PLATE, UnitState, asleep_halted, coord, iso, minutes, place, round1,
+    stop_before_data_note,
 };
 use crate::fleet::{Evidencia, Fleet};
 use crate::geometry::earth::{LatLon, compass_es};
@@ -103,13 +104,18 @@ impl TypedTool for PosicionActual {
         // The position is the last report, whatever the detections' state; only the stop's
         // start comes from them, and their tables may be missing.
         let usable = snapshot.detections_usable();
-        let (fix, stop) = self.fleet.query(|store| {
+        let (fix, stop, asleep) = self.fleet.query(|store| {
             let stop = if usable {
                 store.stop_at(vehicle.id, now)?
             } else {
                 None
             };
-            Ok((store.last_fix(vehicle.id, now)?, stop))
+            let fix = store.last_fix(vehicle.id, now)?;
+            let asleep = match &fix {
+                Some(fix) => asleep_halted(store, &snapshot, vehicle.id, fix, stop.as_ref())?,
+                None => false,
+            };
+            Ok((fix, stop, asleep))
         })?;
         let Some(fix) = fix else {
             let why = if vehicle.active {
@@ -123,7 +129,7 @@ impl TypedTool for PosicionActual {
             )));
         };
         let gap_s = snapshot.meta.config.perdida_senal_s as i64;
-        let estado = UnitState::of(&fix, now, gap_s).words();
+        let estado = UnitState::of(&fix, now, gap_s, asleep).words();
         let referencia = place(&snapshot, fix.lat, fix.lon);
         let (direccion, _) = self
             .fleet

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{AVISO, EVIDENCE, cap, coord, iso, minutes, place, stop_before_data_note};
+use super::common::{
+    AVISO, EVIDENCE, asleep_halted, cap, coord, iso, minutes, place, stop_before_data_note,
+};
 use crate::engine::Fix;
 use crate::fleet::{Evidencia, Fleet};
 use crate::mcp::{CallContext, Reply, ToolError, TypedTool};
@@ -121,7 +123,8 @@ impl TypedTool for UnidadesDetenidas {
                     continue;
                 };
                 if let Some(fix) = fixes.get(&vehicle.id) {
-                    rows.push((vehicle.clone(), stop, *fix));
+                    let asleep = asleep_halted(store, &snapshot, vehicle.id, fix, Some(&stop))?;
+                    rows.push((vehicle.clone(), stop, *fix, asleep));
                 }
             }
             Ok(rows)
@@ -129,10 +132,10 @@ impl TypedTool for UnidadesDetenidas {
         let several_zones = snapshot.zones().len() > 1;
         let mut units: Vec<(u8, Stopped)> = rows
             .into_iter()
-            .map(|(vehicle, stop, fix)| {
+            .map(|(vehicle, stop, fix, asleep)| {
                 let (rank, estado) = if !fix.ignition {
                     (2, "apagada")
-                } else if now - fix.ts_utc > gap_s {
+                } else if now - fix.ts_utc > gap_s && !asleep {
                     (1, "sin señal")
                 } else {
                     (0, "motor encendido")

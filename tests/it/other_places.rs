@@ -2,7 +2,8 @@
 //! clocks"): a fleet in Santiago de Chile, whose clocks change at local midnight, simulated
 //! over both changes, and one in Sydney (the southern spring change) and Kathmandu (+5:45),
 //! questioned through `flota servir` as a client would; and one in St John's (−3:30) over its
-//! autumn change, with units absent on given dates (`ausencias`).
+//! autumn change, with units absent on given dates (`ausencias`); and one in Melbourne, on
+//! freeways at 100 km/h with an adaptive tracker that records on changes of speed.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -426,5 +427,71 @@ fn absent_units_stay_parked_and_the_autumn_change_at_minus_three_thirty() {
     assert!(gap["hasta"].as_str().unwrap().ends_with("-03:30"), "{gap}");
     let minutes = gap["minutos"].as_f64().unwrap();
     assert!((29.0..=32.0).contains(&minutes), "{gap}");
+    drop(server);
+}
+
+/// Melbourne over its autumn change, with an adaptive tracker that records on every 15 km/h
+/// change of speed (or 500 m) and every 5 minutes while stopped with the engine on: its
+/// injected speeding at 108-110 km/h under a 100 km/h limit is in `alertas` (the overspeed
+/// margin once learned 17 km/h of "noise" from its speed steps and raised nothing), and the
+/// unit held with the engine on "now", silent 2-5 minutes between its records, is stopped
+/// with the engine on in `unidades_detenidas` and `posicion_actual`, as the engine found it
+/// (no signal loss), not "sin señal".
+#[test]
+fn an_adaptive_tracker_on_a_freeway_speeds_and_stands_in_one_story() {
+    let ahora = "2026-04-07T12:00";
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, stderr, db, truth) =
+        simulate_file(&place("melbourne"), dir.path(), &["--ahora", ahora]);
+    assert!(ok, "{stderr}");
+    let mut speeding: BTreeMap<String, i64> = BTreeMap::new();
+    for fact in truth_facts(&truth, "exceso_velocidad") {
+        *speeding
+            .entry(fact["placa"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    assert_eq!(speeding.len(), 2, "{speeding:?}");
+    let held = truth_facts(&truth, "detenida_ahora");
+    assert_eq!(held.len(), 1, "{held:?}");
+    let held_min = held[0]["minutos"].as_f64().unwrap();
+    let mut server = Server::spawn(
+        flota_bin(),
+        &["servir", "--db", db.to_str().unwrap(), "--ahora", ahora],
+    );
+    server.initialize("2025-06-18");
+    let alerts = server.call(
+        1,
+        "alertas",
+        json!({"tipo": "exceso_velocidad", "fecha_inicio": "2026-04-05", "fecha_fin": "hoy"}),
+    )["result"]["structuredContent"]
+        .clone();
+    let mut alerted: BTreeMap<String, i64> = BTreeMap::new();
+    for unit in alerts["por_unidad"].as_array().unwrap() {
+        let count = unit["por_tipo"]["exceso_velocidad"].as_i64().unwrap();
+        if count > 0 {
+            alerted.insert(unit["placa"].as_str().unwrap().to_owned(), count);
+        }
+    }
+    assert_eq!(alerted, speeding, "{alerts}");
+    let stopped = server.call(2, "unidades_detenidas", json!({"minutos_minimos": 20}))["result"]
+        ["structuredContent"]
+        .clone();
+    let unit = stopped["unidades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["placa"] == "MB-02")
+        .unwrap_or_else(|| panic!("MB-02 is not stopped: {stopped}"));
+    assert_eq!(unit["estado"], "motor encendido", "{unit}");
+    let minutes = unit["minutos_detenida"].as_f64().unwrap();
+    assert!((minutes - held_min).abs() < 1.0, "{minutes} vs {held_min}");
+    assert_eq!(stopped["por_estado"]["sin_senal"], 0, "{stopped}");
+    let position =
+        server.call(3, "posicion_actual", json!({"placa": "MB-02"}))["result"]["structuredContent"]
+            .clone();
+    assert_eq!(
+        position["estado"], "detenida con motor encendido",
+        "{position}"
+    );
     drop(server);
 }
