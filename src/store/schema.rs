@@ -53,7 +53,7 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// parking whole however few fixes it rests on (hourly heartbeats drifting off at night).
 /// 17: the GPS distance's noise margin falls back to a parked unit's noise when a tracker
 /// never records two still fixes within a minute (a sparse adaptive one under-counted 9–15 %).
-pub const ANALYSIS_VERSION: i64 = 17;
+pub const ANALYSIS_VERSION: i64 = 18;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
