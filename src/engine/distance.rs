@@ -1157,7 +1157,7 @@ mod tests {
         // walking pace (127 m a wait); the positions say the unit stood.
         let mut d = GpsDistance::new(&DetectionConfig::default());
         let (mut t, mut east, mut metres) = (0_i64, 0.0_f64, 0.0);
-        let mut drive = |d: &mut GpsDistance, t: i64, east: f64| {
+        let drive = |d: &mut GpsDistance, t: i64, east: f64| {
             let mut m = d.push(&fix(t, east + 3.0, 0.0, 10.8, 90.0));
             for i in 1..=9 {
                 let along = 22.5 + 30.0 * f64::from(i - 1);
