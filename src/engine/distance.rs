@@ -43,6 +43,7 @@
 use super::Fix;
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
+use super::stops::SETTING_OFF_KMH;
 use crate::geometry::earth::{distance_m, distance_m_at, hypot_exceeds, local_m_at};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
@@ -111,6 +112,9 @@ pub struct GpsDistance {
     halt: Option<Halt>,
     /// A stop this long or longer is a parking (`parada_prolongada_min`), seconds.
     long_stop_s: f64,
+    /// `aceleracion_ms2` and `frenado_ms2`: how fast a unit sets off and halts, m/s².
+    accel_ms2: f64,
+    brake_ms2: f64,
     prev: Option<Fix>,
     /// The fix before `prev` and the metres counted from it to `prev`: what a jump at `prev`
     /// is judged against, and what is taken back if it was one.
@@ -189,6 +193,8 @@ impl GpsDistance {
             turned_pairs: 0,
             halt: None,
             long_stop_s: config.parada_prolongada_min * 60.0,
+            accel_ms2: config.aceleracion_ms2,
+            brake_ms2: config.frenado_ms2,
             prev: None,
             before: None,
             cosines: Cosines::default(),
@@ -249,6 +255,17 @@ impl GpsDistance {
     /// unit moved earlier in that minute, it would have recorded it. So the change of speed
     /// took at most [`CADENCE_FACTOR`] times its cadence while moving, and the unit stood for
     /// the rest: the trapezoid over that time, not half a minute at the departure speed.
+    ///
+    /// Within that window the speed tells more. A departure recorded at walking pace (under
+    /// [`SETTING_OFF_KMH`], as the stop detector dates one) was recorded as the unit set off:
+    /// it had been speeding up for v/`aceleracion_ms2`, not for the whole window (a tracker
+    /// that records every two seconds while moving allows four, and the unit at 10 km/h had
+    /// driven 3 m, not 7). And a halt recorded after a driving speed was recorded as the unit
+    /// halted — had it stopped earlier, the tracker would have recorded that — so the unit
+    /// drove on at that speed and braked at `frenado_ms2` just before the still fix: the
+    /// standing time lies after the interval, not in it. A halt from walking pace keeps the
+    /// window: the tracker may have counted the unit stopped already (its own threshold is
+    /// above the engine's).
     fn by_speed_and_cadence(&mut self, a: &Fix, b: &Fix) -> f64 {
         let trapezoid = by_speed(a, b);
         let dt = (b.ts_utc - a.ts_utc) as f64;
@@ -263,7 +280,56 @@ impl GpsDistance {
         if dt <= moving_s {
             return trapezoid;
         }
+        if still_a {
+            return trapezoid * self.set_off_s(b.speed_kmh, moving_s) / dt;
+        }
+        if a.speed_kmh >= SETTING_OFF_KMH {
+            let v_ms = a.speed_kmh / 3.6;
+            let brake_s = v_ms / self.brake_ms2;
+            return if brake_s < dt {
+                v_ms * dt - v_ms * brake_s / 2.0
+            } else {
+                trapezoid
+            };
+        }
         trapezoid * moving_s / dt
+    }
+
+    /// How long a unit took from standing to a record at `speed_kmh`, at most `window_s`: at
+    /// walking pace (under [`SETTING_OFF_KMH`]) the time to reach that speed at
+    /// `aceleracion_ms2`, if shorter (see [`GpsDistance::by_speed_and_cadence`]).
+    fn set_off_s(&self, speed_kmh: f64, window_s: f64) -> f64 {
+        if speed_kmh < SETTING_OFF_KMH {
+            (speed_kmh / 3.6 / self.accel_ms2).min(window_s)
+        } else {
+            window_s
+        }
+    }
+
+    /// Metres between two records at walking pace (under [`SETTING_OFF_KMH`]) of a tracker
+    /// silent while a unit stands, further apart than it records a moving unit, when the
+    /// positions prove the speeds wrong (their path longer than the chord by more than the
+    /// noise margin): the tracker recorded the halt (its own threshold for "stopped" is above
+    /// the engine's: a record at 4 km/h) and then the unit setting off. It braked from the
+    /// first speed at `frenado_ms2`, stood, and set off to the second (see
+    /// [`GpsDistance::set_off_s`]); the trapezoid drove it through the wait at walking pace
+    /// (the `comercial` profile: +0.4 % a day, 50–190 m a halt). `None` when this is not such
+    /// a pair.
+    fn halted_between(&mut self, a: &Fix, b: &Fix, speed_m: f64) -> Option<f64> {
+        let walking = |f: &Fix| f.speed_kmh >= self.still_kmh && f.speed_kmh < SETTING_OFF_KMH;
+        if !walking(a) || !walking(b) || !self.would_have_recorded_a_move() {
+            return None;
+        }
+        let moving_s = CADENCE_FACTOR * self.moving_cadence.median()?.max(1.0);
+        let chord = distance_m(a.point(), b.point());
+        let margin = self.margin_m()?;
+        if ((b.ts_utc - a.ts_utc) as f64) <= moving_s || speed_m <= chord + margin {
+            return None;
+        }
+        let v_ms = a.speed_kmh / 3.6;
+        let halt_m = v_ms * v_ms / (2.0 * self.brake_ms2);
+        let set_off_m = b.speed_kmh / 3.6 / 2.0 * self.set_off_s(b.speed_kmh, moving_s);
+        Some((halt_m + set_off_m).min(speed_m).min(chord))
     }
 
     /// Whether a silence that began at a still fix was the unit standing, whatever its chord:
@@ -503,6 +569,9 @@ impl GpsDistance {
         }
         self.learn_cadence(a, b);
         let speed_m = self.by_speed_and_cadence(a, b);
+        if let Some(metres) = self.halted_between(a, b, speed_m) {
+            return metres;
+        }
         let still_a = a.speed_kmh < self.still_kmh;
         if still_a && dt > STILL_PAIR_MAX_S {
             let chord = distance_m(a.point(), b.point());
@@ -1078,6 +1147,92 @@ mod tests {
     /// 3.5 km of a 48 km day were dropped, −7.7…−10.3 % at every noise level). Found 3.5 km
     /// on, still driving: the straight line is the least it drove. A unit parked with its
     /// ignition off and found there again after the night drove nothing.
+    /// An adaptive tracker recording every 2 s while moving, `cycles` times: from 36 km/h a
+    /// halt recorded as it happens (18 km/h 15 m on, still 5 m further), `standing_s`
+    /// standing, then the departure recorded at walking pace (10.8 km/h, 3 m on at 1.5
+    /// m/s²), 21.6 km/h (9 m on) and 36 km/h (16 m on). Every other interval's trapezoid is
+    /// its true length. Returns the metres counted for the cycles and their true length.
+    fn walking_departures(cycles: u32, standing_s: i64) -> (f64, f64) {
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        for i in 0..=100 {
+            d.push(&fix(i * 2, i as f64 * 20.0, 0.0, 36.0, 90.0));
+        }
+        let (mut t, mut east, mut counted) = (200_i64, 2000.0_f64, 0.0);
+        for _ in 0..cycles {
+            counted += d.push(&fix(t + 2, east + 15.0, 0.0, 18.0, 90.0));
+            counted += d.push(&fix(t + 4, east + 20.0, 0.0, 0.0, 90.0));
+            t += 4 + standing_s;
+            counted += d.push(&fix(t + 2, east + 23.0, 0.0, 10.8, 90.0));
+            counted += d.push(&fix(t + 4, east + 32.0, 0.0, 21.6, 90.0));
+            counted += d.push(&fix(t + 6, east + 48.0, 0.0, 36.0, 90.0));
+            t += 6;
+            east += 48.0;
+        }
+        (counted, east - 2000.0)
+    }
+
+    #[test]
+    fn a_departure_recorded_at_walking_pace_drove_only_its_ramp() {
+        // The tracker records a moving unit every 2 s, so the change took at most 4 s; but at
+        // 10.8 km/h the unit set off 2 s before, not 4: 3 m a departure, not 6. Over twenty
+        // departures the window alone counted 60 m too many.
+        let (metres, truth) = walking_departures(20, 40);
+        assert!(
+            (metres - truth).abs() <= 10.0,
+            "{metres} m, truth {truth} m"
+        );
+    }
+
+    #[test]
+    fn a_halt_recorded_after_a_long_straight_drive_was_driven_to_the_end() {
+        // Records every 2 s while the speed changes, then none for a minute along a straight
+        // road at 36 km/h (no turn, no change of speed, no distance criterion), then the halt,
+        // recorded as it happened: the unit drove 560 m and braked 20 m at 2.5 m/s². Standing
+        // for the rest of the minute (as before a departure) gave 20 m.
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        for i in 0..=100 {
+            d.push(&fix(i * 2, i as f64 * 20.0, 0.0, 36.0, 90.0));
+        }
+        let metres = d.push(&fix(260, 2580.0, 0.0, 0.0, 90.0));
+        assert!((metres - 580.0).abs() <= 10.0, "{metres} m");
+    }
+
+    #[test]
+    fn a_wait_between_two_walking_pace_records_is_no_drive() {
+        // A tracker silent at its stops (fifteen of them learned, and the noise of a parked
+        // unit with them), recording every 3 s while moving. Its own threshold for "stopped"
+        // is above the engine's: it records the halt at 4 km/h, nothing while the unit waits a
+        // minute, then the departure at 10.8 km/h. The speeds' trapezoid drove the minute at
+        // walking pace (127 m a wait); the positions say the unit stood.
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        let (mut t, mut east, mut metres) = (0_i64, 0.0_f64, 0.0);
+        let drive = |d: &mut GpsDistance, t: i64, east: f64| {
+            let mut m = d.push(&fix(t, east + 3.0, 0.0, 10.8, 90.0));
+            for i in 1..=9 {
+                let along = 22.5 + 30.0 * f64::from(i - 1);
+                m += d.push(&fix(t + 3 * i64::from(i), east + along, 0.0, 36.0, 90.0));
+            }
+            m
+        };
+        for _ in 0..15 {
+            metres += drive(&mut d, t, east);
+            east += 277.5;
+            metres += d.push(&fix(t + 30, east, 0.0, 0.0, 90.0));
+            t += 30 + 600;
+        }
+        let before = metres;
+        for _ in 0..10 {
+            metres += drive(&mut d, t, east);
+            // Braking from 36 km/h to the halt record at 4 km/h, 19.7 m on.
+            metres += d.push(&fix(t + 30, east + 277.5 - 0.3, 0.0, 4.0, 90.0));
+            east += 277.5;
+            t += 30 + 60;
+        }
+        let waits = metres - before;
+        let truth = 10.0 * 277.5;
+        assert!((waits - truth).abs() <= 30.0, "{waits} m, truth {truth} m");
+    }
+
     #[test]
     fn a_flickered_off_before_a_silence_does_not_hide_the_drive() {
         let mut d = GpsDistance::new(&DetectionConfig::default());

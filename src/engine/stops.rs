@@ -26,7 +26,7 @@ const CLEARLY_MOVING_KMH: f64 = 15.0;
 /// A first moving fix under this was taken as the unit set off: at `aceleracion_ms2` it is
 /// reached within four seconds, and a tracker that records departures checks every second or
 /// so (the adaptive ones' records of a departure land at 6–19 km/h with Doppler noise), km/h.
-const SETTING_OFF_KMH: f64 = 20.0;
+pub(super) const SETTING_OFF_KMH: f64 = 20.0;
 /// Speed and road detour assumed for a drive that happened entirely during a silence.
 const TYPICAL_MS: f64 = 35.0 / 3.6;
 const DETOUR: f64 = 1.3;
