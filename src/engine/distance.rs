@@ -263,7 +263,9 @@ impl GpsDistance {
     /// driven 3 m, not 7). And a halt recorded after a driving speed was recorded as the unit
     /// halted — had it stopped earlier, the tracker would have recorded that — so the unit
     /// drove on at that speed and braked at `frenado_ms2` just before the still fix: the
-    /// standing time lies after the interval, not in it. A halt from walking pace keeps the
+    /// standing time lies after the interval, not in it — within the loss threshold: across
+    /// a longer silence the tracker recorded nothing, the halt included (a phone's fix loss
+    /// that ends at a light), and the chord bounds it. A halt from walking pace keeps the
     /// window: the tracker may have counted the unit stopped already (its own threshold is
     /// above the engine's).
     fn by_speed_and_cadence(&mut self, a: &Fix, b: &Fix) -> f64 {
@@ -283,7 +285,7 @@ impl GpsDistance {
         if still_a {
             return trapezoid * self.set_off_s(b.speed_kmh, moving_s) / dt;
         }
-        if a.speed_kmh >= SETTING_OFF_KMH {
+        if a.speed_kmh >= SETTING_OFF_KMH && dt <= self.gap_s {
             let v_ms = a.speed_kmh / 3.6;
             let brake_s = v_ms / self.brake_ms2;
             return if brake_s < dt {
@@ -1195,6 +1197,20 @@ mod tests {
         }
         let metres = d.push(&fix(260, 2580.0, 0.0, 0.0, 90.0));
         assert!((metres - 580.0).abs() <= 10.0, "{metres} m");
+    }
+
+    #[test]
+    fn a_fix_loss_that_ends_at_a_halt_is_bridged_by_its_chord() {
+        // A tracker on a 10 s clock loses its fix while driving at 36 km/h and finds it five
+        // minutes later standing 1 km on (it drove and waited, when unknown): the straight line
+        // is the least it drove. Driving on at 36 km/h to the still fix (the halt rule for a
+        // tracker that records halts as they happen) made it 1.5 km, the silence's cap.
+        let mut d = GpsDistance::new(&DetectionConfig::default());
+        for i in 0..=40 {
+            d.push(&fix(i * 10, i as f64 * 100.0, 0.0, 36.0, 90.0));
+        }
+        let metres = d.push(&fix(700, 5000.0, 0.0, 0.0, 90.0));
+        assert!((metres - 1000.0).abs() < 1.0, "{metres} m");
     }
 
     #[test]
