@@ -3,11 +3,13 @@
 //! Owns the hysteresis: an episode opens when the reported speed exceeds the limit by more
 //! than the tolerance (so Doppler noise at the limit raises nothing) and closes at the first
 //! fix back at or under the limit itself — unless that reading is below half the limit and the
-//! fix after it is clearly over again: a unit cannot drop from over the limit to under half of
-//! it and back within two reports, so such a reading is an invalid speed (trackers report 0
-//! while moving), not two episodes. A reading just under the limit closes the episode: near
-//! the limit it is Doppler noise, and bridging it would join noise into false alarms (a unit
-//! slowing into a 30 km/h zone). Start and end are back-dated to when the speed
+//! fix after it is clearly over again, each within [`DIP_MAX_S`] of it: a unit cannot drop
+//! from over the limit to under half of it and back within two reports that close, so such a
+//! reading is an invalid speed (trackers report 0 while moving), not two episodes. Between
+//! reports 30 s apart it can (stop-and-go: 55, 0, 53.5 km/h while the positions advanced 175 m
+//! in the minute), and the low reading closes the episode. A reading just under the limit
+//! closes the episode: near the limit it is Doppler noise, and bridging it would join noise
+//! into false alarms (a unit slowing into a 30 km/h zone). Start and end are back-dated to when the speed
 //! crossed the limit, by linear interpolation between the fixes around each crossing.
 //! Episodes shorter than the minimum duration, or with fewer than two fixes clearly over the
 //! limit, are dropped.
@@ -83,12 +85,18 @@ struct Open {
     last_above: Fix,
     /// Fixes beyond limit + tolerance so far: one alone is not evidence enough.
     strong: u32,
-    /// A fix back at or under the limit, and when the speed crossed it: the end, unless the
-    /// next fix is clearly over again (one low reading is a dip or an invalid speed).
-    back_under: Option<i64>,
+    /// A fix back under half the limit (its time), and when the speed crossed the limit: the
+    /// end, unless the next fix is clearly over again within [`DIP_MAX_S`] (one low reading is
+    /// a dip or an invalid speed).
+    back_under: Option<(i64, i64)>,
     /// The fixes over the limit: measure, the top speed; threshold, limit plus tolerance.
     evidence: Evidence,
 }
+
+/// A low reading amid speeding is bridged as a dip only when it is at most this far from the
+/// fixes either side of it: a tracker's cadence while moving, as the speed check's window for
+/// a still reading between moving ones, seconds.
+const DIP_MAX_S: i64 = 20;
 
 /// Fixes clearly over the limit an episode needs: a single fast fix is a glitch or a
 /// momentary limit mix-up at a fence edge, not an episode.
@@ -199,8 +207,8 @@ impl OverspeedDetector {
             }
             Some(open) => {
                 let clearly_over = fix.speed_kmh > limit_kmh + margin_kmh;
-                if let Some(end) = open.back_under {
-                    if !clearly_over {
+                if let Some((dip_utc, end)) = open.back_under {
+                    if !clearly_over || fix.ts_utc - dip_utc > DIP_MAX_S {
                         self.close(end);
                         self.advance(fix, limit_kmh);
                         return;
@@ -216,8 +224,11 @@ impl OverspeedDetector {
                     open.evidence.add(fix.ts_utc, fix.speed_kmh);
                     open.evidence.threshold.value = open.limit_kmh + self.tolerance_kmh;
                     open.last_above = *fix;
-                } else if fix.speed_kmh < limit_kmh / 2.0 {
-                    open.back_under = Some(crossing(&open.last_above, fix, open.limit_kmh));
+                } else if fix.speed_kmh < limit_kmh / 2.0
+                    && fix.ts_utc - open.last_above.ts_utc <= DIP_MAX_S
+                {
+                    let end = crossing(&open.last_above, fix, open.limit_kmh);
+                    open.back_under = Some((fix.ts_utc, end));
                 } else {
                     let end = crossing(&open.last_above, fix, open.limit_kmh);
                     self.close(end);
@@ -245,7 +256,7 @@ impl OverspeedDetector {
     }
 
     pub fn finish(&mut self) {
-        if let Some(end) = self.open.as_ref().and_then(|o| o.back_under) {
+        if let Some((_, end)) = self.open.as_ref().and_then(|o| o.back_under) {
             self.close(end);
             return;
         }
@@ -289,6 +300,25 @@ mod tests {
         }
         detector.finish();
         detector.episodes
+    }
+
+    /// One low reading amid speeding is a dip (an invalid zero) between reports 10 s apart,
+    /// and a halt between reports 30 s apart: stop-and-go under a 50 km/h limit read 55, 0,
+    /// 53.5 km/h at 30 s (Las Palmas, `economico`, seed 20: one false episode), which the dip
+    /// made one episode of two fixes clearly over.
+    #[test]
+    fn a_low_reading_is_a_dip_only_between_close_reports() {
+        let check = |step: i64, want: usize| {
+            let speeds: Vec<(i64, f64)> = [45.0, 18.0, 55.0, 0.0, 53.5, 0.0, 48.0]
+                .iter()
+                .enumerate()
+                .map(|(i, &kmh)| (i as i64 * step, kmh))
+                .collect();
+            let episodes = run(&speeds, 50.0);
+            assert_eq!(episodes.len(), want, "every {step} s: {episodes:?}");
+        };
+        check(10, 1);
+        check(30, 0);
     }
 
     /// An adaptive tracker records on every 15 km/h change of speed (3 s apart while a truck
