@@ -361,19 +361,43 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
         check_paths(db, &options.truth)?;
     }
     let started = Instant::now();
-    let world = scenario::load(&options.scenario, options.ahora)?;
-    crate::log_debug!("escenario cargado: {:?}", started.elapsed());
-    simulate_world(options, world)
+    // The output files (their schema) need nothing of the scenario: made on a thread of their
+    // own while it loads, they are ready before the roads are (docs/rendimiento.md, session
+    // seventeen). A scenario that cannot be loaded is reported first, as before, and the files
+    // begun are removed when dropped.
+    let (world, outputs) = std::thread::scope(|scope| {
+        let creating = scope.spawn(|| {
+            let outputs = Outputs::create(options);
+            crate::log_debug!("archivos creados: {:?}", started.elapsed());
+            outputs
+        });
+        let world = scenario::load(&options.scenario, options.ahora);
+        crate::log_debug!("escenario cargado: {:?}", started.elapsed());
+        let outputs = creating
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (world, outputs)
+    });
+    run_world(options, world?, Some(outputs))
 }
 
 /// [`simulate`] on a scenario already loaded (and perhaps changed: `flota evaluar --matriz`
 /// overrides its noise); `options.scenario` only names it in messages.
 pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary> {
-    let started = Instant::now();
     if let Location::Sqlite(db) = &options.db {
         check_paths(db, &options.truth)?;
     }
-    let (simulation, config, outputs) = prepare(options, world, started)?;
+    run_world(options, world, None)
+}
+
+/// [`simulate_world`] with the output files perhaps created already (`created`).
+fn run_world(
+    options: &Options,
+    world: World,
+    created: Option<anyhow::Result<Outputs>>,
+) -> anyhow::Result<Summary> {
+    let started = Instant::now();
+    let (simulation, config, outputs) = prepare(options, world, created, started)?;
     let world = &simulation.world;
     let mut outputs = outputs?;
     let bar = progress_bar(
@@ -409,14 +433,16 @@ pub fn simulate_world(options: &Options, world: World) -> anyhow::Result<Summary
 }
 
 /// The checked scenario (with `--semilla`) ready to run, the detection thresholds it sets,
-/// and the output files opened ([`Outputs::open`]) — on a thread of their own while the roads
-/// are made: creating two files with the schema and writing the fleet is SQLite's work and
-/// file-system calls that needed none of the roads, and it held the workers back (12 ms
-/// of the reference week's setup under load, docs/rendimiento.md). Its outcome is returned
-/// as it came, so a place that cannot be written is reported as before.
+/// and the output files opened — created ([`Outputs::create`]) unless `created` brings them,
+/// and started ([`Outputs::start`]) on a thread of their own while the roads are made:
+/// creating two files with the schema and writing the fleet is SQLite's work and file-system
+/// calls that needed none of the roads, and it held the workers back (12 ms of the reference
+/// week's setup under load, docs/rendimiento.md). Its outcome is returned as it came, so a
+/// place that cannot be written is reported as before.
 fn prepare(
     options: &Options,
     mut world: World,
+    created: Option<anyhow::Result<Outputs>>,
     started: Instant,
 ) -> anyhow::Result<(Simulation, DetectionConfig, anyhow::Result<Outputs>)> {
     if let Some(seed) = options.seed {
@@ -431,7 +457,9 @@ fn prepare(
     let world_ref = &world;
     let (made, outputs) = std::thread::scope(|scope| {
         let opening = scope.spawn(move || {
-            let outputs = Outputs::open(options, world_ref);
+            let outputs = created
+                .unwrap_or_else(|| Outputs::create(options))
+                .and_then(|mut outputs| outputs.start(world_ref).map(|()| outputs));
             crate::log_debug!("archivos abiertos: {:?}", started.elapsed());
             outputs
         });
@@ -512,27 +540,21 @@ struct Outputs {
 }
 
 impl Outputs {
-    /// Proves both places writable before any work (the errors name the user's paths), then
-    /// writes the fleet and the truth header.
-    fn open(options: &Options, world: &World) -> anyhow::Result<Outputs> {
+    /// Proves both places writable before any work (the errors name the user's paths): both
+    /// files made under their temporary names, the database with its schema.
+    fn create(options: &Options) -> anyhow::Result<Outputs> {
         let db_file = match &options.db {
             Location::Sqlite(path) => Some(Staged::prepare(path)?),
             Location::Postgres(_) => None,
         };
         let truth_file = Staged::prepare(&options.truth)?;
-        let mut db = match &db_file {
+        let db = match &db_file {
             Some(staged) => Writer::create(&Location::Sqlite(staged.temp().to_path_buf()))?,
             None => Writer::create(&options.db)?,
         };
-        db.write_fleet(world)?;
         let truth_out = std::fs::File::create(truth_file.temp())
             .with_context(|| format!("no se pudo escribir {}", options.truth.display()))?;
-        let mut truth = BufWriter::new(truth_out);
-        serde_json::to_writer(
-            &mut truth,
-            &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
-        )?;
-        truth.write_all(b"\n")?;
+        let truth = BufWriter::new(truth_out);
         let mut staged = vec![truth_file.temp()];
         staged.extend(db_file.as_ref().map(Staged::temp));
         let flusher = Flusher::start(&staged)
@@ -545,6 +567,17 @@ impl Outputs {
             truth_events: 0,
             flusher,
         })
+    }
+
+    /// Writes the fleet and the truth header.
+    fn start(&mut self, world: &World) -> anyhow::Result<()> {
+        self.db.write_fleet(world)?;
+        serde_json::to_writer(
+            &mut self.truth,
+            &TruthHeader::for_world(world, env!("CARGO_PKG_VERSION")),
+        )?;
+        self.truth.write_all(b"\n")?;
+        Ok(())
     }
 
     /// Positions written so far; asks the flusher for a pass whenever the writer has

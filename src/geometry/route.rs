@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::geometry::earth::{LatLon, bearing_deg, distance_m, lerp, local_m};
+use crate::geometry::earth::{
+    LatLon, bearing_deg_at, distance_m, distance_m_at, farther_than_m, lat_sin_cos, lerp,
+    local_m_at,
+};
 
 /// Polyline precision used by every route file (Google's format, 5 decimals).
 pub const POLYLINE_PRECISION: u32 = 5;
@@ -81,6 +84,45 @@ pub struct RouteStop {
     pub along_m: f64,
     /// How far the stop's coordinates are from the line.
     pub offset_m: f64,
+}
+
+/// A polyline's measures: the cumulative great-circle distance at each point, each side's
+/// bearing, and each point's latitude cosine. Each point's sine and cosine are taken once, not
+/// once for each of the two sides it bounds: the same metres and degrees, bit for bit
+/// (`earth::distance_m_at`, `earth::bearing_deg_at`), at a third of the trigonometry. Loading
+/// a scenario measures every route and every shortened loop of it before anything else can
+/// start (docs/rendimiento.md, session seventeen).
+pub struct Line {
+    /// `cum_m[0] == 0`.
+    pub cum_m: Vec<f64>,
+    /// Of each side `[i, i+1]`, degrees.
+    pub headings: Vec<f64>,
+    pub cosines: Vec<f64>,
+}
+
+impl Line {
+    pub fn measure(points: &[LatLon]) -> Line {
+        let trig: Vec<(f64, f64)> = points.iter().map(|p| lat_sin_cos(*p)).collect();
+        let mut cum_m = Vec::with_capacity(points.len());
+        let mut headings = Vec::with_capacity(points.len().saturating_sub(1));
+        let mut total = 0.0;
+        cum_m.push(0.0);
+        for i in 1..points.len() {
+            let (a, b) = (points[i - 1], points[i]);
+            total += distance_m_at(a, trig[i - 1].1, b, trig[i].1);
+            cum_m.push(total);
+            headings.push(bearing_deg_at(a, trig[i - 1], b, trig[i]));
+        }
+        Line {
+            cum_m,
+            headings,
+            cosines: trig.into_iter().map(|(_, cos)| cos).collect(),
+        }
+    }
+
+    pub fn length_m(&self) -> f64 {
+        self.cum_m.last().copied().unwrap_or(0.0)
+    }
 }
 
 /// A decoded, validated route.
@@ -221,13 +263,8 @@ impl Route {
         if let Some(problem) = antimeridian_crossing(&points) {
             return Err(invalid(problem));
         }
-        let mut cum_m = Vec::with_capacity(points.len());
-        let mut total = 0.0;
-        cum_m.push(0.0);
-        for pair in points.windows(2) {
-            total += distance_m(pair[0], pair[1]);
-            cum_m.push(total);
-        }
+        let line = Line::measure(&points);
+        let total = line.length_m();
         if file.paradas.len() < 2 {
             return Err(invalid(
                 "una ruta necesita al menos dos paradas (el depósito al inicio y al final)".into(),
@@ -245,26 +282,28 @@ impl Route {
                 file.distancia_m, total
             )));
         }
-        let headings = points.windows(2).map(|p| bearing_deg(p[0], p[1])).collect();
         let mut route = Route {
             name: file.nombre.clone(),
             source: file.fuente.clone(),
             polyline: file.polilinea.clone(),
             points,
-            cum_m,
-            headings,
+            cum_m: line.cum_m,
+            headings: line.headings,
             stops: Vec::new(),
             routed_distance_m: file.distancia_m as f64,
             routed_duration_s: file.duracion_s as f64,
         };
-        route.stops = route.place_stops(&file.paradas).map_err(invalid)?;
+        route.stops = route
+            .place_stops(&file.paradas, &line.cosines)
+            .map_err(invalid)?;
         Ok(route)
     }
 
     /// Places each stop on the line, in order: the first at the start, the last at the end,
     /// each intermediate one at the nearest point after the previous stop (a loop passes the
-    /// same street twice; order decides which pass).
-    fn place_stops(&self, stops: &[StopFile]) -> Result<Vec<RouteStop>, String> {
+    /// same street twice; order decides which pass). `cosines`: the cosine of each point's
+    /// latitude.
+    fn place_stops(&self, stops: &[StopFile], cosines: &[f64]) -> Result<Vec<RouteStop>, String> {
         let last_index = stops.len() - 1;
         let mut placed = Vec::with_capacity(stops.len());
         let mut after_m = 0.0;
@@ -276,7 +315,7 @@ impl Route {
                 let end = *self.points.last().unwrap_or(&position);
                 (self.length_m(), distance_m(position, end))
             } else {
-                self.project_after(position, after_m)
+                self.project_after(position, after_m, cosines)
             };
             let limit = if index == 0 || index == last_index {
                 MAX_END_OFFSET_M
@@ -308,15 +347,17 @@ impl Route {
     }
 
     /// Nearest point on the line at or after `after_m`: (along, distance from the line).
-    fn project_after(&self, p: LatLon, after_m: f64) -> (f64, f64) {
+    /// `cosines`: the cosine of each point's latitude.
+    fn project_after(&self, p: LatLon, after_m: f64, cosines: &[f64]) -> (f64, f64) {
         let mut best = (after_m, f64::INFINITY);
         for i in 0..self.points.len() - 1 {
             if self.cum_m[i + 1] < after_m {
                 continue;
             }
             let (a, b) = (self.points[i], self.points[i + 1]);
-            let (bx, by) = local_m(a, b);
-            let (px, py) = local_m(a, p);
+            let cos_a = cosines[i];
+            let (bx, by) = local_m_at(a, cos_a, b);
+            let (px, py) = local_m_at(a, cos_a, p);
             let len2 = bx * bx + by * by;
             let t = if len2 > 0.0 {
                 ((px * bx + py * by) / len2).clamp(0.0, 1.0)
@@ -327,7 +368,13 @@ impl Route {
             if along < after_m {
                 continue;
             }
-            let d = distance_m(p, lerp(a, b, t));
+            // Most sides are clearly further than the best so far: cheap bounds say so
+            // without the haversine (the same answer, `farther_than_m`).
+            let nearest = lerp(a, b, t);
+            if farther_than_m(p, nearest, best.1) {
+                continue;
+            }
+            let d = distance_m(p, nearest);
             if d < best.1 {
                 best = (along, d);
             }

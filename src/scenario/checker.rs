@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::ScenarioError;
-use super::error::{find_key, find_table, line_column};
+use super::error::{Lines, line_column};
 use crate::calendar::ClockTime;
 use crate::geometry::earth::LatLon;
 
@@ -17,15 +17,18 @@ use crate::geometry::earth::LatLon;
 pub(super) struct Checker<'a> {
     path: &'a Path,
     text: &'a str,
+    /// `text`'s lines, split once for every place a check names.
+    lines: &'a Lines<'a>,
     /// Byte offset of what is being checked.
     at: Option<usize>,
 }
 
 impl<'a> Checker<'a> {
-    pub(super) fn new(path: &'a Path, text: &'a str) -> Checker<'a> {
+    pub(super) fn new(path: &'a Path, text: &'a str, lines: &'a Lines<'a>) -> Checker<'a> {
         Checker {
             path,
             text,
+            lines,
             at: None,
         }
     }
@@ -40,13 +43,13 @@ impl<'a> Checker<'a> {
 
     /// Pointing at the table `[header]` (or `[[header]]`), where written.
     pub(super) fn table(self, header: &str) -> Checker<'a> {
-        self.at(find_table(self.text, header))
+        self.at(self.lines.table(header))
     }
 
     /// Pointing at `key = …` inside the table or entry pointed at (the document root when
     /// none), where written; else where it was.
     pub(super) fn key(self, key: &str) -> Checker<'a> {
-        self.at(find_key(self.text, self.at, key))
+        self.at(self.lines.key(self.at, key))
     }
 
     /// Where this checker points, as a byte offset.

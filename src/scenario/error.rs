@@ -114,28 +114,45 @@ fn duplicate(text: &str, span: std::ops::Range<usize>) -> String {
     }
 }
 
-/// The offset of `[header]` (or `[[header]]`) at the start of a line, the first one.
-pub(super) fn find_table(text: &str, header: &str) -> Option<usize> {
-    lines(text).find_map(|(offset, line)| {
-        let inner = line.trim_start_matches('[').split(']').next()?.trim();
-        (line.starts_with('[') && inner == header).then_some(offset)
-    })
-}
+/// A scenario text's lines, split once for every place the checks name: each line's byte
+/// offset (of its first non-blank character) and its trimmed text. A load asks for ~hundreds
+/// of places (every table and key a check points at, errors or not), and splitting the text
+/// anew for each was a sixth of loading the reference week (docs/rendimiento.md, session
+/// seventeen).
+pub(super) struct Lines<'a>(Vec<(usize, &'a str)>);
 
-/// The offset of `key = …` in the table whose header (or whose first key, for the document
-/// root when `from` is `None`) is at `from`: searched until the next header.
-pub(super) fn find_key(text: &str, from: Option<usize>, key: &str) -> Option<usize> {
-    let start = from.unwrap_or(0);
-    let mut body = lines(text).skip_while(|(offset, _)| *offset < start);
-    if from.is_some() {
-        body.next(); // the header itself
+impl<'a> Lines<'a> {
+    pub(super) fn of(text: &'a str) -> Lines<'a> {
+        Lines(lines(text).collect())
     }
-    body.take_while(|(_, line)| !line.starts_with('['))
-        .find_map(|(offset, line)| {
-            let (name, _) = line.split_once('=')?;
-            let name = name.trim().trim_matches('"');
-            (name == key || name.starts_with(&format!("{key}."))).then_some(offset)
+
+    /// The offset of `[header]` (or `[[header]]`) at the start of a line, the first one.
+    pub(super) fn table(&self, header: &str) -> Option<usize> {
+        self.0.iter().find_map(|&(offset, line)| {
+            let inner = line.trim_start_matches('[').split(']').next()?.trim();
+            (line.starts_with('[') && inner == header).then_some(offset)
         })
+    }
+
+    /// The offset of `key = …` in the table whose header (or whose first key, for the
+    /// document root when `from` is `None`) is at `from`: searched until the next header.
+    pub(super) fn key(&self, from: Option<usize>, key: &str) -> Option<usize> {
+        let start = from.unwrap_or(0);
+        let first = self.0.partition_point(|(offset, _)| *offset < start);
+        let mut body = self.0.get(first..).unwrap_or_default().iter();
+        if from.is_some() {
+            body.next(); // the header itself
+        }
+        body.take_while(|(_, line)| !line.starts_with('['))
+            .find_map(|&(offset, line)| {
+                let (name, _) = line.split_once('=')?;
+                let name = name.trim().trim_matches('"');
+                let dotted = name
+                    .strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with('.'));
+                (name == key || dotted).then_some(offset)
+            })
+    }
 }
 
 /// Each line's byte offset (of its first non-blank character) and its trimmed text.
@@ -327,27 +344,24 @@ mod tests {
     fn tables_and_keys_are_found() {
         let text = "nombre = \"x\"\n[turno]\ninicio = [\"06:20\", \"08:20\"]\n\n[turno.sabado]\n  duracion_h = [4, 5]\n[[unidades]]\nplaca = \"A\"\n";
         let at = |offset: Option<usize>| offset.map(|o| line_column(text, o));
-        assert_eq!(at(find_table(text, "turno")), Some((2, 1)));
-        assert_eq!(at(find_table(text, "turno.sabado")), Some((5, 1)));
-        assert_eq!(at(find_table(text, "unidades")), Some((7, 1)));
+        let lines = Lines::of(text);
+        assert_eq!(at(lines.table("turno")), Some((2, 1)));
+        assert_eq!(at(lines.table("turno.sabado")), Some((5, 1)));
+        assert_eq!(at(lines.table("unidades")), Some((7, 1)));
+        assert_eq!(at(lines.key(lines.table("turno"), "inicio")), Some((3, 1)));
         assert_eq!(
-            at(find_key(text, find_table(text, "turno"), "inicio")),
-            Some((3, 1))
-        );
-        assert_eq!(
-            at(find_key(
-                text,
-                find_table(text, "turno.sabado"),
-                "duracion_h"
-            )),
+            at(lines.key(lines.table("turno.sabado"), "duracion_h")),
             Some((6, 3))
         );
-        assert_eq!(at(find_key(text, None, "nombre")), Some((1, 1)));
-        assert_eq!(
-            find_key(text, find_table(text, "turno"), "duracion_h"),
-            None
-        );
-        assert_eq!(find_table(text, "calendario"), None);
+        assert_eq!(at(lines.key(None, "nombre")), Some((1, 1)));
+        assert_eq!(lines.key(lines.table("turno"), "duracion_h"), None);
+        assert_eq!(lines.table("calendario"), None);
+        // A dotted key names its first part; a mere prefix of a name does not.
+        let dotted = "calendario.dias = 5\ncalendarios = 1\n";
+        let lines = Lines::of(dotted);
+        assert_eq!(lines.key(None, "calendario"), Some(0));
+        assert_eq!(lines.key(None, "calendarios"), Some(20));
+        assert_eq!(lines.key(None, "calen"), None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use chrono_tz::Tz;
 
 use super::absences;
 use super::checker::Checker;
+use super::error::Lines;
 use super::file::{
     BehaviourFile, General, GeofenceFile, NoiseFile, ScenarioFile, UnitFile, VehicleTypeFile,
 };
@@ -38,7 +39,8 @@ pub fn resolve(
     (path, text): (&Path, &str),
     hash: String,
 ) -> Result<World, ScenarioError> {
-    let check = Checker::new(path, text);
+    let lines = Lines::of(text);
+    let check = Checker::new(path, text, &lines);
     let general = &file.escenario;
     let here = check.table("escenario");
     if general.nombre.trim().is_empty() {

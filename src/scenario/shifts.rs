@@ -280,7 +280,8 @@ conductor = "c"
 turno = { inicio = ["21:30", "22:30"], viernes = { duracion_h = [6, 7] } }
 "#;
         let file: ScenarioFile = toml::from_str(text).unwrap();
-        let check = Checker::new(std::path::Path::new("x.toml"), text);
+        let lines = super::super::error::Lines::of(text);
+        let check = Checker::new(std::path::Path::new("x.toml"), text, &lines);
         let scenario = base_rules(check, &file.turno).unwrap();
         let unit = file.unidades[0].get_ref();
         let rules = unit_rules(check, "unidad 'A'", scenario, unit.turno.as_ref()).unwrap();

@@ -9,9 +9,9 @@
 //! route files.
 
 use super::course::Course;
-use crate::geometry::earth::{LatLon, bearing_deg, distance_m};
+use crate::geometry::earth::LatLon;
 use crate::geometry::geofence::Geofence;
-use crate::geometry::route::{Route, RouteStop};
+use crate::geometry::route::{Line, Route, RouteStop};
 
 /// The world's routes first (same indices), then the shortened loops.
 pub struct Roads {
@@ -146,17 +146,12 @@ fn there_and_back(
     if outward.len() < 2 {
         return None;
     }
-    let half_m: f64 = outward.windows(2).map(|p| distance_m(p[0], p[1])).sum();
     let mut points = outward.clone();
     points.extend(outward.iter().rev().skip(1));
-    let mut cum_m = Vec::with_capacity(points.len());
-    let mut total = 0.0;
-    cum_m.push(0.0);
-    for pair in points.windows(2) {
-        total += distance_m(pair[0], pair[1]);
-        cum_m.push(total);
-    }
-    let headings = points.windows(2).map(|p| bearing_deg(p[0], p[1])).collect();
+    let line = Line::measure(&points);
+    let total = line.length_m();
+    // The outward half's own sum: the same additions in the same order.
+    let half_m = line.cum_m[outward.len() - 1];
     let share = total / route.length_m();
     let turn = stops.last_mut()?;
     // The turn is exactly half-way, whatever the rounding of the point placed there.
@@ -178,8 +173,8 @@ fn there_and_back(
         source: route.source.clone(),
         polyline: String::new(),
         points,
-        cum_m,
-        headings,
+        cum_m: line.cum_m,
+        headings: line.headings,
         stops,
         routed_distance_m: route.routed_distance_m * share,
         routed_duration_s: route.routed_duration_s * share,
@@ -189,6 +184,7 @@ fn there_and_back(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::earth::distance_m;
     use crate::scenario::embedded;
 
     fn route(index: usize) -> Route {
