@@ -843,7 +843,10 @@ mod tests {
                 let plane = run.chord2_m2(&to, cos_lat(end)).sqrt();
                 let haversine = distance_m(start, end);
                 let relative = (plane - haversine).abs() / haversine;
-                assert!(relative < 1e-5, "{start:?} {bearing_deg}°: {plane} {haversine}");
+                assert!(
+                    relative < 1e-5,
+                    "{start:?} {bearing_deg}°: {plane} {haversine}"
+                );
             }
         }
     }

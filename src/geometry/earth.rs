@@ -284,7 +284,13 @@ mod tests {
             (state >> 11) as f64 / (1u64 << 53) as f64
         };
         let mut worst = 0.0f64;
-        let mut pairs = vec![(0.0, 0.0), (3.0, 4.0), (-0.0, 1e-6), (1e7, 0.0), (1e-6, 1e7)];
+        let mut pairs = vec![
+            (0.0, 0.0),
+            (3.0, 4.0),
+            (-0.0, 1e-6),
+            (1e7, 0.0),
+            (1e-6, 1e7),
+        ];
         for _ in 0..200_000 {
             // Magnitudes log-uniform over 1e-6..1e7 m, each axis on its own.
             let mut axis = || {
