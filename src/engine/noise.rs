@@ -22,9 +22,6 @@ pub struct RayleighScale {
     min_samples: u32,
     /// The bins that have samples, by bin index: (index, samples).
     bins: Vec<(u16, u32)>,
-    /// Where in `bins` the last sample went: most samples fall in the bin of the one before
-    /// (a tracker's cadence, a parked unit's noise), found there without the binary search.
-    last_at: usize,
     count: u32,
     /// The median for `count` samples, when computed.
     cached: Option<(u32, f64)>,
@@ -37,7 +34,6 @@ impl RayleighScale {
             bin_m,
             min_samples,
             bins: Vec::new(),
-            last_at: 0,
             count: 0,
             cached: None,
         }
@@ -46,23 +42,11 @@ impl RayleighScale {
     pub fn learn(&mut self, distance_m: f64) {
         // BINS fits in u16.
         let bin = ((distance_m.max(0.0) / self.bin_m) as usize).min(BINS - 1) as u16;
-        self.count += 1;
-        if let Some(last) = self.bins.get_mut(self.last_at)
-            && last.0 == bin
-        {
-            last.1 += 1;
-            return;
+        match self.bins.binary_search_by_key(&bin, |(index, _)| *index) {
+            Ok(at) => self.bins[at].1 += 1,
+            Err(at) => self.bins.insert(at, (bin, 1)),
         }
-        self.last_at = match self.bins.binary_search_by_key(&bin, |(index, _)| *index) {
-            Ok(at) => {
-                self.bins[at].1 += 1;
-                at
-            }
-            Err(at) => {
-                self.bins.insert(at, (bin, 1));
-                at
-            }
-        };
+        self.count += 1;
     }
 
     /// The scale σ, metres; `None` until enough samples were seen.
@@ -130,31 +114,6 @@ mod tests {
             }
         }
         BINS as f64 * bin_m
-    }
-
-    /// Samples in runs of the same bin (a steady cadence, a parked unit), with new bins
-    /// opening below, between and above the filled ones: the median is the dense
-    /// histogram's after every sample, whichever way `learn` found the bin.
-    #[test]
-    fn runs_of_one_bin_give_the_dense_median() {
-        let mut noise = RayleighScale::new(1.0, 1);
-        let mut samples = Vec::new();
-        for i in 0..600u32 {
-            // Bins 0..40 in a scrambled order, each repeated 1 to 4 times.
-            let bin = (i * 7) % 41;
-            for _ in 0..=(i % 4) {
-                samples.push(f64::from(bin) + 0.5);
-            }
-        }
-        for (n, d) in samples.iter().enumerate() {
-            noise.learn(*d);
-            assert_eq!(
-                noise.median(),
-                Some(dense_median(1.0, &samples[..=n])),
-                "after {} samples",
-                n + 1
-            );
-        }
     }
 
     /// A checkpoint clones every scale of an engine, a thousand engines' worth of them in
