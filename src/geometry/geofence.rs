@@ -8,7 +8,7 @@
 
 use geo::{Contains, Coord, LineString, Polygon};
 
-use crate::geometry::earth::{EARTH_RADIUS_M, LatLon, M_PER_DEG_LAT, distance_m};
+use crate::geometry::earth::{EARTH_RADIUS_M, LatLon, M_PER_DEG_LAT, distance_m, norm_m};
 
 /// The shape of a geofence.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,7 +377,7 @@ fn segment_distance_m(p: LatLon, cos_lat: f64, a: LatLon, b: LatLon) -> f64 {
     } else {
         0.0
     };
-    (ax + t * dx).hypot(ay + t * dy)
+    norm_m(ax + t * dx, ay + t * dy)
 }
 
 #[cfg(test)]
@@ -587,7 +587,7 @@ pub(crate) mod tests {
                     } else {
                         0.0
                     };
-                    (ax + t * dx).hypot(ay + t * dy)
+                    norm_m(ax + t * dx, ay + t * dy)
                 })
                 .fold(f64::INFINITY, f64::min)
         };

@@ -59,7 +59,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// spent stopped when the odometer stood through it, whatever the last speed read; the GPS
 /// distance drives a departure recorded at walking pace only its ramp, a halt recorded after a
 /// driving speed to its end, and no wait between two walking-pace records (`comercial` +0.4 %).
-pub const ANALYSIS_VERSION: i64 = 18;
+/// 19: the distance rule's chords by the plain norm, not `hypot`, and its jump and stretch
+/// chords on local planes, not haversines: km sums change in their last digits, no rule does.
+pub const ANALYSIS_VERSION: i64 = 19;
 
 pub const DDL: &str = "
 CREATE TABLE meta (
