@@ -33,7 +33,7 @@ use crate::scenario::{self, Ahora, Source, World};
 use crate::sim::{
     Report, Roads, RouteRoads, Simulation, Sink, TruthEvent, TruthHeader, Unhonoured,
 };
-use crate::store::encoding::{PositionRow, fixes_of_rows};
+use crate::store::encoding::{PositionRow, fixes_of_rows_into};
 use crate::store::writer::BATCH_ROWS;
 use crate::store::{Covered, Location, LocationError, Writer};
 
@@ -800,6 +800,7 @@ fn write_units(
         units,
         started,
         keep_delivered,
+        spare_rows: Mutex::new(Vec::new()),
     };
     std::thread::scope(|scope| {
         // Owned by this closure, so that whatever way it returns (a stop, an error) drops
@@ -847,6 +848,9 @@ fn write_units(
                         outputs.db.write_positions(unit as i64 + 1, &rows)?;
                         outputs.committed_since(before);
                         write_time += t.elapsed();
+                        if let Ok(mut spare) = shared.spare_rows.lock() {
+                            spare.push(rows);
+                        }
                     }
                     UnitPart::Rest(output) => break output,
                 }
@@ -884,6 +888,10 @@ struct Shared<'a> {
     units: usize,
     started: &'a Instant,
     keep_delivered: bool,
+    /// Units' row buffers the writer is done with, for the workers' next units: a unit's rows
+    /// (~0.7 MB for a week) were otherwise taken fresh from the system for every unit, page
+    /// by page (docs/rendimiento.md, session seventeen).
+    spare_rows: Mutex<Vec<Vec<PositionRow>>>,
 }
 
 /// One worker of [`write_units`]: takes the next unit whenever it holds a credit, and hands
@@ -891,9 +899,10 @@ struct Shared<'a> {
 /// run out, or when the writer is gone.
 fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Result<UnitPart>)>) {
     let started = shared.started;
-    // One unit's reports, kept from unit to unit: grown once, not doubled and copied from
-    // empty for every unit (2.3 % of a worker's instructions).
-    let mut reports = Vec::new();
+    // One unit's reports and fixes, kept from unit to unit: grown once, not doubled and
+    // copied from empty for every unit (2.3 % of a worker's instructions), nor their pages
+    // taken fresh from the system.
+    let mut buffers = Buffers::default();
     loop {
         if shared.interrupt.asked() {
             return;
@@ -915,12 +924,18 @@ fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Resu
             );
             sender.send((unit, Ok(UnitPart::Rows(rows)))).is_ok()
         };
+        let spare = shared
+            .spare_rows
+            .lock()
+            .ok()
+            .and_then(|mut spare| spare.pop())
+            .unwrap_or_default();
         let output = match simulate_unit(
             shared.simulation,
             shared.config,
             unit,
             shared.keep_delivered,
-            &mut reports,
+            (&mut buffers, spare),
             rows,
         ) {
             Ok(Some(output)) => {
@@ -940,23 +955,31 @@ fn work(shared: &Shared<'_>, worker: usize, sender: &Sender<(usize, anyhow::Resu
     }
 }
 
+/// A worker's buffers, kept from unit to unit.
+#[derive(Default)]
+struct Buffers {
+    reports: Vec<Report>,
+    fixes: Vec<engine::Fix>,
+}
+
 /// One unit simulated, what the detection engine makes of its reports exactly as the table
 /// will hold them, and its truth written out: everything the writer needs, made here on a
 /// worker. Its rows go to `rows` before the engine runs (unless the scenario is refused for
 /// the unit); `None` when `rows` says the writer is gone. `keep_delivered`: also keep the
-/// reports as delivered (for `--emitir`). `reports` lends the unit its buffer (whatever it
-/// holds is cleared) and gets it back empty.
+/// reports as delivered (for `--emitir`). `buffers` lends the unit a worker's buffers
+/// (whatever they hold is cleared), and the unit's rows are put in `spare_rows` (emptied
+/// first), a buffer the writer is done with.
 fn simulate_unit(
     simulation: &Simulation,
     config: &DetectionConfig,
     unit: usize,
     keep_delivered: bool,
-    reports: &mut Vec<Report>,
+    (buffers, mut spare_rows): (&mut Buffers, Vec<PositionRow>),
     rows: impl FnOnce(Vec<PositionRow>) -> bool,
 ) -> anyhow::Result<Option<UnitOutput>> {
     let world = &simulation.world;
     let mut run = UnitRun {
-        reports: std::mem::take(reports),
+        reports: std::mem::take(&mut buffers.reports),
         truth: Vec::new(),
     };
     run.reports.clear();
@@ -989,17 +1012,19 @@ fn simulate_unit(
         zone: world.units[unit].zone,
     };
     // Encoded once, here: the engine reads its fixes from the values the writer stores.
-    let rows_of_unit: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
+    spare_rows.clear();
+    spare_rows.extend(stored.iter().map(PositionRow::from));
     stored.clear();
-    *reports = stored;
-    let stored = rows_of_unit;
-    let fixes = fixes_of_rows(&stored);
+    buffers.reports = stored;
+    let stored = spare_rows;
+    let fixes = &mut buffers.fixes;
+    fixes_of_rows_into(&stored, fixes);
     if !rows(stored) {
         return Ok(None);
     }
     let now = world.ahora_utc;
     let fix_count = fixes.iter().take_while(|f| f.ts_utc <= now).count() as u64;
-    let analysis = engine::analyze(&ctx, fixes, now);
+    let analysis = engine::analyze(&ctx, fixes.iter().copied(), now);
     let mut truth_lines = Vec::with_capacity(run.truth.len() * 160);
     for event in &run.truth {
         serde_json::to_writer(&mut truth_lines, event)?;

@@ -114,7 +114,7 @@ pub(super) fn fix_of_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Resul
 
 /// One row of `posiciones` as written: its key (besides the vehicle) and its stored columns.
 /// A report is encoded once, where it is simulated: the writer binds these as they are, and
-/// the engine's fixes are read from the same values ([`fixes_of_rows`]).
+/// the engine's fixes are read from the same values ([`fixes_of_rows_into`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PositionRow {
     pub ts_utc: i64,
@@ -134,12 +134,23 @@ impl From<&Report> for PositionRow {
 }
 
 /// [`fixes_of`] for rows already encoded (and, like the table's, holding only records with a
-/// fix): fix-time order, duplicates dropped; the same fixes, without encoding again.
-pub fn fixes_of_rows(rows: &[PositionRow]) -> Vec<Fix> {
-    let mut firsts: Vec<&PositionRow> = rows.iter().filter(|r| r.sequence == 0).collect();
-    // Stable, as in `fixes_of`; linear on rows already in key order.
-    firsts.sort_by_key(|r| r.ts_utc);
-    firsts.iter().map(|r| r.row.to_fix(r.ts_utc)).collect()
+/// fix): fix-time order, duplicates dropped; the same fixes, without encoding again. Into
+/// `out`, emptied first: `flota simular`'s workers keep one buffer from unit to unit, whose
+/// pages are not taken fresh from the system for every unit (docs/rendimiento.md, session
+/// seventeen).
+pub fn fixes_of_rows_into(rows: &[PositionRow], out: &mut Vec<Fix>) {
+    out.clear();
+    let firsts = rows.iter().filter(|r| r.sequence == 0);
+    // Rows in key order (what the writer takes) are in fix-time order already: nothing to
+    // sort, as a stable sort would leave them.
+    if firsts.clone().is_sorted_by_key(|r| r.ts_utc) {
+        out.extend(firsts.map(|r| r.row.to_fix(r.ts_utc)));
+        return;
+    }
+    let mut sorted: Vec<&PositionRow> = firsts.collect();
+    // Stable, as in `fixes_of`.
+    sorted.sort_by_key(|r| r.ts_utc);
+    out.extend(sorted.iter().map(|r| r.row.to_fix(r.ts_utc)));
 }
 
 /// A unit's reports as the engine would read them back from the table: fix-time order,
@@ -179,7 +190,7 @@ mod tests {
     /// the engine exactly the fixes `fixes_of` makes of the reports: duplicates dropped, fix
     /// time order, the same rounding.
     #[test]
-    fn fixes_of_rows_are_the_fixes_of_the_reports() {
+    fn fixes_of_rows_are_the_fixes_of_the_reports_in_a_buffer_emptied_first() {
         let reports = vec![
             report(30, 0, 40.416_775_5, true),
             report(10, 0, 40.416_1, true),
@@ -191,7 +202,8 @@ mod tests {
         let mut stored: Vec<Report> = reports.iter().filter(|r| r.valid).copied().collect();
         stored.sort_by_key(|r| (r.ts_utc, r.sequence));
         let rows: Vec<PositionRow> = stored.iter().map(PositionRow::from).collect();
-        let fixes = fixes_of_rows(&rows);
+        let mut fixes = vec![fixes_of(&reports)[0]];
+        fixes_of_rows_into(&rows, &mut fixes);
         assert_eq!(fixes, fixes_of(&reports));
         assert_eq!(
             fixes.iter().map(|f| f.ts_utc).collect::<Vec<_>>(),
@@ -202,6 +214,8 @@ mod tests {
         // Rows out of key order (another caller's): the same fixes.
         let mut reversed = rows.clone();
         reversed.reverse();
-        assert_eq!(fixes_of_rows(&reversed), fixes);
+        let mut again = Vec::new();
+        fixes_of_rows_into(&reversed, &mut again);
+        assert_eq!(again, fixes);
     }
 }
