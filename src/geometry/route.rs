@@ -350,12 +350,11 @@ impl Route {
     /// `cosines`: the cosine of each point's latitude.
     fn project_after(&self, p: LatLon, after_m: f64, cosines: &[f64]) -> (f64, f64) {
         let mut best = (after_m, f64::INFINITY);
-        for i in 0..self.points.len() - 1 {
+        for (i, &cos_a) in cosines.iter().enumerate().take(self.points.len() - 1) {
             if self.cum_m[i + 1] < after_m {
                 continue;
             }
             let (a, b) = (self.points[i], self.points[i + 1]);
-            let cos_a = cosines[i];
             let (bx, by) = local_m_at(a, cos_a, b);
             let (px, py) = local_m_at(a, cos_a, p);
             let len2 = bx * bx + by * by;
