@@ -364,21 +364,27 @@ pub fn simulate(options: &Options) -> anyhow::Result<Summary> {
     // The output files (their schema) need nothing of the scenario: made on a thread of their
     // own while it loads, they are ready before the roads are (docs/rendimiento.md, session
     // seventeen). A scenario that cannot be loaded is reported first, as before, and the files
-    // begun are removed when dropped.
+    // begun are removed when dropped. Not a PostgreSQL database: a bad scenario would wait for
+    // a server that may take long to answer, and a staging schema would be made for nothing.
+    let overlap = matches!(options.db, Location::Sqlite(_));
     let (world, outputs) = std::thread::scope(|scope| {
-        let creating = scope.spawn(|| {
-            let outputs = Outputs::create(options);
-            crate::log_debug!("archivos creados: {:?}", started.elapsed());
-            outputs
+        let creating = overlap.then(|| {
+            scope.spawn(|| {
+                let outputs = Outputs::create(options);
+                crate::log_debug!("archivos creados: {:?}", started.elapsed());
+                outputs
+            })
         });
         let world = scenario::load(&options.scenario, options.ahora);
         crate::log_debug!("escenario cargado: {:?}", started.elapsed());
-        let outputs = creating
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let outputs = creating.map(|creating| {
+            creating
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
         (world, outputs)
     });
-    run_world(options, world?, Some(outputs))
+    run_world(options, world?, outputs)
 }
 
 /// [`simulate`] on a scenario already loaded (and perhaps changed: `flota evaluar --matriz`
