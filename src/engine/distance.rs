@@ -44,7 +44,7 @@ use super::Fix;
 use super::config::DetectionConfig;
 use super::noise::RayleighScale;
 use super::stops::SETTING_OFF_KMH;
-use crate::geometry::earth::{M_PER_DEG_LAT, distance_m, hypot_exceeds, local_m_at, norm_m};
+use crate::geometry::earth::{distance_m, hypot_exceeds, local_m_at, norm_m, plane_offset_m};
 
 /// Fix-to-fix noise margins are this many noise scales: below it a disagreement is noise.
 const MARGIN_SCALES: f64 = 3.0;
@@ -706,8 +706,8 @@ impl Run {
     /// even at 70° (the test against the haversine), where the chord is weighed against
     /// metres of noise.
     fn chord2_m2(&self, b: &Fix, cos_b: f64) -> f64 {
-        let east_m = (b.lon - self.start.lon) * M_PER_DEG_LAT * (self.start_cos + cos_b) / 2.0;
-        let north_m = (b.lat - self.start.lat) * M_PER_DEG_LAT;
+        let (east_m, north_m) =
+            plane_offset_m(self.start.point(), self.start_cos, b.point(), cos_b);
         east_m * east_m + north_m * north_m
     }
 

@@ -169,23 +169,30 @@ pub fn norm_m(x_m: f64, y_m: f64) -> f64 {
     (x_m * x_m + y_m * y_m).sqrt()
 }
 
-/// The distance from `a` to `b`, metres, on the plane whose east scale is the mean of their
-/// latitudes' cosines (`cos_a`, `cos_b`, from [`cos_lat`]), longitudes compared the short way
-/// round (across the antimeridian too): for the short distances it is asked for (a parked
-/// unit's fix from its stop's centre, metres to a few kilometres) within parts per million of
-/// the haversine ([`distance_m_at`]), the mean cosine keeping the error of second order in
-/// the change of latitude, at a fraction of its trigonometry (two sines and an arcsine).
-pub fn plane_distance_m(a: LatLon, cos_a: f64, b: LatLon, cos_b: f64) -> f64 {
+/// The east and north metres from `a` to `b` on the plane whose east scale is the mean of
+/// their latitudes' cosines (`cos_a`, `cos_b`, from [`cos_lat`]), longitudes compared the short
+/// way round (across the antimeridian too). For the short distances it is asked for (a parked
+/// unit's fix from its stop's centre, a straight stretch of road: metres to a few kilometres)
+/// its norm is within parts per million of the haversine ([`distance_m_at`]), the mean cosine
+/// keeping the error of second order in the change of latitude, at a fraction of its
+/// trigonometry (two sines and an arcsine).
+pub fn plane_offset_m(a: LatLon, cos_a: f64, b: LatLon, cos_b: f64) -> (f64, f64) {
     let mut delta_lon = b.lon - a.lon;
     if delta_lon > 180.0 {
         delta_lon -= 360.0;
     } else if delta_lon < -180.0 {
         delta_lon += 360.0;
     }
-    norm_m(
+    (
         delta_lon * M_PER_DEG_LAT * (cos_a + cos_b) / 2.0,
         (b.lat - a.lat) * M_PER_DEG_LAT,
     )
+}
+
+/// The norm of [`plane_offset_m`]: the distance from `a` to `b` on that plane, metres.
+pub fn plane_distance_m(a: LatLon, cos_a: f64, b: LatLon, cos_b: f64) -> f64 {
+    let (east_m, north_m) = plane_offset_m(a, cos_a, b, cos_b);
+    norm_m(east_m, north_m)
 }
 
 /// `norm_m(x, y) > limit`.
