@@ -9,16 +9,19 @@
 //! Layers, bottom up: [`transport`] (bytes and lines), [`jsonrpc`] (messages and ids),
 //! [`version`] (what each revision allows), [`schema`] (derived schemas and validation),
 //! [`tool`], [`prompt`], [`resource`] (the contracts), [`service`] (what the application
-//! hands in, running a call), [`tasks`] (the tasks extension: calls answered with a task handle), `catalog` (prompts, resources, completions), [`session`] (the
-//! state machine), `in_flight` (which calls run and what may still be written for them),
-//! [`server`] (threads and the bounded shutdown), [`stdio`] (the process's stdin/stdout,
-//! hang-up and signals), [`http`] (Streamable HTTP: sessions, streams, authentication).
+//! hands in, running a call), [`tasks`] (the tasks extension: calls answered with a task
+//! handle), `catalog` (prompts, resources, completions), [`session`] (the state machine),
+//! `in_flight` (which calls run and what may still be written for them), `pool` (which
+//! worker takes a call: the one idle last), [`server`] (threads and the bounded shutdown),
+//! [`stdio`] (the process's stdin/stdout, hang-up and signals), [`http`] (Streamable HTTP:
+//! sessions, streams, authentication).
 
 mod catalog;
 pub mod http;
 mod in_flight;
 pub mod jsonrpc;
 pub mod logging;
+mod pool;
 pub mod prompt;
 pub mod resource;
 pub mod schema;

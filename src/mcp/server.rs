@@ -17,13 +17,14 @@
 
 use std::io::{self, BufRead};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::in_flight::{Admission, InFlight, Limits};
 use super::jsonrpc::{self, ErrorCode, RpcError, error_line, notification_line};
+use super::pool::Pool;
 use super::service::{Call, List, Service};
 use super::session::{Action, Session};
 use super::sinks;
@@ -151,16 +152,16 @@ where
         }
     });
     let in_flight = Arc::new(InFlight::default());
-    let (jobs, job_queue) = mpsc::channel::<Job>();
-    let job_queue = Arc::new(Mutex::new(job_queue));
-    for index in 0..options.workers.max(1) {
+    let workers = options.workers.max(1);
+    let jobs = Arc::new(Pool::<Job>::new(workers));
+    for index in 0..workers {
         let service = Arc::clone(&service);
         let in_flight = Arc::clone(&in_flight);
         let outbox = outbox.clone();
-        let job_queue = Arc::clone(&job_queue);
+        let jobs = Arc::clone(&jobs);
         std::thread::Builder::new()
             .name(format!("mcp-worker-{index}"))
-            .spawn(move || worker(&service, &in_flight, &outbox, &job_queue))?;
+            .spawn(move || worker(&service, &in_flight, &outbox, &jobs, index))?;
     }
 
     let watchdog_stop = Arc::new(AtomicBool::new(false));
@@ -285,7 +286,8 @@ struct Reader {
     service: Arc<Service>,
     in_flight: Arc<InFlight>,
     outbox: Outbox,
-    jobs: mpsc::Sender<Job>,
+    /// Closed when the reader is dropped: workers finish what is queued, then end.
+    jobs: Arc<Pool<Job>>,
     options: ServeOptions,
     /// Set when the session is over: nothing read from then on is acted upon.
     stopping: Arc<AtomicBool>,
@@ -295,6 +297,12 @@ struct Reader {
     /// nothing is answered before, so a list changed after the client's first answer is
     /// always announced (a watcher scheduled late would otherwise start from the new list).
     lists_seen: Option<mpsc::Receiver<()>>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.jobs.close();
+    }
 }
 
 impl Reader {
@@ -406,7 +414,7 @@ impl Reader {
             key,
             cancelled,
         };
-        if self.jobs.send(job).is_err() {
+        if self.jobs.submit(job).is_err() {
             log_error!("no quedan trabajadores para atender llamadas");
             return false;
         }
@@ -507,16 +515,10 @@ fn worker(
     service: &Service,
     in_flight: &Arc<InFlight>,
     outbox: &Outbox,
-    job_queue: &Mutex<mpsc::Receiver<Job>>,
+    jobs: &Pool<Job>,
+    index: usize,
 ) {
-    loop {
-        let job = {
-            let queue = job_queue.lock().unwrap_or_else(PoisonError::into_inner);
-            match queue.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            }
-        };
+    while let Some(job) = jobs.next(index) {
         let ctx = call_context(service, &job, in_flight, outbox);
         let started = Instant::now();
         if job.cancelled.load(Ordering::Relaxed) {
