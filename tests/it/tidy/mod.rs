@@ -400,3 +400,42 @@ fn only_the_calendar_turns_wall_clock_times_into_instants() {
         "wall-clock conversions outside src/calendar/: {hits:#?}"
     );
 }
+
+/// `link/server-symbols.txt` is what the linker reads (`build.rs`): the functions of a server
+/// session by their symbol names, one a line, as `link/regenerate.sh` writes them. A list
+/// edited by hand into demangled paths or emptied would link silently into the old, scattered
+/// layout, and the server's resident memory would grow back without any test failing.
+#[test]
+fn the_link_order_lists_the_servers_functions_by_symbol() {
+    let list = std::fs::read_to_string(root().join("link/server-symbols.txt")).unwrap();
+    let symbols: Vec<&str> = list
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .collect();
+    let malformed: Vec<&&str> = symbols
+        .iter()
+        .filter(|s| {
+            s.contains(char::is_whitespace)
+                || s.contains("::")
+                || !s
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        })
+        .collect();
+    assert!(malformed.is_empty(), "not symbol names: {malformed:#?}");
+    assert!(
+        symbols.len() > 500,
+        "only {} functions listed",
+        symbols.len()
+    );
+    // The session's own core is there: the tool workers and the JSON-RPC reader.
+    for part in ["3mcp6server", "3mcp7jsonrpc"] {
+        assert!(
+            symbols.iter().any(|s| s.contains(part)),
+            "no function of {part} listed"
+        );
+    }
+    let build = std::fs::read_to_string(root().join("build.rs")).unwrap();
+    assert!(build.contains("--symbol-ordering-file={manifest}/link/server-symbols.txt"));
+}
