@@ -111,10 +111,20 @@ mod tests {
             });
         }
         // Every worker idle before the first job, as in a server waiting for its client.
+        all_idle(&pool, workers);
+        (pool, runs)
+    }
+
+    /// Waits until `workers` workers are idle; fails after five seconds rather than hang.
+    fn all_idle(pool: &Pool<u32>, workers: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while lock(&pool.state).idle.len() < workers {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workers never went idle"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
-        (pool, runs)
     }
 
     #[test]
@@ -127,9 +137,7 @@ mod tests {
             assert_eq!(done, job);
             who.push(worker);
             // The worker is idle again before the next call, as after an answer.
-            while lock(&pool.state).idle.len() < 4 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            all_idle(&pool, 4);
         }
         assert!(who.iter().all(|&w| w == who[0]), "workers used: {who:?}");
     }
